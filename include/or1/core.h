@@ -1,0 +1,41 @@
+/* or1 core: error reporting, checked allocation, timing.
+ *
+ * Errors: a failing library function records a message with or1_fail() and returns -1
+ * (or NULL). Callers may prepend context with or1_fail_ctx(); the CLI prints
+ * or1_error() and exits non-zero. Messages name the file and the place. */
+#ifndef OR1_CORE_H
+#define OR1_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define OR1_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define OR1_PRINTF(a, b)
+#endif
+
+/* Records an error message (printf-style) for this thread; always returns -1. */
+int or1_fail(const char *fmt, ...) OR1_PRINTF(1, 2);
+/* Prepends "context: " to the current error message; always returns -1. */
+int or1_fail_ctx(const char *fmt, ...) OR1_PRINTF(1, 2);
+/* The last error message recorded on this thread ("" if none). */
+const char *or1_error(void);
+
+/* Allocation that never returns NULL: on exhaustion it prints the size and exits(2). */
+void *or1_malloc(size_t n);
+void *or1_calloc(size_t count, size_t size);
+void *or1_realloc(void *p, size_t n);
+char *or1_strdup(const char *s);
+/* 64-byte aligned allocation for numeric buffers, zero-filled; free with free(). */
+float *or1_alloc_floats(size_t n);
+
+/* Wall-clock seconds from a monotonic clock. */
+double or1_now(void);
+
+/* Sets the number of worker threads for OpenMP and BLAS (n <= 0: leave the default). */
+void or1_set_threads(int n);
+/* The number of worker threads in use. */
+int or1_threads(void);
+
+#endif

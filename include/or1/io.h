@@ -1,0 +1,84 @@
+/* or1 io: whole-file reads, atomic writes, JSONL streams and checked JSON field access.
+ * Every error message names the file (and line or key) it concerns. */
+#ifndef OR1_IO_H
+#define OR1_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct cJSON cJSON;
+
+/* Reads a whole file into a NUL-terminated buffer; fails if it exceeds max_bytes. */
+int or1_read_file(const char *path, size_t max_bytes, char **data, size_t *len);
+/* Creates a directory and its parents (like mkdir -p). */
+int or1_mkdir_p(const char *path);
+/* True if path names an existing regular file. */
+bool or1_is_file(const char *path);
+/* Joins dir and name with one '/', into a new string. */
+char *or1_path_join(const char *dir, const char *name);
+
+/* A file written under a temporary name and renamed into place on commit, so a
+ * reader never sees a half-written file and a crash leaves the old one intact. */
+typedef struct {
+    FILE *f;
+    char *path;
+    char *tmp;
+} or1_atomic_file;
+
+int or1_atomic_open(or1_atomic_file *a, const char *path);
+/* Flushes, fsyncs, renames into place and fsyncs the directory. */
+int or1_atomic_commit(or1_atomic_file *a);
+/* Discards the temporary file (safe after a failed commit or before any). */
+void or1_atomic_abort(or1_atomic_file *a);
+/* Writes a buffer to path atomically. */
+int or1_write_file_atomic(const char *path, const void *data, size_t len);
+/* Copies a file atomically (used to carry config/tokenizer files beside checkpoints). */
+int or1_copy_file_atomic(const char *src, const char *dst);
+
+/* JSONL input: one JSON value per non-blank line. */
+typedef struct {
+    FILE *f;
+    char *path;
+    size_t line;
+    char *buf;
+    size_t cap;
+    bool owns;
+} or1_jsonl_reader;
+
+int or1_jsonl_open(or1_jsonl_reader *r, const char *path);
+/* Reads the next row: 1 and *out set (caller frees with cJSON_Delete), 0 at end of
+ * input, -1 on a parse error naming path:line. */
+int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out);
+void or1_jsonl_close(or1_jsonl_reader *r);
+
+/* Parses JSON text; on error names `where` and the byte offset of the fault. */
+cJSON *or1_json_parse(const char *text, size_t len, const char *where);
+
+/* Checked field access. `where` (e.g. "config.json" or "batch.jsonl:3") prefixes errors.
+ * The *_opt variants leave *out unchanged when the key is absent or null. */
+int or1_json_int(const cJSON *obj, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                 const char *where);
+int or1_json_int_opt(const cJSON *obj, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                     const char *where);
+int or1_json_num(const cJSON *obj, const char *key, double *out, const char *where);
+int or1_json_num_opt(const cJSON *obj, const char *key, double *out, const char *where);
+int or1_json_bool_opt(const cJSON *obj, const char *key, bool *out, const char *where);
+/* Returns the string value of key, or NULL with an error. */
+const char *or1_json_str(const cJSON *obj, const char *key, const char *where);
+/* An array of integers in [lo, hi] into a new int32 array. */
+int or1_json_int_array(const cJSON *obj, const char *key, int64_t lo, int64_t hi, int32_t **out,
+                       size_t *n, const char *where);
+/* An array of finite numbers into a new float array. */
+int or1_json_float_array(const cJSON *obj, const char *key, float **out, size_t *n,
+                         const char *where);
+
+/* Writes a float array as a JSON array with enough digits to round-trip. */
+void or1_json_write_floats(FILE *f, const float *x, size_t n);
+/* Writes an int32 array as a JSON array. */
+void or1_json_write_ints(FILE *f, const int32_t *x, size_t n);
+/* Writes a JSON string literal with escapes. */
+void or1_json_write_string(FILE *f, const char *s);
+
+#endif

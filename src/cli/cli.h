@@ -1,0 +1,30 @@
+/* or1 command-line front end: one function per subcommand, plus flag parsing helpers. */
+#ifndef OR1_CLI_H
+#define OR1_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Flags of one subcommand: "--name value" pairs and bare "--switch"es. */
+typedef struct {
+    const char *cmd;
+    int argc;
+    char **argv;
+    bool *used;
+} cli_args;
+
+/* Value of --name, or NULL if absent. Marks it used. */
+const char *cli_str(cli_args *a, const char *name);
+/* True if the bare switch --name is present. */
+bool cli_flag(cli_args *a, const char *name);
+/* Number flags: absent leaves *out; malformed or out of range is an error (-1). */
+int cli_double(cli_args *a, const char *name, double lo, double hi, double *out);
+int cli_int(cli_args *a, const char *name, int64_t lo, int64_t hi, int64_t *out);
+/* Required string flag: error if absent. */
+const char *cli_need(cli_args *a, const char *name);
+/* Fails if any flag was not consumed by the command (catches typos). */
+int cli_check_unused(cli_args *a);
+
+/* Subcommands: each returns the process exit status. */
+
+#endif

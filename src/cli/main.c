@@ -1,0 +1,52 @@
+/* or1: the Skywork-OR1 (MAGIC) reinforcement-learning recipe as one C program. */
+#include "cli.h"
+
+#include "or1/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(cli_args *a);
+    const char *help;
+} command;
+
+/* Every subcommand, in the order `or1 help` lists them. */
+static const command commands[] = {
+    {"help", NULL, "this list"},
+};
+
+/* Prints the command list. */
+static void usage(FILE *f) {
+    fprintf(f, "usage: or1 <command> [--flag value ...]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\ncommon flags: --threads N\n");
+}
+
+/* Dispatches argv[1] to its subcommand with the remaining flags. */
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (!commands[i].run || strcmp(argv[1], commands[i].name) != 0) continue;
+        cli_args a = {argv[1], argc - 2, argv + 2, calloc((size_t)argc, sizeof(bool))};
+        int64_t threads = 0;
+        int rc;
+        if (cli_int(&a, "threads", 1, 1024, &threads) != 0) rc = 2;
+        else {
+            or1_set_threads((int)threads);
+            rc = commands[i].run(&a);
+        }
+        if (rc != 0) fprintf(stderr, "or1: %s\n", or1_error());
+        free(a.used);
+        return rc;
+    }
+    fprintf(stderr, "or1: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
