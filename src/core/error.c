@@ -25,7 +25,13 @@ int or1_fail_ctx(const char *fmt, ...) {
     vsnprintf(ctx, sizeof ctx, fmt, ap);
     va_end(ap);
     memcpy(old, err_msg, sizeof old);
-    snprintf(err_msg, sizeof err_msg, "%s: %s", ctx, old);
+    size_t n = strnlen(ctx, ERR_MAX - 3);
+    memcpy(err_msg, ctx, n);
+    memcpy(err_msg + n, ": ", 2);
+    size_t room = ERR_MAX - n - 2;
+    size_t m = strnlen(old, room - 1);
+    memcpy(err_msg + n + 2, old, m);
+    err_msg[n + 2 + m] = '\0';
     return -1;
 }
 
