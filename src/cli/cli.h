@@ -26,5 +26,7 @@ const char *cli_need(cli_args *a, const char *name);
 int cli_check_unused(cli_args *a);
 
 /* Subcommands: each returns the process exit status. */
+int cmd_logprobs(cli_args *a);
+int cmd_grad(cli_args *a);
 
 #endif

@@ -15,7 +15,8 @@ typedef struct {
 
 /* Every subcommand, in the order `or1 help` lists them. */
 static const command commands[] = {
-    {"help", NULL, "this list"},
+    {"logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences"},
+    {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
 };
 
 /* Prints the command list. */

@@ -1,0 +1,54 @@
+/* or1 kernels: the numeric ops of the decoder, forward and backward side by side (CPU:
+ * OpenBLAS for matmuls, OpenMP for the rest). Row-major; T = tokens of a packed batch.
+ * Backward kernels add into their gradient outputs unless said otherwise. */
+#ifndef OR1_KERNELS_H
+#define OR1_KERNELS_H
+
+#include <stdint.h>
+
+/* y[T,out] = x[T,in] W[out,in]^T (+ b[out] if b) */
+void or1_matmul(float *y, const float *x, const float *w, const float *b, int T, int in, int out);
+/* dx[T,in] = dy[T,out] W[out,in] (accumulate when acc != 0) */
+void or1_matmul_dx(float *dx, const float *dy, const float *w, int T, int in, int out, int acc);
+/* dW[out,in] += dy[T,out]^T x[T,in];  db[out] += sum_t dy (if db) */
+void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T, int in, int out);
+
+/* y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps) saved per row. */
+void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, int H, float eps);
+/* dx += d(y)/d(x)^T dy;  dw += sum_t dy * x * rstd */
+void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *rstd,
+                     const float *w, int T, int H);
+
+/* cos/sin tables [max_pos, hd/2] for RoPE with inv_freq = theta^(-2i/hd). */
+void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta);
+/* Rotates n_heads heads of hd dims per row (rotate_half form) at each row's position;
+ * inverse=1 applies the transpose rotation (used by backward). */
+void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
+              const float *cos_t, const float *sin_t, int inverse);
+
+/* Causal GQA attention over packed sequences. qkv rows hold [q heads | k heads | v heads];
+ * out[T, nh*hd]; lse[T, nh] = log-sum-exp of each softmax row (kept for backward). */
+void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_start, int n_seqs,
+                   int nh, int nkv, int hd);
+/* dqkv (overwritten) from dout, recomputing probabilities from lse (no [T x T] matrix). */
+void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                       const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd);
+
+/* a[T,inter] = silu(g) * u where gu rows are [g | u]. */
+void or1_swiglu(float *a, const float *gu, int T, int inter);
+/* dgu (overwritten) from da. */
+void or1_swiglu_bwd(float *dgu, const float *da, const float *gu, int T, int inter);
+
+/* Streaming log-prob + entropy head over vocabulary chunks.
+ * For n rows h[n,H] (final hidden states), logits z = h W^T / temperature with W[V,H]:
+ * logp[i] = z[tgt[i]] - lse_i, entropy[i] = lse_i - E_p[z]; lse and ez are saved for backward. */
+void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
+              const int32_t *tgt, int n, int H, int V, float temperature, float *scratch);
+/* Given g_logp, g_entropy per row: dh[n,H] (overwritten) and dW[V,H] (accumulated). */
+void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+                  const float *lse, const float *ez, const float *g_logp, const float *g_entropy,
+                  int n, int H, int V, float temperature, float *scratch);
+/* Floats of scratch or1_head / or1_head_bwd need for n rows. */
+long or1_head_scratch(int n);
+
+#endif

@@ -1,0 +1,46 @@
+/* or1 rl: the formulas of the Skywork-OR1 (MAGIC) recipe, one named function each. */
+#ifndef OR1_RL_H
+#define OR1_RL_H
+
+#include <stdbool.h>
+
+/* Settings of the policy loss, eq. (3.1). */
+typedef struct {
+    float clip_low, clip_high; /* PPO ratio clip: [1 - clip_low, 1 + clip_high] */
+    float entropy_coef;        /* alpha_k */
+    float temperature;         /* logits are divided by it before log-probs and entropy */
+} or1_loss_cfg;
+
+/* One response token's term of the MAGIC loss, eq. (3.1), before the 1/T_k normalisation:
+ *   loss_t = max(-A*rho, -A*clip(rho, 1-eps_low, 1+eps_high)) - alpha * H_t,
+ *   rho = exp(logp - old_logp).
+ * Returns the PPO part (pg term) and sets d(loss_t)/d(logp), d(loss_t)/d(H_t), and whether
+ * the clipped branch is the larger one. Ties split the gradient as torch.maximum does. */
+double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
+                            float *d_logp, float *d_entropy, bool *clipped);
+
+
+#include "or1/model.h"
+
+/* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached). */
+typedef struct {
+    const int32_t *prompt, *resp;
+    int n_prompt, n_resp;
+    float adv;
+    const float *old_logp;
+} or1_sample;
+
+/* Sums over response tokens (divide by tokens for means). */
+typedef struct {
+    double loss, pg_loss, entropy;
+    long tokens, clipped;
+} or1_loss_stats;
+
+/* Adds to m->grads the gradient of the eq. (3.1) loss over samples, each token weighted
+ * 1/total_tokens (the global response-token count, so any micro-batch or rank split gives
+ * the same sum). Samples are packed greedily into micro-batches of at most micro_tokens
+ * tokens. *ws is a reusable workspace. Adds this call's sums into *st. */
+void or1_policy_grad(or1_model *m, or1_acts **ws, const or1_sample *s, int n, long total_tokens,
+                     int micro_tokens, const or1_loss_cfg *cfg, or1_loss_stats *st);
+
+#endif

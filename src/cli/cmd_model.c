@@ -1,0 +1,289 @@
+/* `or1 logprobs` and `or1 grad`: the model core from the command line. */
+#include "cli.h"
+
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/model.h"
+#include "or1/rl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LOGPROB_BATCH_TOKENS = 8192 };
+
+/* A growable list of id sequences read from JSONL. */
+typedef struct {
+    or1_seq *seq;
+    int n, cap;
+    long tokens;
+} seq_list;
+
+/* Frees the sequences' ids and empties the list. */
+static void seq_list_clear(seq_list *l) {
+    for (int i = 0; i < l->n; i++) free((void *)l->seq[i].ids);
+    l->n = 0;
+    l->tokens = 0;
+}
+
+/* Runs one packed forward over the listed sequences and prints one JSON line per sequence. */
+static void logprobs_flush(const or1_model *m, or1_acts **ws, seq_list *l, float temperature) {
+    if (l->n == 0) return;
+    or1_batch b;
+    or1_batch_pack(&b, l->seq, l->n);
+    or1_acts_reserve(ws, &m->cfg, b.n_tokens, b.max_len, false);
+    float *lp = or1_malloc((size_t)2 * (b.n_scored + 1) * sizeof *lp), *ent = lp + b.n_scored + 1;
+    or1_forward(m, *ws, &b, false);
+    or1_head_forward(m, *ws, &b, temperature, lp, ent);
+    for (int i = 0, k = 0; i < l->n; i++) {
+        int n = l->seq[i].n - 1;
+        fputs("{\"logprobs\":", stdout);
+        or1_json_write_floats(stdout, lp + k, (size_t)n);
+        fputs(",\"entropy\":", stdout);
+        or1_json_write_floats(stdout, ent + k, (size_t)n);
+        fputs("}\n", stdout);
+        k += n;
+    }
+    fflush(stdout);
+    free(lp);
+    or1_batch_free(&b);
+    seq_list_clear(l);
+}
+
+/* Appends a sequence to the list. */
+static void seq_list_push(seq_list *l, int32_t *ids, int n, int n_prompt) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->seq = or1_realloc(l->seq, (size_t)l->cap * sizeof *l->seq);
+    }
+    l->seq[l->n++] = (or1_seq){ids, n, n_prompt};
+    l->tokens += n;
+}
+
+/* Validates the sampling temperature flag. */
+static int read_temperature(cli_args *a, float *t) {
+    double d = 1.0;
+    if (cli_double(a, "temperature", 1e-4, 1e4, &d)) return -1;
+    *t = (float)d;
+    return 0;
+}
+
+/* or1 logprobs --model DIR --input FILE [--temperature T] */
+int cmd_logprobs(cli_args *a) {
+    const char *dir = cli_need(a, "model"), *input = dir ? cli_need(a, "input") : NULL;
+    float temperature;
+    if (!input || read_temperature(a, &temperature) || cli_check_unused(a)) return 2;
+    or1_model m;
+    if (or1_model_load(&m, dir)) return 1;
+    or1_jsonl_reader r;
+    if (or1_jsonl_open(&r, input)) {
+        or1_model_free(&m);
+        return 1;
+    }
+    seq_list l = {0};
+    or1_acts *ws = NULL;
+    cJSON *row;
+    int rc, status = 0;
+    while ((rc = or1_jsonl_next(&r, &row)) == 1) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%zu", input, r.line);
+        int32_t *ids;
+        size_t n;
+        int bad = or1_json_int_array(row, "ids", 0, m.cfg.vocab - 1, &ids, &n, where);
+        cJSON_Delete(row);
+        if (!bad && n == 0) bad = or1_fail("%s: \"ids\" is empty", where), free(ids);
+        if (bad) {
+            status = 1;
+            break;
+        }
+        seq_list_push(&l, ids, (int)n, 1);
+        if (l.tokens >= LOGPROB_BATCH_TOKENS) logprobs_flush(&m, &ws, &l, temperature);
+    }
+    if (rc < 0) status = 1;
+    if (status == 0) logprobs_flush(&m, &ws, &l, temperature);
+    seq_list_clear(&l);
+    free(l.seq);
+    or1_acts_free(ws);
+    or1_jsonl_close(&r);
+    or1_model_free(&m);
+    return status;
+}
+
+/* A grad batch held in memory (the loss needs the global token count first). */
+typedef struct {
+    or1_sample *s;
+    int n, cap;
+    long tokens, packed;
+} sample_list;
+
+/* Frees the samples' arrays. */
+static void sample_list_free(sample_list *l) {
+    for (int i = 0; i < l->n; i++) {
+        free((void *)l->s[i].prompt);
+        free((void *)l->s[i].resp);
+        free((void *)l->s[i].old_logp);
+    }
+    free(l->s);
+}
+
+/* Parses one batch line into a sample, validating ids, lengths and numbers. */
+static int parse_sample(const cJSON *row, int vocab, const char *where, or1_sample *s) {
+    memset(s, 0, sizeof *s);
+    int32_t *p = NULL, *r = NULL;
+    float *old = NULL;
+    size_t np = 0, nr = 0, no = 0;
+    double adv;
+    if (or1_json_int_array(row, "prompt_ids", 0, vocab - 1, &p, &np, where)) goto fail;
+    if (or1_json_int_array(row, "response_ids", 0, vocab - 1, &r, &nr, where)) goto fail;
+    if (or1_json_num(row, "advantage", &adv, where)) goto fail;
+    if (np == 0 || nr == 0) {
+        or1_fail("%s: \"%s\" is empty", where, np == 0 ? "prompt_ids" : "response_ids");
+        goto fail;
+    }
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(row, "old_logprobs");
+    if (o && !cJSON_IsNull(o)) {
+        if (or1_json_float_array(row, "old_logprobs", &old, &no, where)) goto fail;
+        if (no != nr) {
+            or1_fail("%s: \"old_logprobs\" has %zu values for %zu response tokens", where, no, nr);
+            goto fail;
+        }
+    }
+    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old};
+    return 0;
+fail:
+    free(p);
+    free(r);
+    free(old);
+    return -1;
+}
+
+/* Reads the whole batch file. */
+static int read_batch(const char *path, int vocab, sample_list *l) {
+    or1_jsonl_reader r;
+    if (or1_jsonl_open(&r, path)) return -1;
+    cJSON *row;
+    int rc;
+    while ((rc = or1_jsonl_next(&r, &row)) == 1) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%zu", path, r.line);
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 64;
+            l->s = or1_realloc(l->s, (size_t)l->cap * sizeof *l->s);
+        }
+        rc = parse_sample(row, vocab, where, &l->s[l->n]);
+        cJSON_Delete(row);
+        if (rc) break;
+        l->tokens += l->s[l->n].n_resp;
+        l->packed += l->s[l->n].n_prompt + l->s[l->n].n_resp;
+        l->n++;
+    }
+    or1_jsonl_close(&r);
+    if (rc < 0) return -1;
+    if (l->n == 0) return or1_fail("%s: no samples", path);
+    return 0;
+}
+
+/* Options of `or1 grad`. */
+typedef struct {
+    const char *dir, *batch, *out, *save;
+    or1_loss_cfg loss;
+    int64_t micro_tokens, bench_iters;
+    bool step;
+    or1_adamw_cfg adam;
+    double max_grad_norm;
+    or1_dtype save_dtype;
+} grad_opts;
+
+/* Parses and checks the flags of `or1 grad`. */
+static int grad_flags(cli_args *a, grad_opts *o) {
+    double lo = 0.2, hi = 0.2, coef = 0.0, lr = 0, wd = 0.01;
+    *o = (grad_opts){.micro_tokens = 1 << 30, .max_grad_norm = 1.0};
+    o->dir = cli_need(a, "model");
+    o->batch = o->dir ? cli_need(a, "batch") : NULL;
+    if (!o->batch) return -1;
+    o->out = cli_str(a, "out");
+    o->save = cli_str(a, "save");
+    o->step = cli_flag(a, "step");
+    const char *dt = cli_str(a, "save-dtype");
+    if (read_temperature(a, &o->loss.temperature) || cli_double(a, "clip-low", 0, 1, &lo) ||
+        cli_double(a, "clip-high", 0, 100, &hi) || cli_double(a, "entropy-coef", -10, 10, &coef) ||
+        cli_int(a, "micro-batch-tokens", 1, 1 << 30, &o->micro_tokens) ||
+        cli_int(a, "bench-iters", 1, 100000, &o->bench_iters) || cli_double(a, "lr", 0, 10, &lr) ||
+        cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 0, 1e30, &o->max_grad_norm) ||
+        cli_check_unused(a))
+        return -1;
+    o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
+    o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
+    o->save_dtype = dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32;
+    if (dt && strcmp(dt, "bf16") != 0 && strcmp(dt, "f32") != 0)
+        return or1_fail("grad: --save-dtype must be f32 or bf16");
+    if (o->step && !o->save) return or1_fail("grad: --step needs --save DIR");
+    if (!o->step && !o->out && !o->bench_iters) return or1_fail("grad: give --out FILE, --step --save DIR or --bench-iters N");
+    return 0;
+}
+
+/* Clips, takes one AdamW step (continuing saved state) and saves model + optimizer. */
+static int grad_step(or1_model *m, const grad_opts *o, double norm) {
+    or1_adamw opt;
+    or1_adamw_init(&opt, m->n_floats);
+    int rc = or1_adamw_load(&opt, m, o->dir) < 0 ? -1 : 0;
+    if (rc == 0) {
+        or1_clip_grad_norm(m->grads, m->n_floats, norm, o->max_grad_norm);
+        or1_adamw_step(&opt, m->params, m->grads, &o->adam);
+        rc = or1_model_save(m, o->save, o->save_dtype, o->dir);
+        if (rc == 0) rc = or1_adamw_save(&opt, m, o->save);
+    }
+    or1_adamw_free(&opt);
+    return rc;
+}
+
+/* Times forward+backward over the batch: one warm-up, then iters timed runs. */
+static void grad_bench(or1_model *m, or1_acts **ws, const sample_list *l, const grad_opts *o) {
+    or1_loss_stats st = {0};
+    or1_policy_grad(m, ws, l->s, l->n, l->tokens, (int)o->micro_tokens, &o->loss, &st);
+    double t0 = or1_now();
+    for (int64_t i = 0; i < o->bench_iters; i++)
+        or1_policy_grad(m, ws, l->s, l->n, l->tokens, (int)o->micro_tokens, &o->loss, &st);
+    double dt = (or1_now() - t0) / (double)o->bench_iters;
+    printf("{\"tokens\":%ld,\"response_tokens\":%ld,\"seconds_per_iter\":%.6f,\"tokens_per_s\":%.1f,\"threads\":%d}\n",
+           l->packed, l->tokens, dt, (double)l->packed / dt, or1_threads());
+}
+
+/* Writes the gradient of every parameter under its own name. */
+static int write_grads(const or1_model *m, const char *path) {
+    or1_st_tensor *t = or1_malloc((size_t)m->n_p * sizeof *t);
+    or1_model_tensors(m, m->grads, t);
+    int rc = or1_st_write(path, t, (size_t)m->n_p, OR1_F32, NULL, 0);
+    free(t);
+    return rc;
+}
+
+/* or1 grad --model DIR --batch FILE [--out G] [--step --lr X --save DIR] [...] */
+int cmd_grad(cli_args *a) {
+    grad_opts o;
+    if (grad_flags(a, &o)) return 2;
+    or1_model m;
+    if (or1_model_load(&m, o.dir)) return 1;
+    sample_list l = {0};
+    or1_acts *ws = NULL;
+    int rc = read_batch(o.batch, m.cfg.vocab, &l);
+    if (rc == 0 && o.bench_iters) {
+        grad_bench(&m, &ws, &l, &o);
+    } else if (rc == 0) {
+        or1_loss_stats st = {0};
+        or1_policy_grad(&m, &ws, l.s, l.n, l.tokens, (int)o.micro_tokens, &o.loss, &st);
+        double norm = or1_grad_norm(m.grads, m.n_floats), nt = (double)st.tokens;
+        printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
+               "\"grad_norm\":%.17g}\n",
+               st.loss / nt, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm);
+        fflush(stdout);
+        if (o.out) rc = write_grads(&m, o.out);
+        if (rc == 0 && o.step) rc = grad_step(&m, &o, norm);
+    }
+    or1_acts_free(ws);
+    sample_list_free(&l);
+    or1_model_free(&m);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,236 @@
+/* Parameter layout, checkpoint loading (single or sharded safetensors) and saving. */
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/model.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends one named tensor to the layout and returns its offset. */
+static size_t add_param(or1_model *m, const char *name, int64_t d0, int64_t d1) {
+    or1_param *p = &m->p[m->n_p++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = d1 ? 2 : 1;
+    p->shape[0] = d0;
+    p->shape[1] = d1;
+    p->numel = (size_t)d0 * (size_t)(d1 ? d1 : 1);
+    p->offset = m->n_floats;
+    m->n_floats += p->numel;
+    return p->offset;
+}
+
+/* Offsets of one layer's tensors, in buffer order (q,k,v adjacent; gate,up adjacent). */
+typedef struct {
+    size_t ln1, wqkv, bqkv, wo, ln2, wgu, wd;
+} layer_offsets;
+
+/* Registers layer i's tensors under their Hugging Face names. */
+static layer_offsets add_layer(or1_model *m, int i) {
+    const or1_config *c = &m->cfg;
+    int64_t h = c->hidden, qd = (int64_t)c->heads * c->head_dim, kvd = (int64_t)c->kv_heads * c->head_dim;
+    char n[96];
+    layer_offsets o;
+#define NAME(s) (snprintf(n, sizeof n, "model.layers.%d.%s", i, s), n)
+    o.ln1 = add_param(m, NAME("input_layernorm.weight"), h, 0);
+    o.wqkv = add_param(m, NAME("self_attn.q_proj.weight"), qd, h);
+    add_param(m, NAME("self_attn.k_proj.weight"), kvd, h);
+    add_param(m, NAME("self_attn.v_proj.weight"), kvd, h);
+    o.bqkv = 0;
+    if (c->qkv_bias) {
+        o.bqkv = add_param(m, NAME("self_attn.q_proj.bias"), qd, 0);
+        add_param(m, NAME("self_attn.k_proj.bias"), kvd, 0);
+        add_param(m, NAME("self_attn.v_proj.bias"), kvd, 0);
+    }
+    o.wo = add_param(m, NAME("self_attn.o_proj.weight"), h, qd);
+    o.ln2 = add_param(m, NAME("post_attention_layernorm.weight"), h, 0);
+    o.wgu = add_param(m, NAME("mlp.gate_proj.weight"), c->intermediate, h);
+    add_param(m, NAME("mlp.up_proj.weight"), c->intermediate, h);
+    o.wd = add_param(m, NAME("mlp.down_proj.weight"), h, c->intermediate);
+#undef NAME
+    return o;
+}
+
+/* Points a weights struct into buf using the layout's offsets. */
+static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, size_t norm,
+                 size_t head, const layer_offsets *lo) {
+    w->embed = buf + embed;
+    w->norm = buf + norm;
+    w->lm_head = buf + head;
+    w->layer = or1_calloc((size_t)m->cfg.layers, sizeof *w->layer);
+    for (int i = 0; i < m->cfg.layers; i++) {
+        or1_layer *l = &w->layer[i];
+        l->ln1 = buf + lo[i].ln1;
+        l->wqkv = buf + lo[i].wqkv;
+        l->bqkv = m->cfg.qkv_bias ? buf + lo[i].bqkv : NULL;
+        l->wo = buf + lo[i].wo;
+        l->ln2 = buf + lo[i].ln2;
+        l->wgu = buf + lo[i].wgu;
+        l->wd = buf + lo[i].wd;
+    }
+}
+
+/* Builds the layout and allocates zeroed parameters and gradients. */
+void or1_model_init(or1_model *m, const or1_config *cfg) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->p = or1_calloc((size_t)cfg->layers * 13 + 4, sizeof *m->p);
+    size_t embed = add_param(m, "model.embed_tokens.weight", cfg->vocab, cfg->hidden);
+    layer_offsets *lo = or1_malloc((size_t)cfg->layers * sizeof *lo);
+    for (int i = 0; i < cfg->layers; i++) lo[i] = add_layer(m, i);
+    size_t norm = add_param(m, "model.norm.weight", cfg->hidden, 0);
+    size_t head = cfg->tied ? embed : add_param(m, "lm_head.weight", cfg->vocab, cfg->hidden);
+    m->params = or1_alloc_floats(m->n_floats);
+    m->grads = or1_alloc_floats(m->n_floats);
+    bind(&m->w, m->params, m, embed, norm, head, lo);
+    bind(&m->g, m->grads, m, embed, norm, head, lo);
+    free(lo);
+}
+
+/* Frees buffers and layout. */
+void or1_model_free(or1_model *m) {
+    free(m->params);
+    free(m->grads);
+    free(m->w.layer);
+    free(m->g.layer);
+    free(m->p);
+    memset(m, 0, sizeof *m);
+}
+
+/* Where weights come from: one safetensors file, or shards named by an index. */
+typedef struct {
+    char *dir;
+    cJSON *index;       /* weight_map object, or NULL for a single file */
+    char *index_path;
+    or1_st_file *files; /* opened lazily */
+    char **file_names;
+    int n_files;
+} weight_source;
+
+/* Opens the index if there is one, else model.safetensors. */
+static int source_open(weight_source *s, const char *dir) {
+    memset(s, 0, sizeof *s);
+    s->dir = or1_strdup(dir);
+    s->index_path = or1_path_join(dir, "model.safetensors.index.json");
+    if (!or1_is_file(s->index_path)) return 0;
+    char *text;
+    size_t len;
+    if (or1_read_file(s->index_path, 256 << 20, &text, &len)) return -1;
+    cJSON *j = or1_json_parse(text, len, s->index_path);
+    free(text);
+    if (!j) return -1;
+    cJSON *wm = cJSON_DetachItemFromObjectCaseSensitive(j, "weight_map");
+    cJSON_Delete(j);
+    if (!cJSON_IsObject(wm)) {
+        cJSON_Delete(wm);
+        return or1_fail("%s: missing \"weight_map\" object", s->index_path);
+    }
+    s->index = wm;
+    return 0;
+}
+
+/* Returns the opened file called name (opening it on first use). */
+static or1_st_file *source_file(weight_source *s, const char *name) {
+    for (int i = 0; i < s->n_files; i++)
+        if (strcmp(s->file_names[i], name) == 0) return &s->files[i];
+    if (strchr(name, '/') || strcmp(name, "..") == 0) {
+        or1_fail("%s: shard name \"%s\" must be a plain file name", s->index_path, name);
+        return NULL;
+    }
+    s->files = or1_realloc(s->files, (size_t)(s->n_files + 1) * sizeof *s->files);
+    s->file_names = or1_realloc(s->file_names, (size_t)(s->n_files + 1) * sizeof(char *));
+    char *path = or1_path_join(s->dir, name);
+    int rc = or1_st_open(&s->files[s->n_files], path);
+    free(path);
+    if (rc) return NULL;
+    s->file_names[s->n_files] = or1_strdup(name);
+    return &s->files[s->n_files++];
+}
+
+/* Finds the file holding a tensor and its entry there. */
+static int source_find(weight_source *s, const char *tensor, or1_st_file **f, const or1_st_entry **e) {
+    const char *fname = "model.safetensors";
+    if (s->index) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->index, tensor);
+        if (!v) return or1_fail("%s: tensor \"%s\" is missing from weight_map", s->index_path, tensor);
+        if (!cJSON_IsString(v)) return or1_fail("%s: weight_map[\"%s\"] must be a string", s->index_path, tensor);
+        fname = v->valuestring;
+    }
+    *f = source_file(s, fname);
+    if (!*f) return -1;
+    *e = or1_st_find(*f, tensor);
+    if (!*e) return or1_fail("%s: missing tensor \"%s\"", (*f)->path, tensor);
+    return 0;
+}
+
+/* Closes every opened shard. */
+static void source_close(weight_source *s) {
+    for (int i = 0; i < s->n_files; i++) {
+        or1_st_close(&s->files[i]);
+        free(s->file_names[i]);
+    }
+    free(s->files);
+    free(s->file_names);
+    cJSON_Delete(s->index);
+    free(s->index_path);
+    free(s->dir);
+}
+
+/* Loads config.json, then every parameter tensor with its shape checked. */
+int or1_model_load(or1_model *m, const char *dir) {
+    or1_config cfg;
+    char *cpath = or1_path_join(dir, "config.json");
+    int rc = or1_config_load(&cfg, cpath);
+    free(cpath);
+    if (rc) return -1;
+    weight_source s;
+    if (source_open(&s, dir)) {
+        source_close(&s);
+        return -1;
+    }
+    or1_model_init(m, &cfg);
+    for (int i = 0; rc == 0 && i < m->n_p; i++) {
+        or1_st_file *f = NULL;
+        const or1_st_entry *e = NULL;
+        rc = source_find(&s, m->p[i].name, &f, &e);
+        if (rc == 0) rc = or1_st_read_f32(f, e, m->p[i].shape, m->p[i].ndim, m->params + m->p[i].offset);
+    }
+    source_close(&s);
+    if (rc) or1_model_free(m);
+    return rc;
+}
+
+/* Lists parameters as tensors to write, with data taken from buf. */
+void or1_model_tensors(const or1_model *m, const float *buf, or1_st_tensor *out) {
+    for (int i = 0; i < m->n_p; i++) {
+        out[i].name = m->p[i].name;
+        out[i].data = buf + m->p[i].offset;
+        out[i].ndim = m->p[i].ndim;
+        out[i].shape[0] = m->p[i].shape[0];
+        out[i].shape[1] = m->p[i].shape[1];
+    }
+}
+
+/* Files that travel with a checkpoint so Hugging Face tools can load it. */
+static const char *side_files[] = {"config.json", "generation_config.json", "tokenizer.json",
+                                   "tokenizer_config.json", "special_tokens_map.json"};
+
+/* Writes model.safetensors and copies the side files from src_dir (each atomically). */
+int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const char *src_dir) {
+    if (or1_mkdir_p(dir)) return -1;
+    or1_st_tensor *t = or1_malloc((size_t)m->n_p * sizeof *t);
+    or1_model_tensors(m, m->params, t);
+    or1_st_kv meta = {"format", "pt"};
+    char *path = or1_path_join(dir, "model.safetensors");
+    int rc = or1_st_write(path, t, (size_t)m->n_p, dtype, &meta, 1);
+    free(path);
+    free(t);
+    for (size_t i = 0; rc == 0 && src_dir && strcmp(src_dir, dir) != 0 && i < sizeof side_files / sizeof *side_files; i++) {
+        char *src = or1_path_join(src_dir, side_files[i]), *dst = or1_path_join(dir, side_files[i]);
+        if (or1_is_file(src)) rc = or1_copy_file_atomic(src, dst);
+        free(src);
+        free(dst);
+    }
+    return rc;
+}

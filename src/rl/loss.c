@@ -1,0 +1,22 @@
+/* The MAGIC policy loss of Skywork-OR1, eq. (3.1), token by token. */
+#include "or1/rl.h"
+
+#include <math.h>
+
+/* Eq. (3.1) per token: PPO-clip surrogate on the ratio, minus the entropy bonus.
+ * Gradient of the surrogate w.r.t. logp: d(-A*rho)/dlogp = -A*rho on the unclipped branch;
+ * on the clipped branch -A*rho only while rho lies inside the clip range (torch.clamp passes
+ * the gradient on [lo, hi] inclusive), else 0. At a tie torch.maximum gives each side half. */
+double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
+                            float *d_logp, float *d_entropy, bool *clipped) {
+    double rho = exp((double)logp - (double)old_logp);
+    double lo = 1.0 - c->clip_low, hi = 1.0 + c->clip_high;
+    double rho_c = rho < lo ? lo : rho > hi ? hi : rho;
+    double l1 = -adv * rho, l2 = -adv * rho_c;
+    double g1 = -adv * rho, g2 = (rho >= lo && rho <= hi) ? -adv * rho : 0.0;
+    double g = l1 > l2 ? g1 : l2 > l1 ? g2 : 0.5 * (g1 + g2);
+    *d_logp = (float)g;
+    *d_entropy = -c->entropy_coef;
+    *clipped = l2 > l1;
+    return l1 > l2 ? l1 : l2;
+}

@@ -1,0 +1,68 @@
+/* Gradient of the MAGIC objective over a batch of samples, micro-batch by micro-batch. */
+#include "or1/core.h"
+#include "or1/rl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
+static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0, int i1, double inv_total,
+                       const or1_loss_cfg *cfg, or1_loss_stats *st) {
+    int n = i1 - i0, len = 0, tokens = 0;
+    or1_seq *seqs = or1_malloc((size_t)n * sizeof *seqs);
+    int32_t **joined = or1_malloc((size_t)n * sizeof *joined);
+    for (int i = 0; i < n; i++) {
+        const or1_sample *x = &s[i0 + i];
+        joined[i] = or1_malloc((size_t)(x->n_prompt + x->n_resp) * sizeof(int32_t));
+        memcpy(joined[i], x->prompt, (size_t)x->n_prompt * sizeof(int32_t));
+        memcpy(joined[i] + x->n_prompt, x->resp, (size_t)x->n_resp * sizeof(int32_t));
+        seqs[i] = (or1_seq){joined[i], x->n_prompt + x->n_resp, x->n_prompt};
+        tokens += seqs[i].n;
+        if (seqs[i].n > len) len = seqs[i].n;
+    }
+    or1_batch b;
+    or1_batch_pack(&b, seqs, n);
+    or1_acts_reserve(ws, &m->cfg, tokens, len, true);
+    float *buf = or1_malloc((size_t)4 * b.n_scored * sizeof *buf);
+    float *logp = buf, *ent = buf + b.n_scored, *g_lp = ent + b.n_scored, *g_h = g_lp + b.n_scored;
+    or1_forward(m, *ws, &b, true);
+    or1_head_forward(m, *ws, &b, cfg->temperature, logp, ent);
+    for (int i = 0, k = 0; i < n; i++) {
+        const or1_sample *x = &s[i0 + i];
+        for (int j = 0; j < x->n_resp; j++, k++) {
+            float old = x->old_logp ? x->old_logp[j] : logp[k], dlp, dh;
+            bool clipped;
+            double pg = or1_magic_token_loss(logp[k], old, x->adv, cfg, &dlp, &dh, &clipped);
+            st->pg_loss += pg;
+            st->entropy += ent[k];
+            st->loss += pg - cfg->entropy_coef * ent[k];
+            st->clipped += clipped;
+            st->tokens++;
+            g_lp[k] = (float)(dlp * inv_total);
+            g_h[k] = (float)(dh * inv_total);
+        }
+    }
+    or1_backward(m, *ws, &b, cfg->temperature, g_lp, g_h);
+    free(buf);
+    or1_batch_free(&b);
+    for (int i = 0; i < n; i++) free(joined[i]);
+    free(joined);
+    free(seqs);
+}
+
+/* Greedy packing in order: a micro-batch closes when the next sample would overflow it. */
+void or1_policy_grad(or1_model *m, or1_acts **ws, const or1_sample *s, int n, long total_tokens,
+                     int micro_tokens, const or1_loss_cfg *cfg, or1_loss_stats *st) {
+    double inv_total = total_tokens > 0 ? 1.0 / (double)total_tokens : 0.0;
+    int i0 = 0;
+    while (i0 < n) {
+        int i1 = i0, tokens = 0;
+        while (i1 < n && (i1 == i0 || tokens + s[i1].n_prompt + s[i1].n_resp <= micro_tokens)) {
+            tokens += s[i1].n_prompt + s[i1].n_resp;
+            i1++;
+        }
+        micro_step(m, ws, s, i0, i1, inv_total, cfg, st);
+        i0 = i1;
+    }
+}
