@@ -1,0 +1,491 @@
+"""Independent float64 PyTorch reference for the or1 model core.
+
+Three parts, each readable on its own:
+  * safetensors: a small reader/writer (struct + json + numpy; BF16 through torch.bfloat16 views),
+  * checkpoints: random Hugging Face style Qwen2/Llama checkpoints with tiny shapes,
+  * the model: the HF Qwen2/Llama decoder and the Skywork-OR1 loss (eq. 3.1) in float64,
+plus helpers the test drivers share (running or1, comparing tensors, collecting failures).
+"""
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+
+# ---------------------------------------------------------------------------------------------
+# safetensors
+# ---------------------------------------------------------------------------------------------
+
+# dtype name -> (numpy dtype used to read the raw bytes, bytes per element)
+ST_DTYPES = {
+    "F64": (np.float64, 8), "F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2),
+    "I64": (np.int64, 8), "I32": (np.int32, 4), "U8": (np.uint8, 1),
+}
+ST_MAX_HEADER = 100 << 20
+
+
+def bf16_bits_to_f32(bits):
+    """Widens raw bfloat16 bits (uint16 numpy array) to a float32 torch tensor."""
+    t = torch.from_numpy(bits.astype(np.uint16).view(np.int16).copy())
+    return t.view(torch.bfloat16).to(torch.float32)
+
+
+def f32_to_bf16_bits(x):
+    """Rounds a tensor to bfloat16 (nearest even, torch's rule) and returns the raw uint16 bits."""
+    t = torch.as_tensor(x).to(torch.float32).to(torch.bfloat16)
+    return t.view(torch.int16).numpy().view(np.uint16)
+
+
+def read_safetensors(path):
+    """Reads a safetensors file; returns ({name: float64 or int64 tensor}, {name: dtype}, metadata).
+
+    Validates what a careful reader must: header bounds, contiguous in-file offsets, sizes."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise ValueError(f"{path}: shorter than the 8-byte header length")
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > ST_MAX_HEADER or 8 + n > len(blob):
+        raise ValueError(f"{path}: header length {n} exceeds the file")
+    header = json.loads(blob[8:8 + n].decode("utf-8"))
+    data = memoryview(blob)[8 + n:]
+    meta = header.pop("__metadata__", {}) or {}
+    tensors, dtypes = {}, {}
+    for name, e in header.items():
+        np_dtype, size = ST_DTYPES[e["dtype"]]
+        shape = [int(d) for d in e["shape"]]
+        begin, end = (int(o) for o in e["data_offsets"])
+        numel = int(np.prod(shape)) if shape else 1
+        if not (0 <= begin <= end <= len(data)) or end - begin != numel * size:
+            raise ValueError(f"{path}: tensor {name}: bad data_offsets {begin},{end}")
+        raw = np.frombuffer(data[begin:end], dtype=np_dtype).reshape(shape)
+        if e["dtype"] == "BF16":
+            t = bf16_bits_to_f32(raw).to(torch.float64)
+        elif e["dtype"] in ("I64", "I32", "U8"):
+            t = torch.from_numpy(raw.astype(np.int64))
+        else:
+            t = torch.from_numpy(raw.astype(np.float64))
+        tensors[name], dtypes[name] = t, e["dtype"]
+    return tensors, dtypes, meta
+
+
+def encode_tensor(x, dtype):
+    """Converts a tensor to the little-endian bytes of a safetensors dtype."""
+    x = torch.as_tensor(x).detach()
+    if dtype == "BF16":
+        return f32_to_bf16_bits(x).astype("<u2").tobytes()
+    np_dtype = ST_DTYPES[dtype][0]
+    return x.to(torch.float64).numpy().astype(np.dtype(np_dtype).newbyteorder("<")).tobytes()
+
+
+def write_safetensors_raw(path, header, data, header_len=None):
+    """Writes a header dict and raw data bytes as a safetensors file (header_len may lie)."""
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    n = len(text) if header_len is None else header_len
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", n) + text + data)
+
+
+def write_safetensors(path, tensors, dtype="F32", metadata=None):
+    """Writes {name: tensor} to path, every tensor stored as dtype (F32, F16 or BF16)."""
+    header, chunks, offset = {}, [], 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, x in tensors.items():
+        raw = encode_tensor(x, dtype)
+        header[name] = {"dtype": dtype, "shape": list(torch.as_tensor(x).shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    write_safetensors_raw(path, header, b"".join(chunks))
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoints
+# ---------------------------------------------------------------------------------------------
+
+def make_config(arch="qwen2", hidden=32, inter=64, layers=2, heads=4, kv_heads=2, vocab=97,
+                head_dim=None, tied=False, theta=10000.0, eps=1e-6, attention_bias=None):
+    """A config.json dict in Hugging Face form for a tiny Qwen2 or Llama model."""
+    cfg = {"model_type": arch, "architectures": ["Qwen2ForCausalLM" if arch == "qwen2" else
+                                                  "LlamaForCausalLM"],
+           "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
+           "num_attention_heads": heads, "num_key_value_heads": kv_heads, "vocab_size": vocab,
+           "rms_norm_eps": eps, "rope_theta": theta, "tie_word_embeddings": tied,
+           "max_position_embeddings": 4096, "hidden_act": "silu", "torch_dtype": "float32"}
+    if head_dim is not None:
+        cfg["head_dim"] = head_dim
+    if attention_bias is not None:
+        cfg["attention_bias"] = attention_bias
+    return cfg
+
+
+def head_dim_of(cfg):
+    """Per-head width: head_dim when given, otherwise hidden / heads."""
+    return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+
+def has_qkv_bias(cfg):
+    """Qwen2 always has q/k/v biases; Llama only with attention_bias (then o_proj too)."""
+    return cfg["model_type"] == "qwen2" or bool(cfg.get("attention_bias", False))
+
+
+def has_o_bias(cfg):
+    """Only Llama with attention_bias puts a bias on o_proj (Hugging Face LlamaAttention)."""
+    return cfg["model_type"] == "llama" and bool(cfg.get("attention_bias", False))
+
+
+def param_shapes(cfg):
+    """{HF name: shape} of every parameter, in checkpoint order."""
+    H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    hd = head_dim_of(cfg)
+    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
+    shapes = {"model.embed_tokens.weight": [V, H]}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        shapes[p + "input_layernorm.weight"] = [H]
+        for name, rows in (("q", q), ("k", kv), ("v", kv)):
+            shapes[p + f"self_attn.{name}_proj.weight"] = [rows, H]
+            if has_qkv_bias(cfg):
+                shapes[p + f"self_attn.{name}_proj.bias"] = [rows]
+        shapes[p + "self_attn.o_proj.weight"] = [H, q]
+        if has_o_bias(cfg):
+            shapes[p + "self_attn.o_proj.bias"] = [H]
+        shapes[p + "post_attention_layernorm.weight"] = [H]
+        shapes[p + "mlp.gate_proj.weight"] = [I, H]
+        shapes[p + "mlp.up_proj.weight"] = [I, H]
+        shapes[p + "mlp.down_proj.weight"] = [H, I]
+    shapes["model.norm.weight"] = [H]
+    if not cfg["tie_word_embeddings"]:
+        shapes["lm_head.weight"] = [V, H]
+    return shapes
+
+
+def random_params(cfg, seed=0):
+    """Random float32 weights scaled so that logits spread over a few nats (not near-uniform)."""
+    g = torch.Generator().manual_seed(seed)
+    H = cfg["hidden_size"]
+    params = {}
+    for name, shape in param_shapes(cfg).items():
+        if name.endswith("norm.weight"):
+            t = 1.0 + 0.1 * torch.randn(shape, generator=g)
+        elif name.endswith(".bias"):
+            t = 0.1 * torch.randn(shape, generator=g)
+        elif name == "model.embed_tokens.weight":
+            t = torch.randn(shape, generator=g) * (2.0 / math.sqrt(H) if cfg["tie_word_embeddings"]
+                                                   else 1.0)
+        elif name == "lm_head.weight":
+            t = torch.randn(shape, generator=g) * (2.0 / math.sqrt(H))
+        else:
+            t = torch.randn(shape, generator=g) / math.sqrt(shape[1])
+        params[name] = t.to(torch.float32)
+    return params
+
+
+def shard_file_name(k, n):
+    """Hugging Face shard naming: model-0000k-of-0000n.safetensors."""
+    return f"model-{k:05d}-of-{n:05d}.safetensors"
+
+
+def save_checkpoint(path, cfg, params, dtype="F32", shards=1):
+    """Writes config.json and the weights (one file, or `shards` files plus the index)."""
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    names = list(params)
+    if shards == 1:
+        write_safetensors(os.path.join(path, "model.safetensors"), params, dtype,
+                          {"format": "pt"})
+        return
+    weight_map = {}
+    for k in range(shards):
+        part = names[k * len(names) // shards:(k + 1) * len(names) // shards]
+        fname = shard_file_name(k + 1, shards)
+        write_safetensors(os.path.join(path, fname), {n: params[n] for n in part}, dtype,
+                          {"format": "pt"})
+        weight_map.update({n: fname for n in part})
+    total = sum(params[n].numel() * (4 if dtype == "F32" else 2) for n in names)
+    with open(os.path.join(path, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=1)
+
+
+def load_checkpoint(path):
+    """Reads a checkpoint directory back: (config dict, {name: float64 tensor})."""
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    index = os.path.join(path, "model.safetensors.index.json")
+    files = ["model.safetensors"]
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    params = {}
+    for fname in files:
+        params.update(read_safetensors(os.path.join(path, fname))[0])
+    return cfg, params
+
+
+def new_checkpoint(path, seed=0, dtype="F32", shards=1, **cfg_kw):
+    """Generates, saves and re-reads a random checkpoint; returns (cfg, float64 params as stored)."""
+    cfg = make_config(**cfg_kw)
+    save_checkpoint(path, cfg, random_params(cfg, seed), dtype, shards)
+    return load_checkpoint(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model (float64)
+# ---------------------------------------------------------------------------------------------
+
+def rms_norm(x, w, eps):
+    """RMSNorm: x * rsqrt(mean(x^2) + eps) * w over the last axis."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rope(x, theta):
+    """Rotary embedding, rotate_half form, positions 0..n-1; x is [n, heads, hd]."""
+    n, _, hd = x.shape
+    inv_freq = theta ** (-torch.arange(0, hd, 2, dtype=x.dtype) / hd)
+    angles = torch.arange(n, dtype=x.dtype)[:, None] * inv_freq[None, :]
+    cos = torch.cat([angles.cos(), angles.cos()], -1)[:, None, :]
+    sin = torch.cat([angles.sin(), angles.sin()], -1)[:, None, :]
+    x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+
+def linear(x, p, name):
+    """x @ W^T (+ b when the checkpoint has that bias)."""
+    y = x @ p[name + ".weight"].T
+    return y + p[name + ".bias"] if name + ".bias" in p else y
+
+
+def attention(x, p, pre, cfg):
+    """Causal grouped-query self-attention of one sequence x [n, H]."""
+    n = x.shape[0]
+    nh, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim_of(cfg)
+    q = rope(linear(x, p, pre + "q_proj").view(n, nh, hd), cfg["rope_theta"])
+    k = rope(linear(x, p, pre + "k_proj").view(n, nkv, hd), cfg["rope_theta"])
+    v = linear(x, p, pre + "v_proj").view(n, nkv, hd)
+    k = k.repeat_interleave(nh // nkv, dim=1)  # query head h reads kv head h // (nh / nkv)
+    v = v.repeat_interleave(nh // nkv, dim=1)
+    scores = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd)
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    probs = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+    out = torch.einsum("hqk,khd->qhd", probs, v).reshape(n, nh * hd)
+    return linear(out, p, pre + "o_proj")
+
+
+def mlp(x, p, pre):
+    """SwiGLU: down(silu(gate(x)) * up(x))."""
+    return linear(torch.nn.functional.silu(linear(x, p, pre + "gate_proj")) *
+                  linear(x, p, pre + "up_proj"), p, pre + "down_proj")
+
+
+def forward_logits(p, cfg, ids):
+    """Logits [n, V] of one sequence (positions start at 0)."""
+    eps = cfg["rms_norm_eps"]
+    h = p["model.embed_tokens.weight"][torch.as_tensor(ids, dtype=torch.long)]
+    for i in range(cfg["num_hidden_layers"]):
+        pre = f"model.layers.{i}."
+        h = h + attention(rms_norm(h, p[pre + "input_layernorm.weight"], eps), p,
+                          pre + "self_attn.", cfg)
+        h = h + mlp(rms_norm(h, p[pre + "post_attention_layernorm.weight"], eps), p, pre + "mlp.")
+    head = p.get("lm_head.weight", p["model.embed_tokens.weight"])
+    return rms_norm(h, p["model.norm.weight"], eps) @ head.T
+
+
+def token_logprobs(logits, targets, temperature):
+    """log softmax(logits/T)[target] and the softmax entropy (nats), row by row."""
+    logp_all = torch.log_softmax(logits / temperature, -1)
+    logp = logp_all.gather(-1, torch.as_tensor(targets, dtype=torch.long)[:, None])[:, 0]
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+def sequence_logprobs(p, cfg, ids, temperature=1.0):
+    """The `or1 logprobs` row of one sequence: n-1 log-probs of the next ids, and entropies."""
+    logits = forward_logits(p, cfg, ids)[:-1]
+    return token_logprobs(logits, ids[1:], temperature)
+
+
+def ppo_clip_term(logp, old, adv, clip_low, clip_high):
+    """Per-token max(-A*rho, -A*clip(rho, 1-eps_low, 1+eps_high)) and whether the clip won."""
+    rho = torch.exp(logp - old)
+    unclipped = -adv * rho
+    clipped = -adv * rho.clamp(1 - clip_low, 1 + clip_high)
+    wins = clipped > unclipped
+    return torch.where(wins, clipped, unclipped), wins
+
+
+def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0):
+    """Eq. 3.1: token-mean over the whole batch of the clipped surrogate minus alpha * entropy.
+
+    Returns the scalar loss tensor and the printed statistics (pg_loss, entropy, tokens,
+    clip_frac) as floats."""
+    terms, ents, clips = [], [], []
+    for row in batch:
+        prompt, resp = row["prompt_ids"], row["response_ids"]
+        ids = prompt + resp
+        logits = forward_logits(p, cfg, ids)[len(prompt) - 1:len(ids) - 1]
+        logp, ent = token_logprobs(logits, resp, temperature)
+        old = (torch.as_tensor(row["old_logprobs"], dtype=logp.dtype)
+               if "old_logprobs" in row else logp.detach())
+        term, wins = ppo_clip_term(logp, old, float(row["advantage"]), clip_low, clip_high)
+        terms.append(term)
+        ents.append(ent)
+        clips.append(wins)
+    pg, ent, clip = torch.cat(terms), torch.cat(ents), torch.cat(clips)
+    tokens = pg.numel()
+    loss = (pg - ent_coef * ent).sum() / tokens
+    stats = {"loss": loss.item(), "pg_loss": pg.mean().item(), "entropy": ent.mean().item(),
+             "tokens": tokens, "clip_frac": clip.double().mean().item()}
+    return loss, stats
+
+
+def loss_and_grads(params, cfg, batch, **kw):
+    """The loss statistics, {name: gradient} and the global gradient L2 norm, all float64."""
+    p = {n: t.detach().clone().requires_grad_(True) for n, t in params.items()}
+    loss, stats = grpo_loss(p, cfg, batch, **kw)
+    loss.backward()
+    grads = {n: t.grad if t.grad is not None else torch.zeros_like(t) for n, t in p.items()}
+    stats["grad_norm"] = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
+    return stats, grads
+
+
+def random_ids(g, vocab, n):
+    """n token ids drawn uniformly from the vocabulary."""
+    return torch.randint(0, vocab, (n,), generator=g).tolist()
+
+
+def make_batch(params, cfg, seed=0, lengths=((3, 5), (1, 7), (6, 2), (4, 9), (2, 1)),
+               temperature=1.0, with_old=True):
+    """A grad batch whose old_logprobs put tokens on both sides of both clip bounds.
+
+    Advantages alternate in sign; old = reference logp minus a shift drawn from
+    {+-0.5, +-0.05}, so rho = exp(shift) lies well inside or well outside [0.8, 1.2]."""
+    g = torch.Generator().manual_seed(seed)
+    shifts = [0.5, -0.05, -0.5, 0.05, 0.45, -0.45]
+    batch = []
+    for k, (n_prompt, n_resp) in enumerate(lengths):
+        row = {"prompt_ids": random_ids(g, cfg["vocab_size"], n_prompt),
+               "response_ids": random_ids(g, cfg["vocab_size"], n_resp),
+               "advantage": (1.0 if k % 2 == 0 else -1.0) * (0.5 + 0.25 * k)}
+        if with_old:
+            ids = row["prompt_ids"] + row["response_ids"]
+            with torch.no_grad():
+                logits = forward_logits(params, cfg, ids)[n_prompt - 1:len(ids) - 1]
+                logp, _ = token_logprobs(logits, row["response_ids"], temperature)
+            row["old_logprobs"] = [float(lp) - shifts[(k + j) % len(shifts)]
+                                   for j, lp in enumerate(logp.tolist())]
+        batch.append(row)
+    return batch
+
+
+def write_jsonl(path, rows):
+    """One JSON object per line (Python float repr, which round-trips doubles exactly)."""
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# AdamW (torch.optim.AdamW driven with given gradients)
+# ---------------------------------------------------------------------------------------------
+
+class RefAdamW:
+    """torch.nn.utils.clip_grad_norm_ + torch.optim.AdamW on float64 copies of the parameters."""
+
+    def __init__(self, params, lr, weight_decay, max_grad_norm):
+        self.p = {n: t.detach().clone().requires_grad_(True) for n, t in params.items()}
+        self.opt = torch.optim.AdamW(list(self.p.values()), lr=lr, betas=(0.9, 0.999), eps=1e-8,
+                                     weight_decay=weight_decay)
+        self.max_grad_norm = max_grad_norm
+
+    def step(self, grads):
+        """Clips the given gradients by global norm and takes one AdamW step; returns the norm."""
+        for n, t in self.p.items():
+            t.grad = grads[n].detach().to(torch.float64).clone()
+        norm = torch.nn.utils.clip_grad_norm_(list(self.p.values()), self.max_grad_norm)
+        self.opt.step()
+        return float(norm)
+
+    def params(self):
+        """Current parameters, detached."""
+        return {n: t.detach().clone() for n, t in self.p.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# test plumbing
+# ---------------------------------------------------------------------------------------------
+
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                   "runtime error:")
+
+
+def run_or1(or1, args, stdin=None, timeout=600):
+    """Runs or1 with args; returns the CompletedProcess (text mode)."""
+    return subprocess.run([or1] + [str(a) for a in args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def sanitizer_report(stderr):
+    """True when stderr carries an ASan/UBSan/LSan report."""
+    return any(m in stderr for m in SANITIZER_MARKS)
+
+
+class Checker:
+    """Collects failures so one run reports every mismatch, then exits non-zero if any."""
+
+    def __init__(self, name):
+        self.name, self.failures, self.checks = name, [], 0
+
+    def fail(self, msg):
+        """Records one failure."""
+        self.failures.append(msg)
+        print("FAIL:", msg, flush=True)
+
+    def ok(self, cond, msg):
+        """Records a failure unless cond holds."""
+        self.checks += 1
+        if not cond:
+            self.fail(msg)
+        return cond
+
+    def close(self, what, got, want, atol, rtol=0.0):
+        """Element-wise |got - want| <= atol + rtol*|want|; reports the worst element."""
+        self.checks += 1
+        got = torch.as_tensor(got, dtype=torch.float64)
+        want = torch.as_tensor(want, dtype=torch.float64)
+        if got.shape != want.shape:
+            return self.fail(f"{what}: shape {list(got.shape)} != expected {list(want.shape)}")
+        if not torch.isfinite(got).all():
+            return self.fail(f"{what}: non-finite values")
+        excess = (got - want).abs() - (atol + rtol * want.abs())
+        if excess.numel() and excess.max() > 0:
+            i = int(excess.argmax())
+            g, w = got.flatten()[i].item(), want.flatten()[i].item()
+            bad = int((excess > 0).sum())
+            return self.fail(f"{what}: {bad}/{excess.numel()} elements off; worst flat index {i}: "
+                             f"got {g:.9g}, want {w:.9g} (atol {atol:g}, rtol {rtol:g})")
+        return True
+
+    def finish(self):
+        """Prints a summary and exits 1 on any failure."""
+        if self.failures:
+            print(f"{self.name}: {len(self.failures)} of {self.checks} checks failed")
+            sys.exit(1)
+        print(f"{self.name}: all {self.checks} checks passed")
+        sys.exit(0)
+
+
+def parse_json_line(text, what):
+    """Parses one JSON object printed by or1, raising a readable error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AssertionError(f"{what}: stdout is not JSON ({e}): {text[:300]!r}")

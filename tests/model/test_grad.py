@@ -1,0 +1,123 @@
+"""`or1 grad` statistics and every gradient tensor against the float64 reference.
+
+usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | defaults)
+
+The batches put tokens on both sides of both clip bounds with advantages of both signs (see
+ref.make_batch), use an entropy coefficient != 0 and temperatures != 1, over tied and untied,
+F32/BF16/F16 and single/sharded checkpoints. `defaults` runs without any loss flag and without
+old_logprobs (rho = 1: the plain policy gradient, clip_frac 0).
+Tolerances: the same reference run in float32 differs from float64 by <= 3e-6 of a tensor's
+largest gradient and <= 5e-7 relative in the statistics; the bounds below keep a >= 20x margin.
+"""
+import os
+import sys
+import tempfile
+
+import ref
+
+STAT_TOL = 2e-5      # relative to max(1, |value|)
+GRAD_ELEM = 1e-4     # element error / largest |gradient| of that tensor
+GRAD_NORMWISE = 1e-4  # ||got - want|| / ||want|| per tensor
+
+GROUPS = {
+    "qwen2": [
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1,
+             flags=dict(temperature=0.7, entropy_coef=0.01, clip_low=0.2, clip_high=0.28)),
+        dict(cfg=dict(arch="qwen2", tied=True, heads=4, kv_heads=1), dtype="BF16", shards=2,
+             flags=dict(temperature=1.3, entropy_coef=0.005, clip_low=0.15, clip_high=0.3)),
+        dict(cfg=dict(arch="qwen2", tied=False, heads=8, kv_heads=4, head_dim=8, vocab=211),
+             dtype="F16", shards=3, flags=dict(temperature=0.6, entropy_coef=0.02)),
+    ],
+    "llama": [
+        dict(cfg=dict(arch="llama", tied=False, head_dim=16), dtype="BF16", shards=1,
+             flags=dict(temperature=0.7, entropy_coef=0.01, clip_low=0.2, clip_high=0.28)),
+        dict(cfg=dict(arch="llama", tied=True, heads=4, kv_heads=4), dtype="F32", shards=3,
+             flags=dict(temperature=0.9, entropy_coef=0.003)),
+    ],
+    "defaults": [
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False),
+        dict(cfg=dict(arch="llama", tied=True), dtype="F32", shards=1, flags={}, with_old=True),
+    ],
+}
+
+FLAG_NAMES = {"temperature": "--temperature", "entropy_coef": "--entropy-coef",
+              "clip_low": "--clip-low", "clip_high": "--clip-high"}
+
+
+def flag_args(flags):
+    """The command-line flags for a dict of loss settings."""
+    out = []
+    for k, v in flags.items():
+        out += [FLAG_NAMES[k], v]
+    return out
+
+
+def ref_kwargs(flags):
+    """Keyword arguments of ref.grpo_loss for a dict of loss settings (spec defaults otherwise)."""
+    kw = {"temperature": 1.0, "clip_low": 0.2, "clip_high": 0.2, "ent_coef": 0.0}
+    kw.update({("ent_coef" if k == "entropy_coef" else k): v for k, v in flags.items()})
+    return kw
+
+
+def check_stats(chk, what, got, want):
+    """Printed loss statistics against the reference."""
+    for key in ("loss", "pg_loss", "entropy", "grad_norm"):
+        if chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no numeric '{key}' in output"):
+            chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
+    chk.ok(got.get("tokens") == want["tokens"],
+           f"{what}: tokens {got.get('tokens')} != {want['tokens']}")
+    if chk.ok(isinstance(got.get("clip_frac"), (int, float)), f"{what}: no clip_frac"):
+        chk.close(f"{what}: clip_frac", got["clip_frac"], want["clip_frac"], 1e-9)
+
+
+def check_grads(chk, what, path, want):
+    """Every gradient tensor: names, F32 dtype, shapes and values."""
+    try:
+        got, dtypes, _ = ref.read_safetensors(path)
+    except Exception as e:  # a malformed output file is a test failure, not a crash
+        return chk.fail(f"{what}: cannot read {path}: {e}")
+    chk.ok(set(got) == set(want), f"{what}: gradient names differ: missing "
+           f"{sorted(set(want) - set(got))}, unexpected {sorted(set(got) - set(want))}")
+    for name in sorted(set(got) & set(want)):
+        chk.ok(dtypes[name] == "F32", f"{what}: {name} stored as {dtypes[name]}, want F32")
+        w = want[name]
+        scale = max(float(w.abs().max()), 1e-12)
+        if chk.close(f"{what}: grad {name}", got[name], w, GRAD_ELEM * scale):
+            rel = float((got[name] - w).norm() / max(float(w.norm()), 1e-30))
+            chk.ok(rel <= GRAD_NORMWISE, f"{what}: grad {name} norm-wise error {rel:.3g}")
+
+
+def check_case(chk, or1, tmp, k, case):
+    """Runs one configuration through or1 grad and compares everything it reports."""
+    kw = ref_kwargs(case["flags"])
+    model = os.path.join(tmp, f"m{k}")
+    cfg, params = ref.new_checkpoint(model, seed=10 + k, dtype=case["dtype"],
+                                     shards=case["shards"], **case["cfg"])
+    batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"],
+                           with_old=case.get("with_old", True))
+    bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
+    ref.write_jsonl(bpath, batch)
+    what = f"{case['cfg']} {case['dtype']} shards={case['shards']} {case['flags']}"
+    r = ref.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", gpath,
+                          "--threads", 2] + flag_args(case["flags"]))
+    if not chk.ok(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr.strip()}"):
+        return
+    want_stats, want_grads = ref.loss_and_grads(params, cfg, batch, **kw)
+    if case.get("with_old", True) and kw["clip_low"] < 0.5:
+        # the batch must exercise the clip in both directions, or this test proves little
+        assert 0 < want_stats["clip_frac"] < 1, want_stats
+    check_stats(chk, what, ref.parse_json_line(r.stdout.strip(), what), want_stats)
+    check_grads(chk, what, gpath, want_grads)
+
+
+def main():
+    or1, group = sys.argv[1], sys.argv[2]
+    chk = ref.Checker(f"grad {group}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, case in enumerate(GROUPS[group]):
+            check_case(chk, or1, tmp, k, case)
+    chk.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+# Model core: or1 logprobs / grad against the float64 PyTorch reference in tests/model/ref.py.
+set(OR1_MODEL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# Registers one Python driver run as a test: model_<name> runs <script> OR1 <args...>.
+function(or1_model_test name script)
+  add_test(NAME model_${name}
+           COMMAND ${OR1_PYTHON} ${OR1_MODEL_TEST_DIR}/${script} $<TARGET_FILE:or1> ${ARGN})
+  set_tests_properties(model_${name} PROPERTIES TIMEOUT 600
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=2")
+endfunction()
+
+or1_model_test(logprobs_qwen2 test_logprobs.py qwen2)
+or1_model_test(logprobs_llama test_logprobs.py llama)
+or1_model_test(logprobs_llama_attention_bias test_logprobs.py llama-bias)
+or1_model_test(grad_qwen2 test_grad.py qwen2)
+or1_model_test(grad_llama test_grad.py llama)
+or1_model_test(grad_defaults test_grad.py defaults)
+or1_model_test(grad_micro_batch test_microbatch.py)
+or1_model_test(adamw_chain test_adamw.py)
+or1_model_test(grad_finite_diff test_finite_diff.py)
