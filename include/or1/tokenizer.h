@@ -1,0 +1,76 @@
+/* or1 tokenizer: byte-level BPE from a Hugging Face tokenizer.json (Qwen2/2.5/3,
+ * DeepSeek-R1-Distill-Qwen, Llama-3, GPT-2), added and special tokens, and the chat
+ * templates our users train with.
+ *
+ * A loaded tokenizer is read-only apart from its BPE cache, which tolerates concurrent
+ * encodes: any number of threads may call the encode/decode/chat functions on one
+ * tokenizer at once. Loading and freeing are not concurrent with anything. */
+#ifndef OR1_TOKENIZER_H
+#define OR1_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct or1_tokenizer or1_tokenizer;
+
+/* Encode flags. */
+enum {
+    /* Treat added tokens marked "special" as plain text (non-special added tokens still
+     * match), like Hugging Face's split_special_tokens. */
+    OR1_TOK_SPLIT_SPECIAL = 1u << 0,
+    /* Apply the post-processor's single-sequence template (e.g. a leading BOS), like
+     * Hugging Face's add_special_tokens=True. */
+    OR1_TOK_ADD_SPECIAL = 1u << 1,
+};
+
+/* Loads tokenizer.json from path (the file, or a directory holding it); also reads
+ * tokenizer_config.json beside it when present (chat template, BOS/EOS). NULL on error. */
+or1_tokenizer *or1_tokenizer_load(const char *path);
+void or1_tokenizer_free(or1_tokenizer *t);
+
+/* Encodes len bytes of UTF-8 text into a new array *ids (free with free()) of *n ids.
+ * Fails on invalid UTF-8, naming the byte offset. */
+int or1_tokenizer_encode(const or1_tokenizer *t, const char *text, size_t len, unsigned flags,
+                         int32_t **ids, size_t *n);
+
+/* Decodes ids into new NUL-terminated UTF-8 *text (free with free()) of *len bytes; bytes
+ * of a character split across tokens are joined, and byte sequences that stay invalid
+ * become U+FFFD. Special tokens are dropped when skip_special. Fails on an id out of range. */
+int or1_tokenizer_decode(const or1_tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
+                         char **text, size_t *len);
+
+/* The raw bytes one token stands for (not NUL-terminated; may be part of a character), or
+ * NULL for an id out of range. For streaming detokenization. */
+const char *or1_tokenizer_token_bytes(const or1_tokenizer *t, int32_t id, size_t *len);
+
+/* Id of a token given as written in tokenizer.json (e.g. "<|im_end|>", "Ġthe"), or -1. */
+int32_t or1_tokenizer_token_id(const or1_tokenizer *t, const char *token);
+/* True if id is an added token marked special. */
+bool or1_tokenizer_is_special(const or1_tokenizer *t, int32_t id);
+/* One past the largest token id (vocabulary plus added tokens). */
+size_t or1_tokenizer_vocab_size(const or1_tokenizer *t);
+/* BOS / EOS ids from tokenizer_config.json, or -1 when it names none. */
+int32_t or1_tokenizer_bos_id(const or1_tokenizer *t);
+int32_t or1_tokenizer_eos_id(const or1_tokenizer *t);
+
+/* One chat message; role is "system", "user" or "assistant". */
+typedef struct {
+    const char *role;
+    const char *content;
+} or1_chat_message;
+
+/* Names of the chat templates: "deepseek-r1", "deepseek", "chatml", "llama3", "plain". */
+extern const char *const or1_chat_template_names[];
+
+/* The template recognised from tokenizer_config.json ("plain" when it has none), or NULL
+ * when it has a template of a kind we do not know (pass a name to or1_tokenizer_chat). */
+const char *or1_tokenizer_chat_template(const or1_tokenizer *t);
+
+/* Renders messages with the named template (NULL: the recognised one), appending the
+ * assistant generation prompt when add_generation_prompt, into new *text (free()). */
+int or1_tokenizer_chat(const or1_tokenizer *t, const char *template_name,
+                       const or1_chat_message *msgs, size_t n, bool add_generation_prompt,
+                       char **text);
+
+#endif

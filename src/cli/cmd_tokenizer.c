@@ -1,0 +1,184 @@
+/* or1 tokenize / detokenize / chat: JSONL in, JSONL out, through the tokenizer library. */
+#include "cli.h"
+
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_MESSAGES = 4096 };
+
+/* Writes len bytes of UTF-8 as a JSON string literal; unlike a C string it may hold NUL
+ * (a token can stand for byte 0). */
+static void write_text(FILE *f, const char *s, size_t len) {
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* Opens --tokenizer and the --input / --output streams shared by the three commands. */
+static int open_io(cli_args *a, or1_tokenizer **t, or1_jsonl_reader *r, FILE **out) {
+    const char *path = cli_need(a, "tokenizer");
+    if (!path) return -1;
+    const char *in = cli_str(a, "input"), *outp = cli_str(a, "output");
+    *t = or1_tokenizer_load(path);
+    if (!*t) return -1;
+    if (or1_jsonl_open(r, in ? in : "-") != 0) {
+        or1_tokenizer_free(*t);
+        return -1;
+    }
+    *out = outp ? fopen(outp, "w") : stdout;
+    if (!*out) {
+        or1_jsonl_close(r);
+        or1_tokenizer_free(*t);
+        return or1_fail("%s: cannot open for writing", outp);
+    }
+    return 0;
+}
+
+/* Closes what open_io opened; a write error turns into a failure. */
+static int close_io(or1_tokenizer *t, or1_jsonl_reader *r, FILE *out, int rc) {
+    or1_jsonl_close(r);
+    or1_tokenizer_free(t);
+    if (fflush(out) != 0 && rc == 0) rc = or1_fail("write error on the output");
+    if (out != stdout) fclose(out);
+    return rc == 0 ? 0 : 1;
+}
+
+/* Where a row came from, for messages: "path:line". */
+static void row_where(const or1_jsonl_reader *r, char *buf, size_t n) {
+    snprintf(buf, n, "%s:%zu", r->path, r->line);
+}
+
+/* {"text": "..."} -> {"ids": [...]} per line. */
+int cmd_tokenize(cli_args *a) {
+    bool add = cli_flag(a, "add-special"), split = cli_flag(a, "split-special");
+    or1_tokenizer *t;
+    or1_jsonl_reader r;
+    FILE *out;
+    if (open_io(a, &t, &r, &out) != 0) return 1;
+    if (cli_check_unused(a) != 0) return close_io(t, &r, out, -1);
+    unsigned flags = (add ? OR1_TOK_ADD_SPECIAL : 0) | (split ? OR1_TOK_SPLIT_SPECIAL : 0);
+    cJSON *row;
+    int rc, got;
+    while ((got = or1_jsonl_next(&r, &row)) == 1) {
+        char where[600];
+        row_where(&r, where, sizeof where);
+        const char *text = or1_json_str(row, "text", where);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        rc = text ? or1_tokenizer_encode(t, text, strlen(text), flags, &ids, &n) : -1;
+        if (rc != 0 && text) or1_fail_ctx("%s", where);
+        cJSON_Delete(row);
+        if (rc != 0) return close_io(t, &r, out, -1);
+        fputs("{\"ids\": ", out);
+        or1_json_write_ints(out, ids, n);
+        fputs("}\n", out);
+        free(ids);
+    }
+    return close_io(t, &r, out, got);
+}
+
+/* {"ids": [...]} -> {"text": "..."} per line. */
+int cmd_detokenize(cli_args *a) {
+    bool skip = cli_flag(a, "skip-special");
+    or1_tokenizer *t;
+    or1_jsonl_reader r;
+    FILE *out;
+    if (open_io(a, &t, &r, &out) != 0) return 1;
+    if (cli_check_unused(a) != 0) return close_io(t, &r, out, -1);
+    cJSON *row;
+    int got;
+    while ((got = or1_jsonl_next(&r, &row)) == 1) {
+        char where[600];
+        row_where(&r, where, sizeof where);
+        int32_t *ids = NULL;
+        size_t n = 0, len = 0;
+        char *text = NULL;
+        int rc = or1_json_int_array(row, "ids", 0, INT32_MAX, &ids, &n, where);
+        if (rc == 0 && (rc = or1_tokenizer_decode(t, ids, n, skip, &text, &len)) != 0)
+            or1_fail_ctx("%s", where);
+        cJSON_Delete(row);
+        free(ids);
+        if (rc != 0) return close_io(t, &r, out, -1);
+        fputs("{\"text\": ", out);
+        write_text(out, text, len);
+        fputs("}\n", out);
+        free(text);
+    }
+    return close_io(t, &r, out, got);
+}
+
+/* Reads a row's "messages" array into msgs (pointing into row). */
+static int read_messages(const cJSON *row, const char *where, or1_chat_message **msgs, size_t *n) {
+    const cJSON *list = cJSON_IsObject(row) ? cJSON_GetObjectItemCaseSensitive(row, "messages") : NULL;
+    if (!cJSON_IsArray(list)) return or1_fail("%s: \"messages\" must be an array", where);
+    size_t k = (size_t)cJSON_GetArraySize(list), i = 0;
+    if (k > MAX_MESSAGES) return or1_fail("%s: more than %d messages", where, MAX_MESSAGES);
+    *msgs = or1_calloc(k ? k : 1, sizeof **msgs);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, list) {
+        char w[700];
+        snprintf(w, sizeof w, "%s: messages[%zu]", where, i);
+        const char *role = or1_json_str(m, "role", w), *content = role ? or1_json_str(m, "content", w) : NULL;
+        if (!content) {
+            free(*msgs);
+            *msgs = NULL;
+            return -1;
+        }
+        (*msgs)[i++] = (or1_chat_message){role, content};
+    }
+    *n = k;
+    return 0;
+}
+
+/* {"messages": [...]} -> {"text": prompt, "ids": [...]} per line. */
+int cmd_chat(cli_args *a) {
+    const char *tpl = cli_str(a, "template");
+    bool no_gen = cli_flag(a, "no-generation-prompt");
+    or1_tokenizer *t;
+    or1_jsonl_reader r;
+    FILE *out;
+    if (open_io(a, &t, &r, &out) != 0) return 1;
+    if (cli_check_unused(a) != 0) return close_io(t, &r, out, -1);
+    cJSON *row;
+    int got;
+    while ((got = or1_jsonl_next(&r, &row)) == 1) {
+        char where[600];
+        row_where(&r, where, sizeof where);
+        or1_chat_message *msgs = NULL;
+        size_t n = 0, nid = 0;
+        char *text = NULL;
+        int32_t *ids = NULL;
+        int rc = read_messages(row, where, &msgs, &n);
+        if (rc == 0 && ((rc = or1_tokenizer_chat(t, tpl, msgs, n, !no_gen, &text)) != 0 ||
+                        (rc = or1_tokenizer_encode(t, text, strlen(text), 0, &ids, &nid)) != 0))
+            or1_fail_ctx("%s", where);
+        free(msgs);
+        cJSON_Delete(row);
+        if (rc != 0) {
+            free(text);
+            return close_io(t, &r, out, -1);
+        }
+        fputs("{\"text\": ", out);
+        or1_json_write_string(out, text);
+        fputs(", \"ids\": ", out);
+        or1_json_write_ints(out, ids, nid);
+        fputs("}\n", out);
+        free(text);
+        free(ids);
+    }
+    return close_io(t, &r, out, got);
+}

@@ -1,0 +1,253 @@
+/* tokenizer_config.json (BOS/EOS, chat template) and the chat templates we render in C:
+ * the template is recognised from markers in its Jinja source, never interpreted. */
+#include "tok.h"
+
+#include "or1/core.h"
+#include "or1/io.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_CONFIG = 16 << 20, MAX_SYSTEM = 4096 };
+
+const char *const or1_chat_template_names[] = {"deepseek-r1", "deepseek", "chatml", "llama3",
+                                               "plain", NULL};
+
+static const char DS_BOS[] = "<｜begin▁of▁sentence｜>";
+static const char LLAMA3_BOS[] = "<|begin_of_text|>";
+
+/* A token named in tokenizer_config.json: a string, or an object with "content". */
+static const char *config_token(const cJSON *cfg, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The chat template source: a string, or the "default" entry of a list of named ones. */
+static const char *config_template(const cJSON *cfg) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template"), *e;
+    if (cJSON_IsString(v)) return v->valuestring;
+    if (!cJSON_IsArray(v)) return NULL;
+    cJSON_ArrayForEach(e, v) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(e, "template");
+        if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0 && cJSON_IsString(tpl))
+            return tpl->valuestring;
+    }
+    return NULL;
+}
+
+/* The default system prompt a ChatML template writes when the conversation has none:
+ * a string literal "<|im_start|>system\n...<|im_end|>" with no expression inside. Jinja
+ * escapes \n, \', \" and \\ are undone. NULL when there is none. */
+static char *chatml_default_system(const char *tpl) {
+    static const char open[] = "<|im_start|>system\\n";
+    for (const char *p = strstr(tpl, open); p; p = strstr(p + 1, open)) {
+        const char *s = p + strlen(open), *e = strstr(s, "<|im_end|>");
+        if (!e || e == s || e - s > MAX_SYSTEM || strcspn(s, "'\"{}+") < (size_t)(e - s)) continue;
+        char *out = or1_malloc((size_t)(e - s) + 1), *w = out;
+        for (const char *c = s; c < e; c++) {
+            if (*c == '\\' && c + 1 < e) {
+                c++;
+                *w++ = *c == 'n' ? '\n' : *c == 't' ? '\t' : *c;
+            } else {
+                *w++ = *c;
+            }
+        }
+        *w = '\0';
+        return out;
+    }
+    return NULL;
+}
+
+/* Names the template family from markers of its source, or NULL when unknown. */
+static const char *recognise(const char *tpl, char **default_system) {
+    if (strstr(tpl, "<｜Assistant｜>")) return strstr(tpl, "<think>") ? "deepseek-r1" : "deepseek";
+    if (strstr(tpl, "<|im_start|>")) {
+        *default_system = chatml_default_system(tpl);
+        return "chatml";
+    }
+    if (strstr(tpl, "<|start_header_id|>") && !strstr(tpl, "Cutting Knowledge")) return "llama3";
+    return NULL;
+}
+
+/* Reads tokenizer_config.json in dir when present: BOS/EOS ids and the chat template. */
+int tok_load_config(or1_tokenizer *t, const char *dir) {
+    t->chat_name = "plain";
+    char *path = or1_path_join(dir, "tokenizer_config.json"), *text = NULL;
+    size_t len;
+    int rc = 0;
+    if (!or1_is_file(path)) goto done;
+    if ((rc = or1_read_file(path, MAX_CONFIG, &text, &len)) != 0) goto done;
+    cJSON *cfg = or1_json_parse(text, len, path);
+    if (!cfg || !cJSON_IsObject(cfg)) {
+        if (cfg) or1_fail("%s: expected a JSON object", path);
+        cJSON_Delete(cfg);
+        rc = -1;
+        goto done;
+    }
+    const char *bos = config_token(cfg, "bos_token"), *eos = config_token(cfg, "eos_token");
+    if (bos) {
+        t->bos_token = or1_strdup(bos);
+        t->bos_id = or1_tokenizer_token_id(t, bos);
+    }
+    if (eos) t->eos_id = or1_tokenizer_token_id(t, eos);
+    const char *tpl = config_template(cfg);
+    if (tpl) t->chat_name = recognise(tpl, &t->chat_default_system);
+    cJSON_Delete(cfg);
+done:
+    free(text);
+    free(path);
+    return rc;
+}
+
+const char *or1_tokenizer_chat_template(const or1_tokenizer *t) { return t->chat_name; }
+
+/* A growable string. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+/* Appends a NUL-terminated string. */
+static void put(sbuf *b, const char *s) {
+    size_t k = strlen(s);
+    if (b->n + k + 1 > b->cap) {
+        while (b->n + k + 1 > b->cap) b->cap = b->cap ? b->cap * 2 : 256;
+        b->s = or1_realloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->n, s, k + 1);
+    b->n += k;
+}
+
+/* Appends s[0, k). */
+static void put_n(sbuf *b, const char *s, size_t k) {
+    char *tmp = or1_malloc(k + 1);
+    memcpy(tmp, s, k);
+    tmp[k] = '\0';
+    put(b, tmp);
+    free(tmp);
+}
+
+/* Fails unless the role is one of system, user, assistant. */
+static int check_role(const or1_chat_message *m, size_t i, const char *tpl) {
+    if (!m->role || !m->content) return or1_fail("chat: message %zu lacks a role or content", i);
+    if (strcmp(m->role, "system") && strcmp(m->role, "user") && strcmp(m->role, "assistant"))
+        return or1_fail("chat: message %zu: role \"%.32s\" is not supported by template %s", i,
+                        m->role, tpl);
+    return 0;
+}
+
+/* DeepSeek: BOS, the system prompts joined by blank lines, then <｜User｜>/<｜Assistant｜>
+ * turns; the R1 variant drops the reasoning of earlier assistant turns (up to the last
+ * </think>) and opens the generation with <think>\n. */
+static void render_deepseek(const or1_tokenizer *t, bool r1, const or1_chat_message *m, size_t n,
+                            bool gen, sbuf *b) {
+    put(b, t->bos_token ? t->bos_token : DS_BOS);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].role, "system") != 0) continue;
+        if (!first) put(b, "\n\n");
+        put(b, m[i].content);
+        first = false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].role, "user") == 0) {
+            put(b, "<｜User｜>");
+            put(b, m[i].content);
+        } else if (strcmp(m[i].role, "assistant") == 0) {
+            const char *c = m[i].content, *k;
+            if (r1)
+                while ((k = strstr(c, "</think>"))) c = k + strlen("</think>");
+            put(b, "<｜Assistant｜>");
+            put(b, c);
+            put(b, "<｜end▁of▁sentence｜>");
+        }
+    }
+    if (gen) put(b, r1 ? "<｜Assistant｜><think>\n" : "<｜Assistant｜>");
+}
+
+/* ChatML (Qwen): <|im_start|>role\ncontent<|im_end|>\n per message, after the template's
+ * default system prompt when the conversation does not open with one. */
+static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
+                          sbuf *b) {
+    if (t->chat_default_system && (n == 0 || strcmp(m[0].role, "system") != 0)) {
+        put(b, "<|im_start|>system\n");
+        put(b, t->chat_default_system);
+        put(b, "<|im_end|>\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        put(b, "<|im_start|>");
+        put(b, m[i].role);
+        put(b, "\n");
+        put(b, m[i].content);
+        put(b, "<|im_end|>\n");
+    }
+    if (gen) put(b, "<|im_start|>assistant\n");
+}
+
+/* True for the whitespace Jinja's trim removes (ASCII). */
+static bool trim_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* Llama 3: BOS, then a header per message and its trimmed content closed by <|eot_id|>. */
+static void render_llama3(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
+                          sbuf *b) {
+    put(b, t->bos_token ? t->bos_token : LLAMA3_BOS);
+    for (size_t i = 0; i < n; i++) {
+        put(b, "<|start_header_id|>");
+        put(b, m[i].role);
+        put(b, "<|end_header_id|>\n\n");
+        const char *s = m[i].content, *e = s + strlen(s);
+        while (s < e && trim_space(*s)) s++;
+        while (e > s && trim_space(e[-1])) e--;
+        put_n(b, s, (size_t)(e - s));
+        put(b, "<|eot_id|>");
+    }
+    if (gen) put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+/* Plain text for small demo models without special tokens: the system prompt, then
+ * "User: ..." / "Assistant: ..." lines, and "Assistant:" to generate. */
+static void render_plain(const or1_chat_message *m, size_t n, bool gen, sbuf *b) {
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].role, "system") == 0) {
+            put(b, m[i].content);
+            put(b, "\n\n");
+        } else {
+            put(b, strcmp(m[i].role, "user") == 0 ? "User: " : "Assistant: ");
+            put(b, m[i].content);
+            put(b, "\n");
+        }
+    }
+    if (gen) put(b, "Assistant:");
+}
+
+/* Renders the conversation with the named (or recognised) template. */
+int or1_tokenizer_chat(const or1_tokenizer *t, const char *name, const or1_chat_message *msgs,
+                       size_t n, bool gen, char **text) {
+    *text = NULL;
+    if (!name) name = t->chat_name;
+    if (!name)
+        return or1_fail("chat: the chat_template of tokenizer_config.json is of no known kind; "
+                        "name one (deepseek-r1, deepseek, chatml, llama3, plain)");
+    int k = -1;
+    for (int i = 0; or1_chat_template_names[i]; i++)
+        if (strcmp(name, or1_chat_template_names[i]) == 0) k = i;
+    if (k < 0)
+        return or1_fail("chat: unknown template \"%.64s\" (known: deepseek-r1, deepseek, chatml, "
+                        "llama3, plain)", name);
+    for (size_t i = 0; i < n; i++)
+        if (check_role(&msgs[i], i, name) != 0) return -1;
+    sbuf b = {0};
+    put(&b, "");
+    switch (k) {
+    case 0:
+    case 1: render_deepseek(t, k == 0, msgs, n, gen, &b); break;
+    case 2: render_chatml(t, msgs, n, gen, &b); break;
+    case 3: render_llama3(t, msgs, n, gen, &b); break;
+    default: render_plain(msgs, n, gen, &b); break;
+    }
+    *text = b.s;
+    return 0;
+}
