@@ -1,0 +1,590 @@
+"""Hostile inputs: or1 must exit 1 or 2 with "or1: <message>" naming the file (and the tensor or
+key), never die by a signal, and never trigger an ASan/UBSan/LSan report.
+
+usage: test_malformed.py OR1 GROUP   (GROUP: safetensors | config | batch)
+
+Each case starts from a valid tiny checkpoint and breaks one thing. Expected substrings are
+matched case-sensitively; a tuple means any one of its members will do.
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+import ref
+
+T = "model.layers.1.mlp.up_proj.weight"   # the tensor the per-tensor cases break
+Q = "model.layers.0.self_attn.q_proj.weight"
+GROUPS = {"safetensors": [], "config": [], "batch": []}
+
+
+def case(group):
+    """Registers a case: a function (Base) -> (or1 args, stdin text or None, expected substrings)."""
+    def register(fn):
+        GROUPS[group].append(fn)
+        return fn
+    return register
+
+
+class Base:
+    """A valid checkpoint, batch and logprobs input under tmp, copied afresh for each case."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.src = os.path.join(tmp, "valid")
+        self.cfg, self.params = ref.new_checkpoint(self.src, seed=1)
+        self.batch = ref.make_batch(self.params, self.cfg, seed=2, lengths=((3, 4), (2, 5)))
+        self.n = 0
+
+    def model(self, shards=1):
+        """A fresh copy of the valid checkpoint (optionally resharded); returns its directory."""
+        self.n += 1
+        d = os.path.join(self.tmp, f"case{self.n}")
+        if shards == 1:
+            shutil.copytree(self.src, d)
+        else:
+            ref.save_checkpoint(d, self.cfg, self.params, shards=shards)
+        return d
+
+    def logprobs_args(self, model):
+        """or1 logprobs on a valid input file."""
+        inp = os.path.join(self.tmp, "in.jsonl")
+        ref.write_jsonl(inp, [{"ids": [1, 2, 3, 4]}, {"ids": [5, 6]}])
+        return ["logprobs", "--model", model, "--input", inp]
+
+    def grad_args(self, rows, name="batch.jsonl"):
+        """or1 grad on the valid model with the given batch rows (dicts or raw text lines)."""
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            for r in rows:
+                f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+        return ["grad", "--model", self.src, "--batch", path,
+                "--out", os.path.join(self.tmp, "g.safetensors")]
+
+
+def raw_file(model):
+    """(path, header dict, data bytes) of a checkpoint's model.safetensors."""
+    path = os.path.join(model, "model.safetensors")
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    return path, json.loads(blob[8:8 + n]), blob[8 + n:]
+
+
+def edit_header(base, fn, header_len=None):
+    """A model whose model.safetensors header went through fn(header); returns the directory."""
+    d = base.model()
+    path, header, data = raw_file(d)
+    fn(header)
+    ref.write_safetensors_raw(path, header, data, header_len)
+    return d
+
+
+def edit_bytes(base, fn):
+    """A model whose model.safetensors bytes went through fn(blob)."""
+    d = base.model()
+    path = os.path.join(d, "model.safetensors")
+    with open(path, "rb") as f:
+        blob = f.read()
+    with open(path, "wb") as f:
+        f.write(fn(blob))
+    return d
+
+
+def set_entry(name, key, value):
+    """A header edit setting header[name][key] = value."""
+    def fn(h):
+        h[name][key] = value
+    return fn
+
+
+# --- safetensors ------------------------------------------------------------------------------
+
+ST = ("model.safetensors",)
+
+
+@case("safetensors")
+def truncated_data(b):
+    return b.logprobs_args(edit_bytes(b, lambda x: x[:len(x) - 100])), None, ST
+
+
+@case("safetensors")
+def shorter_than_length_prefix(b):
+    return b.logprobs_args(edit_bytes(b, lambda x: x[:5])), None, ST
+
+
+@case("safetensors")
+def empty_file(b):
+    return b.logprobs_args(edit_bytes(b, lambda x: b"")), None, ST
+
+
+@case("safetensors")
+def header_length_beyond_file(b):
+    return b.logprobs_args(edit_bytes(b, lambda x: struct.pack("<Q", len(x)) + x[8:])), None, ST
+
+
+@case("safetensors")
+def header_length_absurd(b):
+    return b.logprobs_args(edit_bytes(b, lambda x: b"\xff" * 8 + x[8:])), None, ST
+
+
+@case("safetensors")
+def header_not_json(b):
+    def fn(x):
+        (n,) = struct.unpack("<Q", x[:8])
+        return x[:8] + b"{not json" + b" " * (n - 9) + x[8 + n:]
+    return b.logprobs_args(edit_bytes(b, fn)), None, ST
+
+
+@case("safetensors")
+def header_not_object(b):
+    def fn(x):
+        (n,) = struct.unpack("<Q", x[:8])
+        return x[:8] + b"[1,2,3]" + b" " * (n - 7) + x[8 + n:]
+    return b.logprobs_args(edit_bytes(b, fn)), None, ST
+
+
+@case("safetensors")
+def offsets_beyond_data(b):
+    _, _, data = raw_file(b.src)
+    begin = raw_file(b.src)[1][T]["data_offsets"][0]
+    d = edit_header(b, set_entry(T, "data_offsets", [begin, len(data) + 64]))
+    return b.logprobs_args(d), None, ST + (T,)
+
+
+@case("safetensors")
+def offsets_huge(b):
+    d = edit_header(b, set_entry(T, "data_offsets", [2 ** 63, 2 ** 63 + 16]))
+    return b.logprobs_args(d), None, ST + (T,)
+
+
+@case("safetensors")
+def offsets_reversed(b):
+    begin, end = raw_file(b.src)[1][T]["data_offsets"]
+    d = edit_header(b, set_entry(T, "data_offsets", [end, begin]))
+    return b.logprobs_args(d), None, ST + (T,)
+
+
+@case("safetensors")
+def offsets_disagree_with_shape(b):
+    begin, end = raw_file(b.src)[1][T]["data_offsets"]
+    d = edit_header(b, set_entry(T, "data_offsets", [begin, end - 4]))
+    return b.logprobs_args(d), None, ST + (T,)
+
+
+@case("safetensors")
+def offsets_not_a_list(b):
+    return b.logprobs_args(edit_header(b, set_entry(T, "data_offsets", "0-16"))), None, ST + (T,)
+
+
+@case("safetensors")
+def unknown_dtype(b):
+    return b.logprobs_args(edit_header(b, set_entry(T, "dtype", "F9"))), None, ST + (T,)
+
+
+@case("safetensors")
+def unsupported_dtype(b):
+    return b.logprobs_args(edit_header(b, set_entry(T, "dtype", "I32"))), None, ST + (T,)
+
+
+@case("safetensors")
+def missing_tensor(b):
+    return b.logprobs_args(edit_header(b, lambda h: h.pop(T))), None, (T,)
+
+
+@case("safetensors")
+def wrong_shape_same_size(b):
+    def fn(h):
+        h[Q]["shape"] = list(reversed(h[Q]["shape"])) + [1]
+    return b.logprobs_args(edit_header(b, fn)), None, (Q,)
+
+
+@case("safetensors")
+def wrong_shape_transposed(b):
+    rows, cols = b.cfg["intermediate_size"], b.cfg["hidden_size"]
+    return b.logprobs_args(edit_header(b, set_entry(T, "shape", [cols, rows]))), None, (T,)
+
+
+@case("safetensors")
+def negative_dim(b):
+    H = b.cfg["hidden_size"]
+    return b.logprobs_args(edit_header(b, set_entry(T, "shape", [-1, H]))), None, ST + (T,)
+
+
+@case("safetensors")
+def absurd_dims(b):
+    d = edit_header(b, set_entry(T, "shape", [2 ** 62, 2 ** 62, 2 ** 40]))
+    return b.logprobs_args(d), None, ST + (T,)
+
+
+@case("safetensors")
+def fractional_dim(b):
+    H = b.cfg["hidden_size"]
+    return b.logprobs_args(edit_header(b, set_entry(T, "shape", [64.5, H]))), None, ST + (T,)
+
+
+@case("safetensors")
+def weights_file_missing(b):
+    d = b.model()
+    os.remove(os.path.join(d, "model.safetensors"))
+    return b.logprobs_args(d), None, ST
+
+
+@case("safetensors")
+def index_names_missing_shard(b):
+    d = b.model(shards=2)
+    os.remove(os.path.join(d, ref.shard_file_name(2, 2)))
+    return b.logprobs_args(d), None, (ref.shard_file_name(2, 2),)
+
+
+@case("safetensors")
+def index_not_json(b):
+    d = b.model(shards=2)
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        f.write('{"weight_map": {"model.norm.weight": ')
+    return b.logprobs_args(d), None, ("model.safetensors.index.json",)
+
+
+@case("safetensors")
+def index_lacks_tensor(b):
+    d = b.model(shards=2)
+    path = os.path.join(d, "model.safetensors.index.json")
+    with open(path) as f:
+        index = json.load(f)
+    shard = index["weight_map"].pop(T)
+    with open(path, "w") as f:
+        json.dump(index, f)
+    # the tensor is gone from the shard too, so no reader can find it by scanning
+    spath = os.path.join(d, shard)
+    tensors, _, _ = ref.read_safetensors(spath)
+    tensors.pop(T)
+    ref.write_safetensors(spath, tensors)
+    return b.logprobs_args(d), None, (T,)
+
+
+@case("safetensors")
+def index_shard_path_escapes(b):
+    d = b.model(shards=2)
+    path = os.path.join(d, "model.safetensors.index.json")
+    with open(path) as f:
+        index = json.load(f)
+    index["weight_map"][T] = "../../../../nonexistent/" + "x" * 300 + ".safetensors"
+    with open(path, "w") as f:
+        json.dump(index, f)
+    return b.logprobs_args(d), None, (("model.safetensors.index.json", "nonexistent"),)
+
+
+# --- config.json ------------------------------------------------------------------------------
+
+CFG = ("config.json",)
+
+
+def edit_config(b, fn):
+    """A model whose config.json went through fn(cfg dict)."""
+    d = b.model()
+    path = os.path.join(d, "config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    fn(cfg)
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return d
+
+
+def set_key(key, value):
+    """A config edit setting cfg[key] = value."""
+    def fn(c):
+        c[key] = value
+    return fn
+
+
+@case("config")
+def config_not_json(b):
+    d = b.model()
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write('{"model_type": "qwen2", "hidden_size": 32,')
+    return b.logprobs_args(d), None, CFG
+
+
+@case("config")
+def config_missing(b):
+    d = b.model()
+    os.remove(os.path.join(d, "config.json"))
+    return b.logprobs_args(d), None, CFG
+
+
+@case("config")
+def config_not_object(b):
+    d = b.model()
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write("[32, 64]")
+    return b.logprobs_args(d), None, CFG
+
+
+@case("config")
+def missing_key(b):
+    d = edit_config(b, lambda c: c.pop("num_attention_heads"))
+    return b.logprobs_args(d), None, CFG + ("num_attention_heads",)
+
+
+@case("config")
+def wrong_type(b):
+    return b.logprobs_args(edit_config(b, set_key("hidden_size", "32"))), None, CFG + ("hidden_size",)
+
+
+@case("config")
+def wrong_type_bool(b):
+    d = edit_config(b, set_key("tie_word_embeddings", "yes"))
+    return b.logprobs_args(d), None, CFG + ("tie_word_embeddings",)
+
+
+@case("config")
+def fractional_size(b):
+    d = edit_config(b, set_key("intermediate_size", 64.5))
+    return b.logprobs_args(d), None, CFG + ("intermediate_size",)
+
+
+@case("config")
+def heads_do_not_divide_hidden(b):
+    return b.logprobs_args(edit_config(b, set_key("num_attention_heads", 5))), None, CFG
+
+
+@case("config")
+def kv_heads_do_not_divide_heads(b):
+    return b.logprobs_args(edit_config(b, set_key("num_key_value_heads", 3))), None, CFG
+
+
+@case("config")
+def zero_layers(b):
+    d = edit_config(b, set_key("num_hidden_layers", 0))
+    return b.logprobs_args(d), None, CFG + ("num_hidden_layers",)
+
+
+@case("config")
+def zero_kv_heads(b):
+    return b.logprobs_args(edit_config(b, set_key("num_key_value_heads", 0))), None, CFG
+
+
+@case("config")
+def negative_vocab(b):
+    d = edit_config(b, set_key("vocab_size", -97))
+    return b.logprobs_args(d), None, CFG + ("vocab_size",)
+
+
+@case("config")
+def absurd_hidden(b):
+    d = edit_config(b, set_key("hidden_size", 2 ** 40))
+    return b.logprobs_args(d), None, (("config.json", "model.safetensors"),)
+
+
+@case("config")
+def unknown_model_type(b):
+    d = edit_config(b, set_key("model_type", "gpt2"))
+    return b.logprobs_args(d), None, CFG + ("model_type",)
+
+
+@case("config")
+def vocab_disagrees_with_weights(b):
+    d = edit_config(b, set_key("vocab_size", b.cfg["vocab_size"] + 1))
+    return b.logprobs_args(d), None, ("model.embed_tokens.weight",)
+
+
+@case("config")
+def untied_without_lm_head(b):
+    d = b.model()
+    cfg = dict(b.cfg)
+    params = {n: t for n, t in b.params.items() if n != "lm_head.weight"}
+    ref.save_checkpoint(d, cfg, params)
+    return b.logprobs_args(d), None, ("lm_head.weight",)
+
+
+@case("config")
+def non_positive_eps(b):
+    return b.logprobs_args(edit_config(b, set_key("rms_norm_eps", -1.0))), None, CFG + ("rms_norm_eps",)
+
+
+# --- batch / input lines and flags --------------------------------------------------------------
+
+BATCH = ("batch.jsonl",)
+
+
+def row(b, k=0, **changes):
+    """A copy of valid batch row k with some fields changed (None deletes a field)."""
+    r = dict(b.batch[k])
+    for key, value in changes.items():
+        if value is None:
+            r.pop(key, None)
+        else:
+            r[key] = value
+    return r
+
+
+@case("batch")
+def batch_truncated_json(b):
+    text = json.dumps(b.batch[1])
+    return b.grad_args([b.batch[0], text[:len(text) // 2]]), None, BATCH
+
+
+@case("batch")
+def batch_not_object(b):
+    return b.grad_args([b.batch[0], "[1, 2, 3]"]), None, BATCH
+
+
+@case("batch")
+def response_id_out_of_vocab(b):
+    bad = row(b, 1, response_ids=[1, b.cfg["vocab_size"], 2], old_logprobs=None)
+    return b.grad_args([b.batch[0], bad]), None, BATCH
+
+
+@case("batch")
+def prompt_id_negative(b):
+    return b.grad_args([row(b, 0, prompt_ids=[3, -1, 2])]), None, BATCH
+
+
+@case("batch")
+def id_not_integer(b):
+    return b.grad_args([row(b, 0, prompt_ids=[3, 1.5, 2])]), None, BATCH
+
+
+@case("batch")
+def id_huge(b):
+    return b.grad_args([row(b, 0, prompt_ids=[3, 2 ** 64, 2])]), None, BATCH
+
+
+@case("batch")
+def old_logprobs_too_short(b):
+    r = row(b, 1)
+    r["old_logprobs"] = r["old_logprobs"][:-1]
+    return b.grad_args([b.batch[0], r]), None, BATCH + ("old_logprobs",)
+
+
+@case("batch")
+def old_logprobs_too_long(b):
+    r = row(b, 0)
+    r["old_logprobs"] = r["old_logprobs"] + [-1.0]
+    return b.grad_args([r]), None, BATCH + ("old_logprobs",)
+
+
+@case("batch")
+def empty_response(b):
+    return b.grad_args([row(b, 0, response_ids=[], old_logprobs=[])]), None, \
+        BATCH + ("response_ids",)
+
+
+@case("batch")
+def empty_prompt(b):
+    return b.grad_args([row(b, 0, prompt_ids=[])]), None, BATCH + ("prompt_ids",)
+
+
+@case("batch")
+def missing_response(b):
+    return b.grad_args([row(b, 0, response_ids=None, old_logprobs=None)]), None, \
+        BATCH + ("response_ids",)
+
+
+@case("batch")
+def missing_advantage(b):
+    return b.grad_args([row(b, 0, advantage=None)]), None, BATCH + ("advantage",)
+
+
+@case("batch")
+def advantage_not_number(b):
+    return b.grad_args([row(b, 0, advantage="high")]), None, BATCH + ("advantage",)
+
+
+@case("batch")
+def batch_file_missing(b):
+    args = b.grad_args([b.batch[0]])
+    args[args.index("--batch") + 1] = os.path.join(b.tmp, "no-such-batch.jsonl")
+    return args, None, ("no-such-batch.jsonl",)
+
+
+@case("batch")
+def logprobs_truncated_json(b):
+    return ["logprobs", "--model", b.src, "--input", "/dev/stdin"], '{"ids": [1, 2\n', \
+        ("/dev/stdin",)
+
+
+@case("batch")
+def logprobs_id_out_of_vocab(b):
+    inp = os.path.join(b.tmp, "in-oov.jsonl")
+    ref.write_jsonl(inp, [{"ids": [1, 2]}, {"ids": [3, b.cfg["vocab_size"] + 5]}])
+    return ["logprobs", "--model", b.src, "--input", inp], None, ("in-oov.jsonl",)
+
+
+@case("batch")
+def logprobs_empty_ids(b):
+    inp = os.path.join(b.tmp, "in-empty.jsonl")
+    ref.write_jsonl(inp, [{"ids": []}])
+    return ["logprobs", "--model", b.src, "--input", inp], None, ("in-empty.jsonl",)
+
+
+@case("batch")
+def flag_temperature_zero(b):
+    return b.grad_args([b.batch[0]]) + ["--temperature", "0"], None, ("temperature",)
+
+
+@case("batch")
+def flag_temperature_not_number(b):
+    return b.grad_args([b.batch[0]]) + ["--temperature", "hot"], None, ("temperature",)
+
+
+@case("batch")
+def flag_micro_batch_zero(b):
+    return b.grad_args([b.batch[0]]) + ["--micro-batch-tokens", "0"], None, ("micro-batch-tokens",)
+
+
+@case("batch")
+def flag_unknown(b):
+    return b.grad_args([b.batch[0]]) + ["--bogus-flag", "1"], None, ("bogus-flag",)
+
+
+@case("batch")
+def flag_model_missing(b):
+    args = b.grad_args([b.batch[0]])
+    i = args.index("--model")
+    return args[:i] + args[i + 2:], None, ("model",)
+
+
+@case("batch")
+def flag_model_not_a_dir(b):
+    args = b.grad_args([b.batch[0]])
+    args[args.index("--model") + 1] = os.path.join(b.tmp, "no-such-model")
+    return args, None, ("no-such-model",)
+
+
+@case("batch")
+def flag_step_without_save(b):
+    return b.grad_args([b.batch[0]]) + ["--step", "--lr", "1e-3"], None, ("save",)
+
+
+def run_case(chk, or1, b, fn):
+    """Runs one case and checks exit status, message form, named things and sanitizer silence."""
+    args, stdin, expect = fn(b)
+    r = ref.run_or1(or1, args, stdin=stdin, timeout=120)
+    what = fn.__name__
+    err = r.stderr
+    chk.ok(r.returncode in (1, 2), f"{what}: exit status {r.returncode} (want 1 or 2); "
+           f"stderr: {err.strip()[:400]}")
+    chk.ok(not ref.sanitizer_report(err), f"{what}: sanitizer report: {err.strip()[:1500]}")
+    chk.ok(err.startswith("or1: "), f"{what}: stderr does not start with 'or1: ': {err[:200]!r}")
+    for e in expect:
+        alts = e if isinstance(e, tuple) else (e,)
+        chk.ok(any(a in err for a in alts), f"{what}: message does not name {' or '.join(alts)}: "
+               f"{err.strip()[:400]!r}")
+
+
+def main():
+    or1, group = sys.argv[1], sys.argv[2]
+    chk = ref.Checker(f"malformed {group}")
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Base(tmp)
+        for fn in GROUPS[group]:
+            run_case(chk, or1, b, fn)
+    chk.finish()
+
+
+if __name__ == "__main__":
+    main()
