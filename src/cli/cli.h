@@ -31,5 +31,6 @@ int cmd_grad(cli_args *a);
 int cmd_tokenize(cli_args *a);
 int cmd_detokenize(cli_args *a);
 int cmd_chat(cli_args *a);
+int cmd_verify_math(cli_args *a);
 
 #endif

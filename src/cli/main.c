@@ -17,6 +17,7 @@ typedef struct {
 static const command commands[] = {
     {"logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences"},
     {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
+    {"verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}"},
     {"tokenize", cmd_tokenize, "JSONL {\"text\"} -> {\"ids\"} with a tokenizer.json"},
     {"detokenize", cmd_detokenize, "JSONL {\"ids\"} -> {\"text\"} (--skip-special)"},
     {"chat", cmd_chat, "JSONL {\"messages\"} -> chat-template prompt {\"text\", \"ids\"}"},

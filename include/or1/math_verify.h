@@ -1,0 +1,64 @@
+/* or1 math verifier: extracts the final answer of a response and decides whether it equals
+ * one of the gold answers, the way Skywork-OR1 scores math with Math-Verify (recipe §8.1).
+ *
+ * Extraction: the text after the first "</think>" (up to a second one, as the recipe's
+ * split()[1]; the whole text when there is none); in it the last \boxed{...} or \fbox{...}
+ * with balanced braces, else a trailing "answer is X" / "Answer: X", else nothing.
+ * Equality: equal normalised strings, else equal mathematical values: exact rational
+ * arithmetic where it applies, complex floating point at fixed pseudo-random points
+ * otherwise, with tuples, intervals, sets, unions, equations, inequalities and matrices
+ * compared structurally.
+ *
+ * Every call is reentrant and thread-safe (no global mutable state) and bounded in
+ * memory, work and wall-clock time by or1_math_limits: a hostile answer returns false. */
+#ifndef OR1_MATH_VERIFY_H
+#define OR1_MATH_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bounds of one verification (all of them per call). */
+typedef struct {
+    size_t max_response_bytes; /* longer responses: only the last this many bytes are read */
+    size_t max_answer_bytes;   /* longer extracted or gold answers compare as strings only */
+    size_t max_memory_bytes;   /* scratch memory for parsing and comparing one answer pair */
+    int max_depth;             /* nesting depth of brackets, braces and operators */
+    uint64_t max_work;         /* expression-node evaluations per answer pair */
+    double time_limit_s;       /* wall clock per call; <= 0 means no clock check */
+} or1_math_limits;
+
+/* The default bounds: 1 MiB responses, 8 KiB answers, 8 MiB scratch, depth 64,
+ * 4M node evaluations and 2 s per call. */
+void or1_math_limits_default(or1_math_limits *l);
+
+/* The verdict of one response. */
+typedef struct {
+    bool correct;     /* equals one of the gold answers */
+    char *extracted;  /* the extracted answer (malloc'd, "" when none); free with or1_math_result_free */
+    int matched_gold; /* index of the first gold answer it equals, -1 if none */
+    bool bounded;     /* a bound (memory, work, depth, time, size) cut a check short */
+} or1_math_result;
+
+/* Scores response against n_gold gold answers. lim may be NULL (defaults). Returns 0 (the
+ * verdict is in *out), or -1 with an error only for invalid arguments. */
+int or1_math_verify(const char *response, const char *const *gold, size_t n_gold,
+                    const or1_math_limits *lim, or1_math_result *out);
+
+/* Same, with the row's ground truth as stored in the data: a JSON list of strings, a JSON
+ * string, or (when it is not JSON text) the answer itself. A JSON list holding anything but
+ * strings or numbers is an error (-1). */
+int or1_math_verify_json(const char *response, const char *ground_truth,
+                         const or1_math_limits *lim, or1_math_result *out);
+
+/* Releases the extracted answer. */
+void or1_math_result_free(or1_math_result *r);
+
+/* The answer or1_math_verify would extract from response (malloc'd; "" when none). */
+char *or1_math_extract(const char *response, const or1_math_limits *lim);
+
+/* True if the answer strings gold and pred are equal (no extraction: both are answers,
+ * e.g. the contents of a \boxed{}). */
+bool or1_math_equal(const char *gold, const char *pred, const or1_math_limits *lim);
+
+#endif

@@ -1,0 +1,94 @@
+/* or1 verify-math: scores JSONL rows {"response", "gold"} with the math verifier and writes
+ * one {"correct", "extracted"} line per row, plus a summary line on stderr. */
+#include "cli.h"
+
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/math_verify.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Scores one row; fails (naming path:line) when a field is missing or of the wrong type. */
+static int score_row(const cJSON *row, const char *where, const or1_math_limits *lim,
+                     or1_math_result *res) {
+    const char *response = or1_json_str(row, "response", where);
+    if (!response) return -1;
+    const cJSON *gold = cJSON_GetObjectItemCaseSensitive(row, "gold");
+    if (cJSON_IsString(gold)) {
+        const char *one = gold->valuestring;
+        return or1_math_verify(response, &one, 1, lim, res);
+    }
+    if (!cJSON_IsArray(gold)) return or1_fail("%s: \"gold\" must be a string or a list of strings", where);
+    size_t n = (size_t)cJSON_GetArraySize(gold), k = 0;
+    const char **list = or1_malloc((n ? n : 1) * sizeof *list);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, gold) {
+        if (!cJSON_IsString(it)) {
+            free(list);
+            return or1_fail("%s: \"gold\"[%zu] is not a string", where, k);
+        }
+        list[k++] = it->valuestring;
+    }
+    int rc = or1_math_verify(response, list, n, lim, res);
+    free(list);
+    return rc;
+}
+
+/* Writes one result line. */
+static void write_result(FILE *f, const or1_math_result *res) {
+    fprintf(f, "{\"correct\": %s, \"extracted\": ", res->correct ? "true" : "false");
+    or1_json_write_string(f, res->extracted);
+    fputs("}\n", f);
+}
+
+/* The verify-math command: --input FILE|- (default -), --output FILE|- (default -),
+ * --time-limit SECONDS per response. */
+int cmd_verify_math(cli_args *a) {
+    const char *in = cli_str(a, "input");
+    const char *outp = cli_str(a, "output");
+    or1_math_limits lim;
+    or1_math_limits_default(&lim);
+    if (cli_double(a, "time-limit", 0.001, 600, &lim.time_limit_s) != 0 || cli_check_unused(a) != 0) return 1;
+    FILE *out = stdout;
+    if (outp && strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))
+        return or1_fail("%s: cannot open for writing", outp), 1;
+    or1_jsonl_reader r;
+    if (or1_jsonl_open(&r, in ? in : "-") != 0) {
+        if (out != stdout) fclose(out);
+        return 1;
+    }
+    size_t rows = 0, correct = 0, extracted = 0, bounded = 0;
+    double t0 = or1_now();
+    int rc = 0, got;
+    cJSON *row;
+    while ((got = or1_jsonl_next(&r, &row)) == 1) {
+        char where[512];
+        snprintf(where, sizeof where, "%s:%zu", r.path, r.line);
+        or1_math_result res;
+        memset(&res, 0, sizeof res);
+        int s = score_row(row, where, &lim, &res);
+        cJSON_Delete(row);
+        if (s != 0) {
+            or1_math_result_free(&res);
+            rc = 1;
+            break;
+        }
+        write_result(out, &res);
+        rows++;
+        correct += res.correct;
+        extracted += res.extracted[0] != '\0';
+        bounded += res.bounded;
+        or1_math_result_free(&res);
+    }
+    if (got < 0) rc = 1;
+    or1_jsonl_close(&r);
+    if (out != stdout && fclose(out) != 0 && rc == 0) rc = (or1_fail("%s: write failed", outp), 1);
+    if (rc == 0)
+        fprintf(stderr, "verify-math: %zu rows, %zu correct (%.1f%%), %zu with an answer, %zu hit a bound, %.3f s\n",
+                rows, correct, rows ? 100.0 * (double)correct / (double)rows : 0.0, extracted, bounded,
+                or1_now() - t0);
+    return rc;
+}

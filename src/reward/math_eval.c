@@ -1,0 +1,303 @@
+/* Math verifier, step three: the value of an expression, exactly as a rational where
+ * only integers, decimals and + - * / ^ are involved, otherwise in complex floating point
+ * with every variable set to fixed pseudo-random values; and equality of two expressions
+ * by those values, following Math-Verify's rules (a bare decimal on either side compares
+ * after rounding both to 6 decimal places). */
+#include "math_internal.h"
+
+#include "or1/core.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define MV_POINTS 3     /* evaluation points for expressions with variables */
+#define MV_REL_TOL 1e-9 /* relative tolerance of floating-point equality */
+
+/* An exact rational number, reduced, with a positive denominator. */
+typedef struct {
+    int64_t n, d;
+} mv_q;
+
+/* Reduces n/d into *out; false if d is 0 or the result does not fit 64 bits. */
+static bool q_make(__int128 n, __int128 d, mv_q *out) {
+    if (d == 0) return false;
+    if (d < 0) n = -n, d = -d;
+    __int128 a = n < 0 ? -n : n, b = d;
+    while (b) {
+        __int128 t = a % b;
+        a = b;
+        b = t;
+    }
+    if (a > 1) n /= a, d /= a;
+    if (n > INT64_MAX || n < -INT64_MAX || d > INT64_MAX) return false;
+    out->n = (int64_t)n;
+    out->d = (int64_t)d;
+    return true;
+}
+
+/* Takes one unit of the evaluation budget; false (and bounded) when it is spent. */
+static bool spend(mv_ctx *c) {
+    if (c->work == 0) {
+        c->bounded = true;
+        return false;
+    }
+    c->work--;
+    if ((c->work & 4095) == 0 && mv_expired(c)) {
+        c->work = 0;
+        return false;
+    }
+    return true;
+}
+
+/* The sign (+1 or -1) a +- node takes under mask. */
+static int pm_sign(const mv_node *x, unsigned mask) {
+    int s = (mask >> x->pm) & 1 ? -1 : 1;
+    return x->mp ? -s : s;
+}
+
+/* Integer square root of a non-negative 64-bit number, or -1 if it is not a square. */
+static int64_t exact_sqrt(int64_t v) {
+    if (v < 0) return -1;
+    int64_t r = (int64_t)sqrtl((long double)v);
+    while (r > 0 && (__int128)r * r > v) r--;
+    while ((__int128)(r + 1) * (r + 1) <= v) r++;
+    return (__int128)r * r == v ? r : -1;
+}
+
+/* q to the integer power e (|e| <= 256), exactly; false on overflow or 0^-e. */
+static bool q_pow(mv_q q, int64_t e, mv_q *out) {
+    if (e < -256 || e > 256) return false;
+    mv_q r = {1, 1};
+    for (int64_t k = 0; k < (e < 0 ? -e : e); k++)
+        if (!q_make((__int128)r.n * q.n, (__int128)r.d * q.d, &r)) return false;
+    if (e < 0) return q_make(r.d, r.n, out);
+    *out = r;
+    return true;
+}
+
+/* The exact rational value of x under the +- mask, if it has one that fits. */
+static bool exact(mv_ctx *c, const mv_node *x, unsigned mask, mv_q *out) {
+    if (!x || !spend(c)) return false;
+    mv_q a, b;
+    switch (x->kind) {
+    case N_NUM:
+        return x->exact && q_make(x->num, x->den, out);
+    case N_NEG:
+        if (!exact(c, x->a, mask, &a)) return false;
+        return q_make(-(__int128)a.n, a.d, out);
+    case N_ADD:
+    case N_SUB:
+    case N_PM: {
+        if (!exact(c, x->a, mask, &a) || !exact(c, x->b, mask, &b)) return false;
+        int s = x->kind == N_ADD ? 1 : x->kind == N_SUB ? -1 : pm_sign(x, mask);
+        return q_make((__int128)a.n * b.d + s * (__int128)b.n * a.d, (__int128)a.d * b.d, out);
+    }
+    case N_MUL:
+        if (!exact(c, x->a, mask, &a) || !exact(c, x->b, mask, &b)) return false;
+        return q_make((__int128)a.n * b.n, (__int128)a.d * b.d, out);
+    case N_DIV:
+        if (!exact(c, x->a, mask, &a) || !exact(c, x->b, mask, &b) || b.n == 0) return false;
+        return q_make((__int128)a.n * b.d, (__int128)a.d * b.n, out);
+    case N_POW:
+        if (!exact(c, x->a, mask, &a) || !exact(c, x->b, mask, &b) || b.d != 1) return false;
+        if (a.n == 0 && b.n <= 0) return false;
+        return q_pow(a, b.n, out);
+    case N_ABS:
+        if (!exact(c, x->a, mask, &a)) return false;
+        return q_make(a.n < 0 ? -(__int128)a.n : a.n, a.d, out);
+    case N_FACT: {
+        if (!exact(c, x->a, mask, &a) || a.d != 1 || a.n < 0 || a.n > 20) return false;
+        int64_t f = 1;
+        for (int64_t k = 2; k <= a.n; k++) f *= k;
+        return q_make(f, 1, out);
+    }
+    case N_BINOM: {
+        if (!exact(c, x->a, mask, &a) || !exact(c, x->b, mask, &b) || a.d != 1 || b.d != 1) return false;
+        if (b.n < 0 || b.n > a.n || a.n > 66) return false;
+        __int128 r = 1;
+        for (int64_t k = 1; k <= b.n; k++) r = r * (a.n - b.n + k) / k;
+        return q_make(r, 1, out);
+    }
+    case N_FLOOR:
+    case N_CEIL: {
+        if (!exact(c, x->a, mask, &a)) return false;
+        int64_t f = a.n / a.d;
+        if (a.n % a.d != 0 && (a.n < 0) == (x->kind == N_FLOOR)) f += x->kind == N_FLOOR ? -1 : 1;
+        return q_make(f, 1, out);
+    }
+    case N_FN:
+        if (x->fn != F_SQRT || !exact(c, x->a, mask, &a)) return false;
+        {
+            int64_t rn = exact_sqrt(a.n), rd = exact_sqrt(a.d);
+            return rn >= 0 && rd > 0 && q_make(rn, rd, out);
+        }
+    default:
+        return false;
+    }
+}
+
+/* Pseudo-random value in [0.35, 1.95) of the variable with name hash h at point k. */
+static double sym_value(uint64_t h, int k) {
+    uint64_t z = h + 0x9E3779B97F4A7C15ULL * (uint64_t)(k + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return 0.35 + 1.6 * (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* True if z has no imaginary part. */
+static bool is_real(double complex z) { return cimag(z) == 0.0; }
+
+/* A named function of one complex argument (real functions on their real domains). */
+static double complex apply_fn(int fn, double complex z) {
+    double r = creal(z);
+    bool real = is_real(z);
+    switch (fn) {
+    case F_SIN: return real ? sin(r) : csin(z);
+    case F_COS: return real ? cos(r) : ccos(z);
+    case F_TAN: return real ? tan(r) : ctan(z);
+    case F_SEC: return real ? 1.0 / cos(r) : 1.0 / ccos(z);
+    case F_CSC: return real ? 1.0 / sin(r) : 1.0 / csin(z);
+    case F_COT: return real ? 1.0 / tan(r) : 1.0 / ctan(z);
+    case F_ASIN: return real && fabs(r) <= 1 ? asin(r) : casin(z);
+    case F_ACOS: return real && fabs(r) <= 1 ? acos(r) : cacos(z);
+    case F_ATAN: return real ? atan(r) : catan(z);
+    case F_SINH: return real ? sinh(r) : csinh(z);
+    case F_COSH: return real ? cosh(r) : ccosh(z);
+    case F_TANH: return real ? tanh(r) : ctanh(z);
+    case F_LN: return real && r > 0 ? log(r) : clog(z);
+    case F_EXP: return real ? exp(r) : cexp(z);
+    case F_SQRT: return real && r >= 0 ? sqrt(r) : csqrt(z);
+    default: return NAN;
+    }
+}
+
+/* a to the power b; real where the real power is defined (odd roots of negatives too). */
+static double complex power(double complex a, double complex b) {
+    if (is_real(a) && is_real(b)) {
+        double x = creal(a), y = creal(b);
+        if (x > 0 || (x == 0 && y > 0) || y == floor(y)) return pow(x, y);
+    }
+    return cpow(a, b);
+}
+
+/* The n-th root, real for odd n of a negative real radicand (as a reader expects). */
+static double complex root(double complex a, double complex n) {
+    if (is_real(a) && is_real(n) && creal(a) < 0) {
+        double k = creal(n);
+        if (k == floor(k) && fmod(fabs(k), 2.0) == 1.0) return -pow(-creal(a), 1.0 / k);
+    }
+    return power(a, 1.0 / n);
+}
+
+/* Factorial, binomial, floor and ceiling on real values; NAN outside their domain. */
+static double complex integer_fn(int kind, double complex a, double complex b) {
+    if (!is_real(a) || !is_real(b)) return NAN;
+    double x = creal(a), y = creal(b);
+    switch (kind) {
+    case N_FACT: return x >= 0 && x <= 170 ? tgamma(x + 1) : NAN;
+    case N_FLOOR: return floor(x);
+    case N_CEIL: return ceil(x);
+    default:
+        if (x != floor(x) || y != floor(y) || y < 0 || y > x || x > 1e6) return NAN;
+        return round(exp(lgamma(x + 1) - lgamma(y + 1) - lgamma(x - y + 1)));
+    }
+}
+
+/* The complex value of x at evaluation point k under the +- mask; false when it is
+ * undefined, overflows, or the budget is spent. Only \infty itself (and its negation)
+ * may be infinite. */
+static bool eval(mv_ctx *c, const mv_node *x, int k, unsigned mask, double complex *out) {
+    if (!x || !spend(c)) return false;
+    double complex a = 0, b = 0, r;
+    if (x->a && !eval(c, x->a, k, mask, &a)) return false;
+    if (x->b && !eval(c, x->b, k, mask, &b)) return false;
+    switch (x->kind) {
+    case N_NUM: r = x->exact ? (double)x->num / (double)x->den : x->val; break;
+    case N_SYM: r = sym_value(x->hash, k); break;
+    case N_PI: r = M_PI; break;
+    case N_E: r = M_E; break;
+    case N_I: r = I; break;
+    case N_INF: *out = INFINITY; return true;
+    case N_NEG:
+        *out = -a;
+        return true;
+    case N_ADD: r = a + b; break;
+    case N_SUB: r = a - b; break;
+    case N_PM: r = a + pm_sign(x, mask) * b; break;
+    case N_MUL: r = a * b; break;
+    case N_DIV:
+        if (b == 0) return false;
+        r = a / b;
+        break;
+    case N_POW: r = power(a, b); break;
+    case N_FN: r = apply_fn(x->fn, a); break;
+    case N_ROOT: r = root(a, b); break;
+    case N_LOG:
+        if (a == 0) return false;
+        r = clog(a) / (x->b ? clog(b) : log(10.0));
+        if (is_real(a) && creal(a) > 0 && (!x->b || (is_real(b) && creal(b) > 0)))
+            r = log(creal(a)) / (x->b ? log(creal(b)) : log(10.0));
+        break;
+    case N_ABS: r = cabs(a); break;
+    default: r = integer_fn(x->kind, a, b); break;
+    }
+    if (!isfinite(creal(r)) || !isfinite(cimag(r)) || !isfinite(creal(a)) || !isfinite(cimag(a)) ||
+        !isfinite(creal(b)) || !isfinite(cimag(b)))
+        return false;
+    *out = r;
+    return true;
+}
+
+/* True if x mentions a variable. */
+static bool has_symbols(const mv_node *x) {
+    if (!x) return false;
+    return x->kind == N_SYM || has_symbols(x->a) || has_symbols(x->b);
+}
+
+/* True if x is a bare decimal number (Math-Verify's Float), possibly negated. */
+static bool bare_decimal(const mv_node *x) {
+    while (x && x->kind == N_NEG) x = x->a;
+    return x && x->kind == N_NUM && x->decimal;
+}
+
+/* Equality after rounding both to 6 decimal places (Math-Verify's float_rounding). */
+static bool rounded_eq(double a, double b) {
+    if (fabs(a) < 1e12 && fabs(b) < 1e12) return llround(a * 1e6) == llround(b * 1e6);
+    return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+/* Floating-point equality with a relative tolerance; infinities equal only themselves. */
+static bool close(double complex a, double complex b) {
+    if (isinf(creal(a)) || isinf(creal(b))) return creal(a) == creal(b) && cimag(a) == cimag(b);
+    double scale = fmax(1.0, fmax(cabs(a), cabs(b)));
+    return cabs(a - b) <= MV_REL_TOL * scale;
+}
+
+/* Scalar equality of g (under gmask) and p (under pmask). */
+bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask) {
+    bool dec = bare_decimal(g) || bare_decimal(p);
+    if (!has_symbols(g) && !has_symbols(p)) {
+        mv_q qg, qp;
+        if (exact(c, g, gmask, &qg) && exact(c, p, pmask, &qp)) {
+            if (dec) return rounded_eq((double)qg.n / (double)qg.d, (double)qp.n / (double)qp.d);
+            return qg.n == qp.n && qg.d == qp.d;
+        }
+        double complex zg, zp;
+        if (!eval(c, g, 0, gmask, &zg) || !eval(c, p, 0, pmask, &zp)) return false;
+        if (dec && !isinf(creal(zg)) && !isinf(creal(zp)))
+            return rounded_eq(creal(zg), creal(zp)) && rounded_eq(cimag(zg), cimag(zp));
+        return close(zg, zp);
+    }
+    int agree = 0;
+    for (int k = 0; k < MV_POINTS; k++) {
+        double complex zg, zp;
+        if (!eval(c, g, k, gmask, &zg) || !eval(c, p, k, pmask, &zp)) {
+            if (c->work == 0) return false;
+            continue;
+        }
+        if (!close(zg, zp)) return false;
+        agree++;
+    }
+    return agree >= 2;
+}

@@ -1,0 +1,261 @@
+/* Math verifier: the public entry points. A response is cut to its answer, each gold
+ * answer is read the way Skywork-OR1 reads it (wrapped in \boxed{} and extracted again),
+ * and the pair is compared as normalised strings, then as parsed mathematics, inside a
+ * fresh scratch context with its own memory, work and time bounds. */
+#include "math_internal.h"
+
+#include "or1/core.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mv_chunk {
+    mv_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+/* The default bounds (see the header). */
+void or1_math_limits_default(or1_math_limits *l) {
+    l->max_response_bytes = 1 << 20;
+    l->max_answer_bytes = 8192;
+    l->max_memory_bytes = 8 << 20;
+    l->max_depth = 64;
+    l->max_work = 4000000;
+    l->time_limit_s = 2.0;
+}
+
+/* Starts a context with an empty arena and full budgets. */
+void mv_ctx_init(mv_ctx *c, const or1_math_limits *lim) {
+    memset(c, 0, sizeof *c);
+    c->lim = lim;
+    c->arena.cap_total = lim->max_memory_bytes;
+    c->work = lim->max_work;
+    c->deadline = lim->time_limit_s > 0 ? or1_now() + lim->time_limit_s : 0;
+}
+
+/* Frees every chunk of the arena. */
+void mv_ctx_free(mv_ctx *c) {
+    for (mv_chunk *k = c->arena.head, *next; k; k = next) {
+        next = k->next;
+        free(k);
+    }
+    c->arena.head = NULL;
+}
+
+/* Zero-filled arena memory, 16-byte aligned; NULL once the total cap is reached. */
+void *mv_alloc(mv_ctx *c, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    mv_chunk *k = c->arena.head;
+    if (!k || k->cap - k->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        if (c->arena.used_total + cap > c->arena.cap_total) {
+            c->bounded = true;
+            return NULL;
+        }
+        k = or1_malloc(sizeof *k + cap);
+        k->next = c->arena.head;
+        k->used = 0;
+        k->cap = cap;
+        c->arena.head = k;
+        c->arena.used_total += cap;
+    }
+    void *p = (char *)k->data + k->used;
+    k->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+/* True once the context's wall-clock deadline has passed. */
+bool mv_expired(mv_ctx *c) {
+    if (c->deadline > 0 && or1_now() > c->deadline) {
+        c->bounded = true;
+        return true;
+    }
+    return false;
+}
+
+/* Equality of two answer strings: same normalised string, else same mathematics. */
+bool mv_equal_strings(const char *gold, size_t gn, const char *pred, size_t pn,
+                      const or1_math_limits *lim, bool use_strings, bool *bounded) {
+    mv_ctx c;
+    mv_ctx_init(&c, lim);
+    bool eq = false;
+    if (gn <= lim->max_answer_bytes && pn <= lim->max_answer_bytes) {
+        char *gnorm = mv_normalize(&c, gold, gn), *pnorm = mv_normalize(&c, pred, pn);
+        if (gnorm && pnorm) {
+            char *gk = mv_string_key(&c, gnorm), *pk = mv_string_key(&c, pnorm);
+            eq = use_strings && gk && pk && gk[0] && strcmp(gk, pk) == 0;
+            if (!eq && gk && pk && gk[0] && pk[0]) eq = mv_ans_equal(&c, mv_parse(&c, gnorm), mv_parse(&c, pnorm));
+        }
+    } else {
+        c.bounded = true;
+        eq = use_strings && gn == pn && gn > 0 && memcmp(gold, pred, gn) == 0;
+    }
+    if (bounded) *bounded = c.bounded;
+    mv_ctx_free(&c);
+    return eq;
+}
+
+/* True if the normalised answer parses into something other than text. */
+bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
+    mv_ctx c;
+    mv_ctx_init(&c, lim);
+    char *norm = mv_normalize(&c, answer, strlen(answer));
+    mv_ans *a = norm ? mv_parse(&c, norm) : NULL;
+    bool math = a && a->kind != A_TEXT;
+    mv_ctx_free(&c);
+    return math;
+}
+
+/* The limits to use: the caller's, or the defaults. */
+static const or1_math_limits *limits(const or1_math_limits *lim, or1_math_limits *buf) {
+    if (lim) return lim;
+    or1_math_limits_default(buf);
+    return buf;
+}
+
+/* The response span read: all of it, or its last max_response_bytes. */
+static const char *response_tail(const char *response, const or1_math_limits *lim, size_t *n) {
+    size_t len = strlen(response);
+    if (len > lim->max_response_bytes) {
+        response += len - lim->max_response_bytes;
+        len = lim->max_response_bytes;
+    }
+    *n = len;
+    return response;
+}
+
+/* The answer of a response, as a new string ("" if none). */
+char *or1_math_extract(const char *response, const or1_math_limits *lim) {
+    or1_math_limits buf;
+    lim = limits(lim, &buf);
+    size_t n, start = 0, len = 0;
+    const char *s = response_tail(response ? response : "", lim, &n);
+    if (!mv_extract_span(s, n, &start, &len)) return or1_strdup("");
+    char *out = or1_malloc(len + 1);
+    memcpy(out, s + start, len);
+    out[len] = '\0';
+    return out;
+}
+
+/* Equality of two answer strings (public form). */
+bool or1_math_equal(const char *gold, const char *pred, const or1_math_limits *lim) {
+    or1_math_limits buf;
+    lim = limits(lim, &buf);
+    return mv_equal_strings(gold, strlen(gold), pred, strlen(pred), lim, true, NULL);
+}
+
+/* The gold answer as Skywork-OR1 reads it: "\boxed{" gold "}" passed through extraction,
+ * which unwraps a gold that is itself boxed. Sets *start and *len within gold. */
+static void gold_span(const char *gold, size_t *start, size_t *len) {
+    size_t n = strlen(gold);
+    *start = 0;
+    *len = n;
+    size_t s, l;
+    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4)) {
+        if (mv_extract_span(gold, n, &s, &l)) *start = s, *len = l;
+    }
+}
+
+/* Scores a response against gold answers (see the header). */
+int or1_math_verify(const char *response, const char *const *gold, size_t n_gold,
+                    const or1_math_limits *lim, or1_math_result *out) {
+    memset(out, 0, sizeof *out);
+    out->matched_gold = -1;
+    if (!response || (n_gold && !gold)) return or1_fail("or1_math_verify: NULL response or gold list");
+    for (size_t g = 0; g < n_gold; g++)
+        if (!gold[g]) return or1_fail("or1_math_verify: gold answer %zu is NULL", g);
+    or1_math_limits buf;
+    lim = limits(lim, &buf);
+    double t0 = or1_now();
+    size_t n, start = 0, len = 0;
+    const char *s = response_tail(response, lim, &n);
+    bool found = mv_extract_span(s, n, &start, &len);
+    out->extracted = or1_malloc(len + 1);
+    memcpy(out->extracted, s + start, len);
+    out->extracted[len] = '\0';
+    if (!found || len == 0) return 0;
+    for (size_t g = 0; g < n_gold && !out->correct; g++) {
+        if (lim->time_limit_s > 0 && or1_now() - t0 > lim->time_limit_s) {
+            out->bounded = true;
+            break;
+        }
+        or1_math_limits each = *lim;
+        if (lim->time_limit_s > 0) each.time_limit_s = lim->time_limit_s - (or1_now() - t0);
+        size_t gs, gl;
+        gold_span(gold[g], &gs, &gl);
+        bool bounded = false;
+        if (mv_equal_strings(gold[g] + gs, gl, s + start, len, &each, true, &bounded)) {
+            out->correct = true;
+            out->matched_gold = (int)g;
+        }
+        out->bounded = out->bounded || bounded;
+    }
+    return 0;
+}
+
+/* Reads the ground truth into a list of strings owned by *root (or the raw text). */
+static int gold_list(const char *truth, cJSON **root, const char ***list, size_t *n, char **numbuf) {
+    *root = cJSON_Parse(truth);
+    *list = NULL;
+    *n = 0;
+    *numbuf = NULL;
+    if (!*root || cJSON_IsNumber(*root)) {
+        cJSON_Delete(*root);
+        *root = NULL;
+        *list = or1_malloc(sizeof **list);
+        (*list)[0] = truth;
+        *n = 1;
+        return 0;
+    }
+    if (cJSON_IsString(*root)) {
+        *list = or1_malloc(sizeof **list);
+        (*list)[0] = (*root)->valuestring;
+        *n = 1;
+        return 0;
+    }
+    if (!cJSON_IsArray(*root)) return or1_fail("ground truth: expected a JSON list of strings or a string");
+    size_t count = (size_t)cJSON_GetArraySize(*root);
+    *list = or1_malloc((count ? count : 1) * sizeof **list);
+    *numbuf = or1_malloc(count * 32 + 1);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, *root) {
+        if (cJSON_IsString(it)) {
+            (*list)[(*n)++] = it->valuestring;
+        } else if (cJSON_IsNumber(it)) {
+            char *slot = *numbuf + *n * 32;
+            snprintf(slot, 32, "%.17g", it->valuedouble);
+            (*list)[(*n)++] = slot;
+        } else {
+            return or1_fail("ground truth: element %zu is neither a string nor a number", *n);
+        }
+    }
+    return 0;
+}
+
+/* Scores a response against the row's ground-truth JSON text. */
+int or1_math_verify_json(const char *response, const char *ground_truth,
+                         const or1_math_limits *lim, or1_math_result *out) {
+    memset(out, 0, sizeof *out);
+    out->matched_gold = -1;
+    if (!ground_truth) return or1_fail("or1_math_verify_json: NULL ground truth");
+    cJSON *root;
+    const char **list;
+    size_t n;
+    char *numbuf;
+    int rc = gold_list(ground_truth, &root, &list, &n, &numbuf);
+    if (rc == 0) rc = or1_math_verify(response, list, n, lim, out);
+    cJSON_Delete(root);
+    free(list);
+    free(numbuf);
+    return rc;
+}
+
+/* Frees the extracted answer. */
+void or1_math_result_free(or1_math_result *r) {
+    free(r->extracted);
+    r->extracted = NULL;
+}
