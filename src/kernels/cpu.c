@@ -22,11 +22,6 @@ static inline float dot(const float *a, const float *b, int n) {
     return s;
 }
 
-/* y += alpha * x over n floats. */
-static inline void axpy(float *y, float alpha, const float *x, int n) {
-    for (int i = 0; i < n; i++) y[i] += alpha * x[i];
-}
-
 /* y = x W^T + b: one sgemm, bias broadcast first so sgemm accumulates onto it. */
 void or1_matmul(float *y, const float *x, const float *w, const float *b, int T, int in, int out) {
     if (b) {
@@ -117,29 +112,56 @@ void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos,
     }
 }
 
-/* Forward for one (sequence, head): each query row attends to keys 0..i of its sequence. */
+enum { QBLOCK = 64 };
+
+/* exp(x) for float, vectorisable: x = n*ln2 + r with |r| <= ln2/2 (n rounded by the 1.5*2^23 trick), a degree-6 polynomial for
+ * e^r, then 2^n through the exponent bits. Relative error about 2e-7; inputs below -87 give 0. */
+static inline float fast_exp(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f +
+                       r * (0.00833336077f + r * 0.00138890173f)))));
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, 4);
+    return x <= -87.0f ? 0.0f : p * scale;
+}
+
+/* Causal softmax of score rows i0..i0+nb-1 against keys 0..kl-1 (row r may see keys <= i0+r):
+ * s is overwritten with probabilities (0 beyond the diagonal) and lse gets each row's
+ * log-sum-exp at out-stride lse_stride. */
+static void causal_softmax(float *s, int nb, int kl, int i0, float *lse, int lse_stride) {
+    for (int r = 0; r < nb; r++) {
+        float *row = s + (size_t)r * kl, m = -INFINITY, sum = 0;
+        int n = i0 + r + 1;
+        for (int j = 0; j < n; j++) m = row[j] > m ? row[j] : m;
+        for (int j = 0; j < n; j++) {
+            row[j] = fast_exp(row[j] - m);
+            sum += row[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j < n; j++) row[j] *= inv;
+        for (int j = n; j < kl; j++) row[j] = 0;
+        lse[(size_t)r * lse_stride] = m + logf(sum);
+    }
+}
+
+/* Forward for one (sequence, head) in query blocks: S = Q K^T by sgemm, causal softmax,
+ * O = P V by sgemm. Only a [QBLOCK x len] score block exists at a time. */
 static void attend_head(float *out, float *lse, const float *qkv, int start, int len, int h, int nh,
-                        int nkv, int hd, float *p) {
-    int stride = (nh + 2 * nkv) * hd, kvh = h / (nh / nkv);
+                        int nkv, int hd, float *s) {
+    int stride = (nh + 2 * nkv) * hd, kvh = h / (nh / nkv), ostride = nh * hd;
     float scale = 1.0f / sqrtf((float)hd);
-    const float *kbase = qkv + (size_t)start * stride + (size_t)(nh + kvh) * hd;
-    const float *vbase = kbase + (size_t)nkv * hd;
-    for (int i = 0; i < len; i++) {
-        const float *q = qkv + (size_t)(start + i) * stride + (size_t)h * hd;
-        float m = -INFINITY;
-        for (int j = 0; j <= i; j++) {
-            p[j] = dot(q, kbase + (size_t)j * stride, hd) * scale;
-            if (p[j] > m) m = p[j];
-        }
-        float sum = 0;
-        for (int j = 0; j <= i; j++) {
-            p[j] = expf(p[j] - m);
-            sum += p[j];
-        }
-        float *o = out + (size_t)(start + i) * nh * hd + (size_t)h * hd, inv = 1.0f / sum;
-        memset(o, 0, (size_t)hd * sizeof *o);
-        for (int j = 0; j <= i; j++) axpy(o, p[j] * inv, vbase + (size_t)j * stride, hd);
-        lse[(size_t)(start + i) * nh + h] = m + logf(sum);
+    const float *q = qkv + (size_t)start * stride + (size_t)h * hd;
+    const float *k = qkv + (size_t)start * stride + (size_t)(nh + kvh) * hd, *v = k + (size_t)nkv * hd;
+    for (int i0 = 0; i0 < len; i0 += QBLOCK) {
+        int nb = len - i0 < QBLOCK ? len - i0 : QBLOCK, kl = i0 + nb;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, kl, hd, scale, q + (size_t)i0 * stride,
+                    stride, k, stride, 0.0f, s, kl);
+        causal_softmax(s, nb, kl, i0, lse + (size_t)(start + i0) * nh + h, nh);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, hd, kl, 1.0f, s, kl, v, stride, 0.0f,
+                    out + (size_t)(start + i0) * ostride + (size_t)h * hd, ostride);
     }
 }
 
@@ -151,47 +173,61 @@ static int longest(const int32_t *seq_start, int n_seqs) {
     return m;
 }
 
-/* Causal attention: parallel over (sequence, head) pairs, one score row per thread. */
+/* Causal attention: parallel over (sequence, head) pairs, one score block per thread. */
 void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_start, int n_seqs,
                    int nh, int nkv, int hd) {
     int maxlen = longest(seq_start, n_seqs);
     #pragma omp parallel
     {
-        float *p = or1_malloc((size_t)(maxlen > 0 ? maxlen : 1) * sizeof *p);
+        float *s = or1_malloc((size_t)QBLOCK * (size_t)(maxlen > 0 ? maxlen : 1) * sizeof *s);
         #pragma omp for schedule(dynamic, 1) collapse(2)
-        for (int s = 0; s < n_seqs; s++)
+        for (int q = 0; q < n_seqs; q++)
             for (int h = 0; h < nh; h++)
-                attend_head(out, lse, qkv, seq_start[s], seq_start[s + 1] - seq_start[s], h, nh, nkv,
-                            hd, p);
-        free(p);
+                attend_head(out, lse, qkv, seq_start[q], seq_start[q + 1] - seq_start[q], h, nh, nkv,
+                            hd, s);
+        free(s);
     }
 }
 
-/* Backward for one (sequence, kv head) and all query heads sharing it, so dK/dV rows
- * are written by one thread only. dS = P * (dP - rowsum(dO * O)). */
-static void attend_group_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                             const float *lse, int start, int len, int kvh, int nh, int nkv, int hd) {
-    int stride = (nh + 2 * nkv) * hd, group = nh / nkv;
+/* Backward of one query block of one head: P from the saved lse, dP = dO V^T,
+ * dS = P * (dP - rowsum(dO * O)) * scale, then dQ = dS K, dK += dS^T Q, dV += P^T dO. */
+static void attend_block_bwd(float *dq, float *dk, float *dv, const float *q, const float *k,
+                             const float *v, const float *dO, const float *O, const float *lse, int nb,
+                             int kl, int i0, int stride, int ostride, int lse_stride, int hd, float *p,
+                             float *dp) {
     float scale = 1.0f / sqrtf((float)hd);
-    const float *kbase = qkv + (size_t)start * stride + (size_t)(nh + kvh) * hd;
-    const float *vbase = kbase + (size_t)nkv * hd;
-    float *dkbase = dqkv + (size_t)start * stride + (size_t)(nh + kvh) * hd;
-    float *dvbase = dkbase + (size_t)nkv * hd;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, kl, hd, scale, q, stride, k, stride, 0.0f, p, kl);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, kl, hd, 1.0f, dO, ostride, v, stride, 0.0f, dp, kl);
+    for (int r = 0; r < nb; r++) {
+        float *pr = p + (size_t)r * kl, *dpr = dp + (size_t)r * kl, l = lse[(size_t)r * lse_stride];
+        float D = dot(dO + (size_t)r * ostride, O + (size_t)r * ostride, hd);
+        int n = i0 + r + 1;
+        for (int j = 0; j < n; j++) {
+            pr[j] = fast_exp(pr[j] - l);
+            dpr[j] = pr[j] * (dpr[j] - D) * scale;
+        }
+        for (int j = n; j < kl; j++) pr[j] = dpr[j] = 0;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, hd, kl, 1.0f, dp, kl, k, stride, 1.0f, dq, stride);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kl, hd, nb, 1.0f, dp, kl, q, stride, 1.0f, dk, stride);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kl, hd, nb, 1.0f, p, kl, dO, ostride, 1.0f, dv, stride);
+}
+
+/* Backward for one (sequence, kv head) and all query heads sharing it, so dK/dV rows
+ * are written by one thread only. */
+static void attend_group_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                             const float *lse, int start, int len, int kvh, int nh, int nkv, int hd,
+                             float *p, float *dp) {
+    int stride = (nh + 2 * nkv) * hd, ostride = nh * hd, group = nh / nkv;
+    size_t base = (size_t)start * stride, koff = (size_t)(nh + kvh) * hd, voff = koff + (size_t)nkv * hd;
     for (int h = kvh * group; h < (kvh + 1) * group; h++) {
-        for (int i = 0; i < len; i++) {
-            size_t row = (size_t)(start + i);
-            const float *q = qkv + row * stride + (size_t)h * hd;
-            const float *dO = dout + row * nh * hd + (size_t)h * hd, *O = out + row * nh * hd + (size_t)h * hd;
-            float *dq = dqkv + row * stride + (size_t)h * hd;
-            float D = dot(dO, O, hd), l = lse[row * nh + h];
-            for (int j = 0; j <= i; j++) {
-                const float *k = kbase + (size_t)j * stride, *v = vbase + (size_t)j * stride;
-                float p = expf(dot(q, k, hd) * scale - l);
-                float ds = p * (dot(dO, v, hd) - D) * scale;
-                axpy(dq, ds, k, hd);
-                axpy(dkbase + (size_t)j * stride, ds, q, hd);
-                axpy(dvbase + (size_t)j * stride, p, dO, hd);
-            }
+        for (int i0 = 0; i0 < len; i0 += QBLOCK) {
+            int nb = len - i0 < QBLOCK ? len - i0 : QBLOCK;
+            size_t qrow = base + (size_t)i0 * stride + (size_t)h * hd;
+            size_t orow = (size_t)(start + i0) * ostride + (size_t)h * hd;
+            attend_block_bwd(dqkv + qrow, dqkv + base + koff, dqkv + base + voff, qkv + qrow, qkv + base + koff,
+                             qkv + base + voff, dout + orow, out + orow, lse + (size_t)(start + i0) * nh + h,
+                             nb, i0 + nb, i0, stride, ostride, nh, hd, p, dp);
         }
     }
 }
@@ -200,12 +236,19 @@ static void attend_group_bwd(float *dqkv, const float *dout, const float *qkv, c
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd) {
     size_t stride = (size_t)(nh + 2 * nkv) * hd;
+    int maxlen = longest(seq_start, n_seqs);
     memset(dqkv, 0, (size_t)seq_start[n_seqs] * stride * sizeof *dqkv);
-    #pragma omp parallel for schedule(dynamic, 1) collapse(2)
-    for (int s = 0; s < n_seqs; s++)
-        for (int g = 0; g < nkv; g++)
-            attend_group_bwd(dqkv, dout, qkv, out, lse, seq_start[s], seq_start[s + 1] - seq_start[s], g,
-                             nh, nkv, hd);
+    #pragma omp parallel
+    {
+        size_t cap = (size_t)QBLOCK * (size_t)(maxlen > 0 ? maxlen : 1);
+        float *p = or1_malloc(2 * cap * sizeof *p);
+        #pragma omp for schedule(dynamic, 1) collapse(2)
+        for (int s = 0; s < n_seqs; s++)
+            for (int g = 0; g < nkv; g++)
+                attend_group_bwd(dqkv, dout, qkv, out, lse, seq_start[s], seq_start[s + 1] - seq_start[s], g,
+                                 nh, nkv, hd, p, p + cap);
+        free(p);
+    }
 }
 
 /* silu(g) * u per element. */
@@ -214,7 +257,7 @@ void or1_swiglu(float *a, const float *gu, int T, int inter) {
     for (int t = 0; t < T; t++) {
         const float *g = gu + (size_t)t * 2 * inter, *u = g + inter;
         float *ar = a + (size_t)t * inter;
-        for (int i = 0; i < inter; i++) ar[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        for (int i = 0; i < inter; i++) ar[i] = g[i] / (1.0f + fast_exp(-g[i])) * u[i];
     }
 }
 
@@ -225,7 +268,7 @@ void or1_swiglu_bwd(float *dgu, const float *da, const float *gu, int T, int int
         const float *g = gu + (size_t)t * 2 * inter, *u = g + inter, *d = da + (size_t)t * inter;
         float *dg = dgu + (size_t)t * 2 * inter, *du = dg + inter;
         for (int i = 0; i < inter; i++) {
-            float sig = 1.0f / (1.0f + expf(-g[i]));
+            float sig = 1.0f / (1.0f + fast_exp(-g[i]));
             dg[i] = d[i] * u[i] * sig * (1.0f + g[i] * (1.0f - sig));
             du[i] = d[i] * g[i] * sig;
         }
@@ -288,7 +331,7 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const in
         for (int i = 0; i < n; i++) {
             float *z = scratch + (size_t)i * vc;
             for (int v = 0; v < vc; v++) {
-                float p = expf(z[v] - lse[i]);
+                float p = fast_exp(z[v] - lse[i]);
                 z[v] = (-g_logp[i] * p - g_entropy[i] * p * (z[v] - ez[i])) * inv_t;
             }
             if (tgt[i] >= c0 && tgt[i] < c0 + vc) z[tgt[i] - c0] += g_logp[i] * inv_t;

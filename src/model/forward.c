@@ -95,6 +95,12 @@ void or1_acts_free(or1_acts *a) {
     free(a);
 }
 
+/* y += x elementwise (residual connections), in parallel. */
+static void add_inplace(float *y, const float *x, size_t n) {
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
 /* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). */
 static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l, float *out,
                           const or1_acts *a, const or1_batch *b, float *scratch_a) {
@@ -105,12 +111,12 @@ static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l
     or1_rope(l->qkv, qkvd, c->heads + c->kv_heads, hd, b->pos, T, a->cos_t, a->sin_t, 0);
     or1_attention(l->att, l->lse, l->qkv, b->seq_start, b->n_seqs, c->heads, c->kv_heads, hd);
     or1_matmul(l->x2, l->att, w->wo, NULL, T, qd, H);
-    for (size_t i = 0; i < (size_t)T * H; i++) l->x2[i] += l->x[i];
+    add_inplace(l->x2, l->x, (size_t)T * H);
     or1_rmsnorm(l->xn2, l->r2, l->x2, w->ln2, T, H, c->rms_eps);
     or1_matmul(l->gu, l->xn2, w->wgu, NULL, T, H, 2 * I);
     or1_swiglu(scratch_a, l->gu, T, I);
     or1_matmul(out, scratch_a, w->wd, NULL, T, I, H);
-    for (size_t i = 0; i < (size_t)T * H; i++) out[i] += l->x2[i];
+    add_inplace(out, l->x2, (size_t)T * H);
 }
 
 /* Embedding lookup, every layer, final RMSNorm into a->hf. */
@@ -118,6 +124,7 @@ void or1_forward(const or1_model *m, or1_acts *a, const or1_batch *b, bool train
     const or1_config *c = &m->cfg;
     int T = b->n_tokens, H = c->hidden;
     float *x = a->l[0].x;
+    #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) memcpy(x + (size_t)t * H, m->w.embed + (size_t)b->ids[t] * H, (size_t)H * 4);
     for (int i = 0; i < c->layers; i++) {
         layer_acts *l = &a->l[train ? i : 0];
