@@ -38,4 +38,12 @@ void or1_set_threads(int n);
 /* The number of worker threads in use. */
 int or1_threads(void);
 
+/* Counter-based random numbers: each value depends only on (seed, stream, counter), so a
+ * sequence's samples never depend on batch composition, slot order or thread count. */
+uint64_t or1_rand_u64(uint64_t seed, uint64_t stream, uint64_t counter);
+/* Uniform in [0, 1) with 53 random bits. */
+double or1_rand_uniform(uint64_t seed, uint64_t stream, uint64_t counter);
+/* Standard normal (Box-Muller over counters 2k and 2k+1). */
+double or1_rand_normal(uint64_t seed, uint64_t stream, uint64_t counter);
+
 #endif
