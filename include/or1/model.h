@@ -65,6 +65,8 @@ int or1_model_load(or1_model *m, const char *dir);
 /* Writes model.safetensors (F32 or BF16) and copies config.json and tokenizer files from src_dir. */
 int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const char *src_dir);
 void or1_model_free(or1_model *m);
+/* Random weights as Hugging Face initialises them: N(0, std) matrices, unit norms, zero biases. */
+void or1_model_randomize(or1_model *m, uint64_t seed, float std);
 /* Lists the parameters as safetensors tensors over buf (params, grads or optimizer state). */
 void or1_model_tensors(const or1_model *m, const float *buf, or1_st_tensor *out);
 

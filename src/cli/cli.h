@@ -28,6 +28,7 @@ int cli_check_unused(cli_args *a);
 /* Subcommands: each returns the process exit status. */
 int cmd_logprobs(cli_args *a);
 int cmd_grad(cli_args *a);
+int cmd_init(cli_args *a);
 int cmd_tokenize(cli_args *a);
 int cmd_detokenize(cli_args *a);
 int cmd_chat(cli_args *a);

@@ -287,3 +287,29 @@ int cmd_grad(cli_args *a) {
     or1_model_free(&m);
     return rc ? 1 : 0;
 }
+
+/* or1 init --config FILE --out DIR [--seed S] [--std X] [--save-dtype f32|bf16]:
+ * a checkpoint with random weights for a config.json, e.g. for tests and benchmarks. */
+int cmd_init(cli_args *a) {
+    const char *cfg_path = cli_need(a, "config"), *out = cfg_path ? cli_need(a, "out") : NULL;
+    const char *dt = cli_str(a, "save-dtype");
+    int64_t seed = 0;
+    double std = 0.02;
+    if (!out || cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_double(a, "std", 0, 10, &std) || cli_check_unused(a))
+        return 2;
+    if (dt && strcmp(dt, "f32") != 0 && strcmp(dt, "bf16") != 0) {
+        or1_fail("init: --save-dtype must be f32 or bf16");
+        return 2;
+    }
+    or1_config cfg;
+    if (or1_config_load(&cfg, cfg_path) || or1_mkdir_p(out)) return 1;
+    or1_model m;
+    or1_model_init(&m, &cfg);
+    or1_model_randomize(&m, (uint64_t)seed, (float)std);
+    char *dst = or1_path_join(out, "config.json");
+    int rc = or1_copy_file_atomic(cfg_path, dst);
+    free(dst);
+    if (rc == 0) rc = or1_model_save(&m, out, dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32, NULL);
+    or1_model_free(&m);
+    return rc ? 1 : 0;
+}

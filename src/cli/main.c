@@ -16,6 +16,7 @@ typedef struct {
 /* Every subcommand, in the order `or1 help` lists them. */
 static const command commands[] = {
     {"logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences"},
+    {"init", cmd_init, "a checkpoint with random weights for a config.json"},
     {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
     {"verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}"},
     {"tokenize", cmd_tokenize, "JSONL {\"text\"} -> {\"ids\"} with a tokenizer.json"},

@@ -234,3 +234,20 @@ int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const c
     }
     return rc;
 }
+
+/* True if s ends with suffix. */
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Each tensor draws from its own counter stream, so the weights depend only on the seed. */
+void or1_model_randomize(or1_model *m, uint64_t seed, float std) {
+    for (int i = 0; i < m->n_p; i++) {
+        float *x = m->params + m->p[i].offset;
+        bool norm = ends_with(m->p[i].name, "norm.weight"), bias = ends_with(m->p[i].name, ".bias");
+        #pragma omp parallel for schedule(static)
+        for (size_t k = 0; k < m->p[i].numel; k++)
+            x[k] = norm ? 1.0f : bias ? 0.0f : (float)(std * or1_rand_normal(seed, (uint64_t)i, k));
+    }
+}
