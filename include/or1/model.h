@@ -23,7 +23,7 @@ typedef struct {
     or1_arch arch;
     int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, max_pos;
     float rms_eps, rope_theta;
-    bool tied, qkv_bias;
+    bool tied, qkv_bias, o_bias; /* Llama's attention_bias also gives o_proj a bias */
     int32_t eos[OR1_MAX_EOS]; /* end-of-sequence ids from config.json, if any */
     int n_eos;
 } or1_config;
@@ -33,7 +33,7 @@ int or1_config_load(or1_config *c, const char *path);
 
 /* Pointers into the parameter (or gradient) buffer for one decoder layer. */
 typedef struct {
-    float *ln1, *wqkv, *bqkv, *wo, *ln2, *wgu, *wd;
+    float *ln1, *wqkv, *bqkv, *wo, *bo, *ln2, *wgu, *wd;
 } or1_layer;
 
 typedef struct {

@@ -20,6 +20,10 @@ static int parse_arch(or1_config *c, const cJSON *j, const char *path) {
         c->arch = OR1_ARCH_LLAMA;
         c->qkv_bias = false;
         if (or1_json_bool_opt(j, "attention_bias", &c->qkv_bias, path)) return -1;
+        c->o_bias = c->qkv_bias;
+        bool mlp_bias = false;
+        if (or1_json_bool_opt(j, "mlp_bias", &mlp_bias, path)) return -1;
+        if (mlp_bias) return or1_fail("%s: mlp_bias is not supported", path);
     } else {
         return or1_fail("%s: model_type \"%s\" is not supported (qwen2, llama)", path, type);
     }

@@ -110,7 +110,7 @@ static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l
     or1_matmul(l->qkv, l->xn1, w->wqkv, w->bqkv, T, H, qkvd);
     or1_rope(l->qkv, qkvd, c->heads + c->kv_heads, hd, b->pos, T, a->cos_t, a->sin_t, 0);
     or1_attention(l->att, l->lse, l->qkv, b->seq_start, b->n_seqs, c->heads, c->kv_heads, hd);
-    or1_matmul(l->x2, l->att, w->wo, NULL, T, qd, H);
+    or1_matmul(l->x2, l->att, w->wo, w->bo, T, qd, H);
     add_inplace(l->x2, l->x, (size_t)T * H);
     or1_rmsnorm(l->xn2, l->r2, l->x2, w->ln2, T, H, c->rms_eps);
     or1_matmul(l->gu, l->xn2, w->wgu, NULL, T, H, 2 * I);
@@ -179,7 +179,7 @@ static void layer_backward(const or1_config *c, const or1_layer *w, or1_layer *g
     or1_matmul_dw(g->wgu, NULL, a->dgu, l->xn2, T, H, 2 * I);
     or1_matmul_dx(a->dxn, a->dgu, w->wgu, T, H, 2 * I, 0);
     or1_rmsnorm_bwd(a->dres, g->ln2, a->dxn, l->x2, l->r2, w->ln2, T, H);
-    or1_matmul_dw(g->wo, NULL, a->dres, l->att, T, qd, H);
+    or1_matmul_dw(g->wo, g->bo, a->dres, l->att, T, qd, H);
     or1_matmul_dx(a->datt, a->dres, w->wo, T, qd, H, 0);
     or1_attention_bwd(a->dqkv, a->datt, l->qkv, l->att, l->lse, b->seq_start, b->n_seqs, c->heads,
                       c->kv_heads, hd);

@@ -23,7 +23,7 @@ static size_t add_param(or1_model *m, const char *name, int64_t d0, int64_t d1) 
 
 /* Offsets of one layer's tensors, in buffer order (q,k,v adjacent; gate,up adjacent). */
 typedef struct {
-    size_t ln1, wqkv, bqkv, wo, ln2, wgu, wd;
+    size_t ln1, wqkv, bqkv, wo, bo, ln2, wgu, wd;
 } layer_offsets;
 
 /* Registers layer i's tensors under their Hugging Face names. */
@@ -44,6 +44,7 @@ static layer_offsets add_layer(or1_model *m, int i) {
         add_param(m, NAME("self_attn.v_proj.bias"), kvd, 0);
     }
     o.wo = add_param(m, NAME("self_attn.o_proj.weight"), h, qd);
+    o.bo = c->o_bias ? add_param(m, NAME("self_attn.o_proj.bias"), h, 0) : 0;
     o.ln2 = add_param(m, NAME("post_attention_layernorm.weight"), h, 0);
     o.wgu = add_param(m, NAME("mlp.gate_proj.weight"), c->intermediate, h);
     add_param(m, NAME("mlp.up_proj.weight"), c->intermediate, h);
@@ -65,6 +66,7 @@ static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, s
         l->wqkv = buf + lo[i].wqkv;
         l->bqkv = m->cfg.qkv_bias ? buf + lo[i].bqkv : NULL;
         l->wo = buf + lo[i].wo;
+        l->bo = m->cfg.o_bias ? buf + lo[i].bo : NULL;
         l->ln2 = buf + lo[i].ln2;
         l->wgu = buf + lo[i].wgu;
         l->wd = buf + lo[i].wd;
@@ -75,7 +77,7 @@ static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, s
 void or1_model_init(or1_model *m, const or1_config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
-    m->p = or1_calloc((size_t)cfg->layers * 13 + 4, sizeof *m->p);
+    m->p = or1_calloc((size_t)cfg->layers * 14 + 4, sizeof *m->p);
     size_t embed = add_param(m, "model.embed_tokens.weight", cfg->vocab, cfg->hidden);
     layer_offsets *lo = or1_malloc((size_t)cfg->layers * sizeof *lo);
     for (int i = 0; i < cfg->layers; i++) lo[i] = add_layer(m, i);
