@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Appends one named tensor to the layout and returns its offset. */
 static size_t add_param(or1_model *m, const char *name, int64_t d0, int64_t d1) {
@@ -228,6 +229,9 @@ int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const c
     int rc = or1_st_write(path, t, (size_t)m->n_p, dtype, &meta, 1);
     free(path);
     free(t);
+    char *stale = or1_path_join(dir, "model.safetensors.index.json");
+    if (rc == 0) unlink(stale); /* a shard index left there would shadow the new file */
+    free(stale);
     for (size_t i = 0; rc == 0 && src_dir && strcmp(src_dir, dir) != 0 && i < sizeof side_files / sizeof *side_files; i++) {
         char *src = or1_path_join(src_dir, side_files[i]), *dst = or1_path_join(dir, side_files[i]);
         if (or1_is_file(src)) rc = or1_copy_file_atomic(src, dst);
