@@ -366,10 +366,13 @@ def make_batch(params, cfg, seed=0, lengths=((3, 5), (1, 7), (6, 2), (4, 9), (2,
                temperature=1.0, with_old=True):
     """A grad batch whose old_logprobs put tokens on both sides of both clip bounds.
 
-    Advantages alternate in sign; old = reference logp minus a shift drawn from
-    {+-0.5, +-0.05}, so rho = exp(shift) lies well inside or well outside [0.8, 1.2]."""
+    Advantages alternate in sign; old = reference logp minus a shift, so rho = exp(shift) is
+    one of 0.61, 0.76, 0.95, 1.05, 1.25, 1.65: well inside or outside [0.8, 1.2], and two of
+    them (0.76, 1.25) between the bounds of clip 0.2 and clip 0.28, so swapping or merging
+    clip_low/clip_high changes the result. Each rho is >= 2.5% (in log) from 1 +- 0.15, 0.2,
+    0.28, 0.3, far above the fp32 error of logp."""
     g = torch.Generator().manual_seed(seed)
-    shifts = [0.5, -0.05, -0.5, 0.05, 0.45, -0.45]
+    shifts = [0.5, -0.05, -0.5, 0.22, 0.05, -0.27]
     batch = []
     for k, (n_prompt, n_resp) in enumerate(lengths):
         row = {"prompt_ids": random_ids(g, cfg["vocab_size"], n_prompt),
