@@ -6,12 +6,14 @@
  * the set of both signs; words compare without case. */
 #include "math_internal.h"
 
+#include <ctype.h>
 #include <string.h>
 
-/* True if a is an expression made only of variables multiplied together (x, f(x), xy). */
+/* True if a is an expression made only of letters multiplied together (x, f(x), xy; the
+ * letters e and i count, as Math-Verify's symbol comparison does). */
 static bool only_symbols(const mv_node *x) {
     if (!x) return false;
-    if (x->kind == N_SYM) return true;
+    if (x->kind == N_SYM || x->kind == N_E || x->kind == N_I) return true;
     return x->kind == N_MUL && only_symbols(x->a) && only_symbols(x->b);
 }
 
@@ -22,9 +24,19 @@ static bool all_ops(const mv_ans *a, int op) {
     return true;
 }
 
-/* An assignment: "x = ..." (chains allowed) or "x \in S" with variables on the left. */
+/* True if a is a variable, a product of variables, or a tuple of such: the left side of
+ * an assignment. */
+static bool symbols_answer(const mv_ans *a) {
+    if (a->kind == A_EXPR) return only_symbols(a->expr);
+    if (a->kind != A_PAIR && a->kind != A_TUPLE) return false;
+    for (int k = 0; k < a->n; k++)
+        if (a->items[k]->kind != A_EXPR || !only_symbols(a->items[k]->expr)) return false;
+    return true;
+}
+
+/* An assignment: "x = ..." (chains allowed), "(m, n) = (4, 2)" or "x \in S". */
 static bool is_assignment(const mv_ans *a) {
-    if (a->kind != A_REL || a->items[0]->kind != A_EXPR || !only_symbols(a->items[0]->expr)) return false;
+    if (a->kind != A_REL || !symbols_answer(a->items[0])) return false;
     return all_ops(a, R_EQ) || (a->n == 2 && a->ops[0] == R_IN);
 }
 
@@ -72,12 +84,13 @@ static int flipped(int op) {
     }
 }
 
-/* Equality of the relations l1 op1 r1 and l2 op2 r2: same operator and equal differences,
+/* Equality of the relations l1 op1 r1 and l2 op2 r2: same operator and equal sides, or
+ * same operator and equal differences,
  * or swapped operator (and for = and != either orientation) with opposite differences. */
 static bool relation2_equal(mv_ctx *c, int op1, const mv_ans *l1, const mv_ans *r1, int op2,
                             const mv_ans *l2, const mv_ans *r2) {
-    if (op1 == R_IN || op2 == R_IN)
-        return op1 == op2 && mv_ans_equal(c, l1, l2) && mv_ans_equal(c, r1, r2);
+    if (op1 == op2 && mv_ans_equal(c, l1, l2) && mv_ans_equal(c, r1, r2)) return true;
+    if (op1 == R_IN || op2 == R_IN) return false;
     mv_node *d1 = difference(c, l1, r1), *d2 = difference(c, l2, r2);
     if (!d1 || !d2) return false;
     if (op1 == op2 && mv_scalar_equal(c, d1, 0, d2, 0)) return true;
@@ -158,6 +171,27 @@ static mv_ans *expand_pm(mv_ctx *c, const mv_ans *a) {
     return s;
 }
 
+/* The set s with each +- element replaced by its sign choices ({1 \pm 2, 0} has 3 items). */
+static const mv_ans *flatten_pm(mv_ctx *c, const mv_ans *s) {
+    int n = 0;
+    for (int k = 0; k < s->n; k++) n += s->items[k]->kind == A_EXPR ? 1 << s->items[k]->npm : 1;
+    if (n == s->n) return s;
+    mv_ans *f = new_ans(c, A_SET, n);
+    if (!f) return NULL;
+    int j = 0;
+    for (int k = 0; k < s->n; k++) {
+        const mv_ans *it = s->items[k];
+        if (it->kind != A_EXPR || !it->npm) {
+            f->items[j++] = (mv_ans *)it;
+            continue;
+        }
+        mv_ans *e = expand_pm(c, it);
+        if (!e) return NULL;
+        for (int m = 0; m < e->n; m++) f->items[j++] = e->items[m];
+    }
+    return f;
+}
+
 /* Equality of two item lists in order. */
 static bool ordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p, int pn) {
     if (gn != pn) return false;
@@ -201,6 +235,9 @@ static bool collection_equal(mv_ctx *c, const mv_ans *g, const mv_ans *p) {
         if (!(p->kind == A_EXPR && p->npm)) s->items[0] = (mv_ans *)p;
         p = s;
     }
+    if (g->kind == A_SET) g = flatten_pm(c, g);
+    if (p->kind == A_SET) p = flatten_pm(c, p);
+    if (!g || !p) return false;
     int gk = g->kind, pk = p->kind;
     bool g_iv = gk == A_INTERVAL || gk == A_PAIR, p_iv = pk == A_INTERVAL || pk == A_PAIR;
     if (gk == A_UNION || pk == A_UNION)
@@ -223,11 +260,26 @@ static bool matrix_equal(mv_ctx *c, const mv_ans *g, const mv_ans *p) {
            ordered_equal(c, g->items, g->n, p->items, p->n);
 }
 
+/* Equality when one side is text: the other must be text with the same key, or an
+ * expression made of variables whose source spells the key ("\text{east}" = "east"). */
+static bool text_equal(const mv_ans *g, const mv_ans *p) {
+    if (g->kind == A_TEXT && p->kind == A_TEXT) return strcmp(g->text, p->text) == 0;
+    const mv_ans *t = g->kind == A_TEXT ? g : p, *e = g->kind == A_TEXT ? p : g;
+    if (e->kind != A_EXPR || !only_symbols(e->expr)) return false;
+    size_t j = 0, n = strlen(t->text);
+    bool fold = n > 1;
+    for (size_t i = 0; i < e->src_len; i++) {
+        char ch = e->src[i];
+        if (isspace((unsigned char)ch)) continue;
+        if (fold) ch = (char)tolower((unsigned char)ch);
+        if (j >= n || t->text[j++] != ch) return false;
+    }
+    return j == n;
+}
+
 /* Equality of gold and pred answers (see the file comment for the rules). */
 bool mv_ans_equal(mv_ctx *c, const mv_ans *g, const mv_ans *p) {
     if (!g || !p || mv_expired(c)) return false;
-    if (g->kind == A_TEXT || p->kind == A_TEXT)
-        return g->kind == p->kind && strcmp(g->text, p->text) == 0;
     bool ga = is_assignment(g), pa = is_assignment(p);
     if (ga && pa) {
         g = truncate_chain(c, g);
@@ -238,6 +290,7 @@ bool mv_ans_equal(mv_ctx *c, const mv_ans *g, const mv_ans *p) {
     } else if (pa || (is_equation(p) && !is_equation(g))) {
         p = p->items[p->n - 1];
     }
+    if (g->kind == A_TEXT || p->kind == A_TEXT) return text_equal(g, p);
     if (g->kind == A_REL && p->kind == A_REL) return relation_equal(c, g, p);
     if (g->kind == A_REL || p->kind == A_REL) {
         const mv_ans *rel = g->kind == A_REL ? g : p, *other = g->kind == A_REL ? p : g;

@@ -190,18 +190,35 @@ static double complex root(double complex a, double complex n) {
     return power(a, 1.0 / n);
 }
 
-/* Factorial, binomial, floor and ceiling on real values; NAN outside their domain. */
+/* Factorial (the gamma function), binomial, floor and ceiling on real values; NAN
+ * outside their domain. */
 static double complex integer_fn(int kind, double complex a, double complex b) {
     if (!is_real(a) || !is_real(b)) return NAN;
     double x = creal(a), y = creal(b);
     switch (kind) {
-    case N_FACT: return x >= 0 && x <= 170 ? tgamma(x + 1) : NAN;
+    case N_FACT: return x > 170 || (x < 0 && x == floor(x)) ? NAN : tgamma(x + 1);
     case N_FLOOR: return floor(x);
     case N_CEIL: return ceil(x);
     default:
-        if (x != floor(x) || y != floor(y) || y < 0 || y > x || x > 1e6) return NAN;
-        return round(exp(lgamma(x + 1) - lgamma(y + 1) - lgamma(x - y + 1)));
+        if (x == floor(x) && y == floor(y)) {
+            if (y < 0 || y > x || x > 1e6) return y < 0 || (x >= 0 && y > x) ? 0 : NAN;
+            return round(exp(lgamma(x + 1) - lgamma(y + 1) - lgamma(x - y + 1)));
+        }
+        if (x > 170 || y > 170 || x - y > 170) return NAN;
+        return tgamma(x + 1) / (tgamma(y + 1) * tgamma(x - y + 1));
     }
+}
+
+/* True if the trees x and y are the same expression written the same way (the check that
+ * still decides 2019! = 2019! when the value overflows). */
+static bool same_tree(const mv_node *x, const mv_node *y) {
+    if (!x || !y) return x == y;
+    if (x->kind != y->kind || x->fn != y->fn || x->mp != y->mp || x->pm != y->pm) return false;
+    if (x->kind == N_NUM &&
+        (x->exact != y->exact || (x->exact ? x->num != y->num || x->den != y->den : x->val != y->val)))
+        return false;
+    if (x->kind == N_SYM && x->hash != y->hash) return false;
+    return same_tree(x->a, y->a) && same_tree(x->b, y->b);
 }
 
 /* The complex value of x at evaluation point k under the +- mask; false when it is
@@ -220,7 +237,7 @@ static bool eval(mv_ctx *c, const mv_node *x, int k, unsigned mask, double compl
     case N_I: r = I; break;
     case N_INF: *out = INFINITY; return true;
     case N_NEG:
-        *out = -a;
+        *out = cimag(a) == 0 ? -creal(a) : -a;
         return true;
     case N_ADD: r = a + b; break;
     case N_SUB: r = a - b; break;
@@ -245,7 +262,7 @@ static bool eval(mv_ctx *c, const mv_node *x, int k, unsigned mask, double compl
     if (!isfinite(creal(r)) || !isfinite(cimag(r)) || !isfinite(creal(a)) || !isfinite(cimag(a)) ||
         !isfinite(creal(b)) || !isfinite(cimag(b)))
         return false;
-    *out = r;
+    *out = cimag(r) == 0 ? creal(r) : r; /* no -0 imaginary part: it would flip branch cuts */
     return true;
 }
 
@@ -277,6 +294,7 @@ static bool close(double complex a, double complex b) {
 /* Scalar equality of g (under gmask) and p (under pmask). */
 bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask) {
     bool dec = bare_decimal(g) || bare_decimal(p);
+    if (gmask == pmask && same_tree(g, p)) return true;
     if (!has_symbols(g) && !has_symbols(p)) {
         mv_q qg, qp;
         if (exact(c, g, gmask, &qg) && exact(c, p, pmask, &qp)) {

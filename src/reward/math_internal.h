@@ -61,6 +61,8 @@ struct mv_ans {
     uint8_t mask;      /* A_EXPR: which sign of each +- this answer takes */
     mv_node *expr;     /* A_EXPR */
     const char *text;  /* A_TEXT: the comparison key */
+    const char *src;   /* A_EXPR: its normalised source text (src_len bytes) */
+    size_t src_len;
     int n;             /* items of a structure / parts of a relation / cells of a matrix */
     mv_ans **items;
     uint8_t *ops;      /* A_REL: n - 1 operators */

@@ -23,11 +23,12 @@ static void put(mv_buf *b, const char *s, size_t n) {
 /* Appends a NUL-terminated string. */
 static void puts_(mv_buf *b, const char *s) { put(b, s, strlen(s)); }
 
-/* True if the output so far holds anything but spaces. */
-static bool has_content(const mv_buf *b) {
-    for (size_t i = 0; i < b->n; i++)
-        if (!isspace((unsigned char)b->p[i])) return true;
-    return false;
+/* True if the output so far ends (spaces aside) in a value a unit can follow: a digit, a
+ * closing brace or parenthesis. */
+static bool after_value(const mv_buf *b) {
+    size_t i = b->n;
+    while (i > 0 && isspace((unsigned char)b->p[i - 1])) i--;
+    return i > 0 && (isdigit((unsigned char)b->p[i - 1]) || b->p[i - 1] == '}' || b->p[i - 1] == ')');
 }
 
 /* Commands dropped outright (sizing and spacing); the bool says "eat a following '.'". */
@@ -131,7 +132,7 @@ static size_t text_arg(mv_ctx *c, mv_buf *b, const char *s, size_t n, size_t i, 
         puts_(b, ",");
         return e;
     }
-    if (!operatorname && has_content(b) && (is_wordy(t, tn) || (lead_space && isalpha((unsigned char)t[0]))))
+    if (!operatorname && after_value(b) && (is_wordy(t, tn) || (lead_space && isalpha((unsigned char)t[0]))))
         return skip_unit_power(s, n, e);
     puts_(b, " ");
     if (operatorname) puts_(b, "\\");

@@ -156,6 +156,29 @@ static bool acc_digit(int64_t *m, int digit) {
     return true;
 }
 
+/* A repeating decimal 0.1\overline{6}: the digits m (with frac of them after the point)
+ * followed by the repeating block that starts at s[i]; kept exact. */
+static mv_node *repeating(mv_parser *p, size_t i, int64_t m, size_t frac, bool exact) {
+    int64_t rep = 0, nines = 0;
+    size_t r = 0;
+    while (i < p->n && isdigit((unsigned char)p->s[i])) {
+        exact = exact && acc_digit(&rep, p->s[i] - '0') && acc_digit(&nines, 9);
+        r++, i++;
+    }
+    if (r == 0 || i >= p->n || p->s[i] != '}') return bad(p);
+    p->i = i + 1;
+    __int128 den = nines;
+    for (size_t k = 0; k < frac && den < ((__int128)1 << 100); k++) den *= 10;
+    __int128 num = (__int128)m * nines + rep;
+    mv_node *x = node(p, N_NUM, NULL, NULL);
+    if (!x) return NULL;
+    x->exact = exact && den <= INT64_MAX && num <= INT64_MAX;
+    x->num = (int64_t)(x->exact ? num : 0);
+    x->den = (int64_t)(x->exact ? den : 1);
+    x->val = (double)num / (double)den;
+    return x;
+}
+
 /* A number: digits with thousands commas, a decimal part, an exponent, or a base
  * subscript (2516_8, kept as an opaque name). */
 static mv_node *number(mv_parser *p) {
@@ -191,6 +214,8 @@ static mv_node *number(mv_parser *p) {
             frac++, i++;
         }
     }
+    if (i + 9 < n && (s[i] == '.' || decimal) && strncmp(s + i + (s[i] == '.'), "\\overline{", 10) == 0)
+        return repeating(p, i + (s[i] == '.') + 10, m, frac, exact);
     long ex = 0;
     if (i + 1 < n && (s[i] == 'e' || s[i] == 'E') &&
         (isdigit((unsigned char)s[i + 1]) ||
@@ -398,6 +423,12 @@ static mv_node *atom(mv_parser *p) {
         x = accept(p, "|") ? node(p, N_ABS, a, NULL) : bad(p);
     } else if (ch == '\\') {
         x = command(p);
+    } else if ((unsigned char)ch >= 0x80) {
+        size_t k = p->i;
+        while (k < p->n && (unsigned char)p->s[k] >= 0x80) k++;
+        const char *name = p->s + p->i;
+        p->i = k;
+        x = symbol(p, name, (size_t)(p->s + k - name));
     } else if (isalpha((unsigned char)ch)) {
         size_t k = p->i;
         while (k < p->n && isalpha((unsigned char)p->s[k])) k++;
@@ -460,7 +491,7 @@ static mv_node *unary(mv_parser *p) {
 /* True if the next character starts a factor of an implicit product. */
 static bool starts_factor(mv_parser *p) {
     char ch = peek(p);
-    if (isalnum((unsigned char)ch) || ch == '(' || ch == '{') return true;
+    if (isalnum((unsigned char)ch) || ch == '(' || ch == '{' || (unsigned char)ch >= 0x80) return true;
     if (ch == '.' && p->i + 1 < p->n && isdigit((unsigned char)p->s[p->i + 1])) return true;
     if (ch == '|') return p->abs_open == 0;
     if (ch == '[') return false;
@@ -523,6 +554,8 @@ static mv_node *expr(mv_parser *p) {
 static mv_ans *expr_answer(mv_parser *p) {
     uint8_t before = p->npm;
     p->npm = 0;
+    ws(p);
+    size_t start = p->i;
     mv_node *e = expr(p);
     if (p->fail) return NULL;
     mv_ans *a = mv_alloc(p->c, sizeof *a);
@@ -530,6 +563,8 @@ static mv_ans *expr_answer(mv_parser *p) {
     a->kind = A_EXPR;
     a->expr = e;
     a->npm = p->npm;
+    a->src = p->s + start;
+    a->src_len = p->i - start;
     p->npm = before;
     return a;
 }
@@ -640,6 +675,11 @@ static mv_ans *set_atom(mv_parser *p) {
         return structure(p, A_SET, items, n);
     }
     if (accept_cmd(p, "emptyset") || accept_cmd(p, "varnothing")) return structure(p, A_SET, items, 0);
+    if (ch == '{' && bracket_has_comma(p)) {
+        p->i++;
+        if (!item_list(p, items, &n, "}", CLOSE_CHARS) || !accept(p, "}")) return bad(p);
+        return structure(p, A_SET, items, n);
+    }
     if (accept(p, "\\begin{")) {
         size_t e = p->i;
         while (e < p->n && isalpha((unsigned char)p->s[e])) e++;
@@ -729,8 +769,8 @@ static mv_ans *item(mv_parser *p) {
 static bool is_word_answer(const char *s) {
     size_t letters = 0;
     for (; *s; s++) {
-        if (isalpha((unsigned char)*s)) letters++;
-        else if (*s != ' ' && *s != '-' && *s != '\'') return false;
+        if (isalpha((unsigned char)*s) || (unsigned char)*s >= 0x80) letters++;
+        else if (*s != ' ' && *s != '\'') return false;
     }
     return letters >= 2;
 }

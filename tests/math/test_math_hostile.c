@@ -1,0 +1,164 @@
+/* Hostile and malformed inputs: huge powers, 100 KB of braces, deep nesting, oversized
+ * answers and responses, sets past the item bound, invalid UTF-8, expensive comparisons
+ * that must stop at the work bound; and invalid arguments of the API. Each verdict is
+ * checked; the test's own time limit (tests.cmake) catches a hang. */
+#include "or1/core.h"
+#include "or1/math_verify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+/* A string of count copies of piece between prefix and suffix (malloc'd). */
+static char *repeat(const char *prefix, const char *piece, size_t count, const char *suffix) {
+    size_t pl = strlen(prefix), kl = strlen(piece), sl = strlen(suffix);
+    char *s = or1_malloc(pl + kl * count + sl + 1), *q = s;
+    memcpy(q, prefix, pl), q += pl;
+    for (size_t i = 0; i < count; i++) memcpy(q, piece, kl), q += kl;
+    memcpy(q, suffix, sl), q += sl;
+    *q = '\0';
+    return s;
+}
+
+/* Verifies response against one gold and checks the verdict (and optionally the bound flag). */
+static void expect(const char *name, const char *response, const char *gold, bool correct, int bounded) {
+    or1_math_result r;
+    double t0 = or1_now();
+    if (or1_math_verify(response, &gold, 1, NULL, &r) != 0) {
+        printf("FAIL %s: error %s\n", name, or1_error());
+        failures++;
+        return;
+    }
+    double dt = or1_now() - t0;
+    bool ok = r.correct == correct && (bounded < 0 || r.bounded == (bounded == 1));
+    printf("%s %s: correct=%d bounded=%d (%.4f s)\n", ok ? "ok  " : "FAIL", name, r.correct, r.bounded, dt);
+    failures += !ok;
+    or1_math_result_free(&r);
+}
+
+/* The hostile answers. */
+static void hostile(void) {
+    expect("power tower vs 1", "\\boxed{10^{10^{10}}}", "1", false, -1);
+    expect("power tower vs other tower", "\\boxed{10^{10^{10}}}", "10^{10^{11}}", false, -1);
+    expect("2^2^2^2^2^2", "\\boxed{2^{2^{2^{2^{2^{2}}}}}}", "65536", false, -1);
+    expect("factorial chain", "\\boxed{3!!!!!!}", "720", false, -1);
+    expect("huge binomial", "\\boxed{\\binom{10^{9}}{5\\cdot 10^{8}}}", "1", false, -1);
+    char *s = repeat("\\boxed{", "{", 100000, "}");
+    expect("100 KB of open braces", s, "1", false, -1);
+    free(s);
+    s = repeat("\\boxed{", "{", 50000, "");
+    char *t = repeat(s, "}", 50001, "");
+    expect("50000 nested braces", t, "1", false, 1);
+    free(s), free(t);
+    s = repeat("", "\\boxed{", 20000, "");
+    expect("20000 unclosed boxed", s, "1", false, -1);
+    free(s);
+    s = repeat("\\boxed{", "(", 30000, "1}");
+    expect("30000 open parentheses", s, "1", false, -1);
+    free(s);
+    s = repeat("\\boxed{", "\\sqrt{", 2000, "");
+    t = repeat(s, "}", 2001, "");
+    expect("2000 nested roots", t, "1", false, 1);
+    free(s), free(t);
+    s = repeat("\\boxed{", "9", 8000, "}");
+    expect("8000-digit number", s, "9", false, -1);
+    free(s);
+    s = repeat("\\boxed{", "1+", 10000, "1}");
+    expect("answer over the size bound", s, "10001", false, 1);
+    free(s);
+    s = repeat("\\boxed{", "1+", 3000, "1}");
+    expect("3001 terms within bounds", s, "3001", true, 0);
+    free(s);
+    s = repeat("\\boxed{", "1,", 5000, "1}");
+    t = repeat("", "1,", 5000, "2");
+    expect("set past the item bound", s, t, false, -1);
+    free(s), free(t);
+    expect("too many +-", "\\boxed{1\\pm1\\pm1\\pm1\\pm1}", "1\\pm1\\pm1\\pm1\\pm1 ", true, -1);
+    expect("invalid UTF-8", "\\boxed{\xff\xfe\x80}", "1", false, -1);
+    expect("NUL-free control bytes", "\\boxed{\x01\x02\x03}", "\x01\x02\x03", true, -1);
+}
+
+/* Big inputs that are fine: a long response with the answer at the end, and a set whose
+ * comparison is long enough to hit the work bound. */
+static void big(void) {
+    char *s = repeat("", "blah ", 600000, "so \\boxed{42}");
+    expect("3 MB response, answer at the end", s, "42", true, -1);
+    free(s);
+    s = repeat("", "\\boxed{1} ", 200000, "");
+    expect("200000 boxed answers", s, "1", true, -1);
+    free(s);
+    char piece[64], *g = or1_strdup(""), *p = or1_strdup("");
+    for (int k = 0; k < 120; k++) {
+        snprintf(piece, sizeof piece, "%s\\sin(x+%d)^{2}", k ? "," : "", k);
+        g = or1_realloc(g, strlen(g) + strlen(piece) + 1);
+        strcat(g, piece);
+        snprintf(piece, sizeof piece, "%s\\sin(x+%d)^{2}", k ? "," : "", 1000 + k);
+        p = or1_realloc(p, strlen(p) + strlen(piece) + 1);
+        strcat(p, piece);
+    }
+    char *resp = repeat("\\boxed{", p, 1, "}");
+    expect("120-element sets of expressions, all different", resp, g, false, -1);
+    free(resp), free(p);
+    p = or1_strdup("");
+    for (int k = 119; k >= 0; k--) {
+        snprintf(piece, sizeof piece, "%s1-\\cos(x+%d)^{2}", k < 119 ? "," : "", k);
+        p = or1_realloc(p, strlen(p) + strlen(piece) + 1);
+        strcat(p, piece);
+    }
+    resp = repeat("\\boxed{", p, 1, "}");
+    expect("120-element sets in reverse order", resp, g, true, 0);
+    or1_math_limits lim;
+    or1_math_limits_default(&lim);
+    lim.max_work = 20000;
+    const char *gold = g;
+    or1_math_result r;
+    or1_math_verify(resp, &gold, 1, &lim, &r);
+    bool ok = !r.correct && r.bounded;
+    printf("%s same sets under a 20000-evaluation budget: correct=%d bounded=%d\n", ok ? "ok  " : "FAIL", r.correct,
+           r.bounded);
+    failures += !ok;
+    or1_math_result_free(&r);
+    free(resp), free(g), free(p);
+}
+
+/* Invalid arguments fail with a message; odd ground truths are read leniently. */
+static void api(void) {
+    or1_math_result r;
+    const char *gold[] = {"1", NULL};
+    if (or1_math_verify(NULL, gold, 1, NULL, &r) != -1) printf("FAIL NULL response accepted\n"), failures++;
+    if (or1_math_verify("\\boxed{1}", gold, 2, NULL, &r) != -1) printf("FAIL NULL gold accepted\n"), failures++;
+    if (or1_math_verify_json("\\boxed{1}", "[1, {}]", NULL, &r) != -1)
+        printf("FAIL object in the gold list accepted\n"), failures++;
+    else
+        printf("ok   object in gold list: %s\n", or1_error());
+    if (or1_math_verify_json("\\boxed{1}", "{\"a\": 1}", NULL, &r) != -1) printf("FAIL object gold accepted\n"), failures++;
+    const struct {
+        const char *truth;
+        bool correct;
+    } lenient[] = {{"[\"2\", 1]", true}, {"1", true}, {"\"1\"", true}, {"[\"1\"", false}, {"[]", false},
+                   {"\\frac{2}{2}", true}};
+    for (size_t k = 0; k < sizeof lenient / sizeof lenient[0]; k++) {
+        if (or1_math_verify_json("\\boxed{1}", lenient[k].truth, NULL, &r) != 0 || r.correct != lenient[k].correct) {
+            printf("FAIL ground truth %s\n", lenient[k].truth);
+            failures++;
+        } else {
+            printf("ok   ground truth %s -> %d\n", lenient[k].truth, r.correct);
+        }
+        or1_math_result_free(&r);
+    }
+    char *e = or1_math_extract("<think>\\boxed{1}</think> The answer is \\boxed{\\frac{3}{4}}.", NULL);
+    if (strcmp(e, "\\frac{3}{4}") != 0) printf("FAIL extract gave %s\n", e), failures++;
+    free(e);
+    if (!or1_math_equal("0.5", "\\frac{1}{2}", NULL) || or1_math_equal("0.5", "\\frac{1}{3}", NULL))
+        printf("FAIL or1_math_equal\n"), failures++;
+}
+
+int main(void) {
+    hostile();
+    big();
+    api();
+    printf("%d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,23 @@
+# Math verifier tests: labelled cases, hostile inputs, threads, the CLI, and every gold
+# answer of the shared data accepted against itself.
+set(OR1_MATH_DATA ${CMAKE_SOURCE_DIR}/../shared/data)
+
+add_executable(test_math_gold tests/math/test_math_gold.c)
+target_include_directories(test_math_gold PRIVATE src ${CJSON_INCLUDE})
+target_link_libraries(test_math_gold PRIVATE or1lib)
+add_test(NAME math_gold_self
+         COMMAND test_math_gold ${OR1_MATH_DATA}/aime24.jsonl ${OR1_MATH_DATA}/aime25.jsonl
+                 ${OR1_MATH_DATA}/math500.jsonl ${OR1_MATH_DATA}/deepscaler_train.jsonl)
+
+add_executable(test_math_cases tests/math/test_math_cases.c)
+target_include_directories(test_math_cases PRIVATE ${CJSON_INCLUDE})
+target_link_libraries(test_math_cases PRIVATE or1lib pthread)
+add_test(NAME math_cases COMMAND test_math_cases ${CMAKE_SOURCE_DIR}/tests/math/cases.jsonl)
+add_test(NAME math_cases_threads COMMAND test_math_cases ${CMAKE_SOURCE_DIR}/tests/math/cases.jsonl --threads 4)
+
+add_executable(test_math_hostile tests/math/test_math_hostile.c)
+target_link_libraries(test_math_hostile PRIVATE or1lib)
+add_test(NAME math_hostile COMMAND test_math_hostile)
+set_tests_properties(math_hostile math_cases math_cases_threads math_gold_self PROPERTIES TIMEOUT 300)
+
+add_test(NAME math_cli COMMAND ${OR1_PYTHON} ${CMAKE_SOURCE_DIR}/tests/math/cli_test.py $<TARGET_FILE:or1>)
