@@ -1,5 +1,6 @@
 /* Math verifier, step four: equality of parsed answers, shape by shape, after
- * Math-Verify's rules: "x = 3" equals "3"; an equation equals its sign-flipped form;
+ * Math-Verify's rules: "x = 3" equals "3"; an equation equals any non-zero multiple of
+ * itself;
  * an inequality in one variable equals the interval it describes; sets are unordered,
  * tuples ordered, a gold tuple against a predicted set keeps the written order; "(a, b)"
  * is a pair or an open interval; intervals need the same open and closed ends; a +- is
@@ -84,19 +85,23 @@ static int flipped(int op) {
     }
 }
 
-/* Equality of the relations l1 op1 r1 and l2 op2 r2: same operator and equal sides, or
- * same operator and equal differences,
- * or swapped operator (and for = and != either orientation) with opposite differences. */
+/* Equality of the relations l1 op1 r1 and l2 op2 r2: the same operator and equal sides;
+ * else, as Math-Verify normalises equations, differences l - r that are proportional: by
+ * any non-zero constant for = and !=, a positive one for the same inequality, a negative
+ * one for the swapped inequality (x < 1 and -x > -1). */
 static bool relation2_equal(mv_ctx *c, int op1, const mv_ans *l1, const mv_ans *r1, int op2,
                             const mv_ans *l2, const mv_ans *r2) {
     if (op1 == op2 && mv_ans_equal(c, l1, l2) && mv_ans_equal(c, r1, r2)) return true;
     if (op1 == R_IN || op2 == R_IN) return false;
     mv_node *d1 = difference(c, l1, r1), *d2 = difference(c, l2, r2);
     if (!d1 || !d2) return false;
-    if (op1 == op2 && mv_scalar_equal(c, d1, 0, d2, 0)) return true;
-    if (op1 != flipped(op2)) return false;
-    mv_node *neg = mv_node_new(c, N_NEG, d2, NULL);
-    return neg && mv_scalar_equal(c, d1, 0, neg, 0);
+    if (op1 == R_EQ || op1 == R_NE) {
+        if (op1 != op2) return false;
+        if (mv_scalar_equal(c, d1, 0, d2, 0)) return true;
+        return mv_scalar_proportional(c, d1, d2, 0);
+    }
+    if (op1 == op2) return mv_scalar_proportional(c, d1, d2, 1);
+    return op1 == flipped(op2) && mv_scalar_proportional(c, d1, d2, -1);
 }
 
 /* Equality of two relation chains, link by link. */
@@ -285,9 +290,9 @@ bool mv_ans_equal(mv_ctx *c, const mv_ans *g, const mv_ans *p) {
         g = truncate_chain(c, g);
         p = truncate_chain(c, p);
         if (!g || !p) return false;
-    } else if (ga) {
+    } else if (ga && p->kind != A_REL) {
         g = g->items[g->n - 1];
-    } else if (pa || (is_equation(p) && !is_equation(g))) {
+    } else if (p->kind == A_REL && g->kind != A_REL && (pa || is_equation(p))) {
         p = p->items[p->n - 1];
     }
     if (g->kind == A_TEXT || p->kind == A_TEXT) return text_equal(g, p);

@@ -319,3 +319,34 @@ bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node 
     }
     return agree >= 2;
 }
+
+/* True if d1 = k * d2 for one constant k != 0 (k > 0 when sign is 1, k < 0 when -1): the
+ * two sides of equal equations (2x + 4y - 3 = 0 and y = 3/4 - x/2) or inequalities. */
+bool mv_scalar_proportional(mv_ctx *c, const mv_node *d1, const mv_node *d2, int sign) {
+    if (!has_symbols(d1) && !has_symbols(d2)) return false;
+    double complex k = 0;
+    bool have_k = false;
+    int agree = 0;
+    for (int pt = 0; pt < MV_POINTS + 1; pt++) {
+        double complex z1, z2;
+        if (!eval(c, d1, pt, 0, &z1) || !eval(c, d2, pt, 0, &z2)) {
+            if (c->work == 0) return false;
+            continue;
+        }
+        if (cabs(z2) < 1e-12 || cabs(z1) < 1e-12) {
+            if (cabs(z2) >= 1e-12 || cabs(z1) >= 1e-12) return false;
+            agree++;
+            continue;
+        }
+        if (!have_k) {
+            k = z1 / z2;
+            have_k = true;
+            if (fabs(cimag(k)) > MV_REL_TOL * cabs(k) || (sign > 0 && creal(k) <= 0) || (sign < 0 && creal(k) >= 0))
+                return false;
+        } else if (!close(z1, k * z2)) {
+            return false;
+        }
+        agree++;
+    }
+    return have_k && agree >= MV_POINTS;
+}

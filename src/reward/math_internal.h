@@ -50,7 +50,7 @@ enum {
 };
 
 /* Relation operators of A_REL. */
-enum { R_EQ, R_LT, R_LE, R_GT, R_GE, R_NE, R_IN };
+enum { R_EQ, R_LT, R_LE, R_GT, R_GE, R_NE, R_IN, R_APPROX /* parsed, then dropped */ };
 
 /* A parsed answer: an expression, a text, or a structure of answers. */
 typedef struct mv_ans mv_ans;
@@ -94,6 +94,8 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm);
 
 /* Equality of two expressions under their +- masks: exact, else numeric (see math_eval.c). */
 bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask);
+/* True if d1 = k * d2 for a constant k != 0 (sign 1: k > 0; -1: k < 0; 0: any). */
+bool mv_scalar_proportional(mv_ctx *c, const mv_node *d1, const mv_node *d2, int sign);
 /* Structural and mathematical equality of gold and pred. */
 bool mv_ans_equal(mv_ctx *c, const mv_ans *gold, const mv_ans *pred);
 /* Builds a binary node in the arena (NULL when it is full). */

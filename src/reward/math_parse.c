@@ -734,7 +734,7 @@ static int relop(mv_parser *p) {
         {"leqslant", R_LE, true}, {"geqslant", R_GE, true}, {"leq", R_LE, true},
         {"geq", R_GE, true},      {"le", R_LE, true},       {"ge", R_GE, true},
         {"lt", R_LT, true},       {"gt", R_GT, true},       {"neq", R_NE, true},
-        {"ne", R_NE, true},       {"approx", R_EQ, true},   {"in", R_IN, true},
+        {"ne", R_NE, true},       {"approx", R_APPROX, true},   {"in", R_IN, true},
         {"equiv", R_EQ, true},
     };
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
@@ -750,6 +750,11 @@ static mv_ans *item(mv_parser *p) {
     int n = 0, op;
     parts[n++] = set_expr(p);
     while (!p->fail && (op = relop(p)) >= 0) {
+        if (op == R_APPROX && n > 1) { /* "= 1/3 \approx 0.33": the exact value before it counts */
+            set_expr(p);
+            continue;
+        }
+        if (op == R_APPROX) op = R_EQ; /* "x \approx 11" alone reads as x = 11 */
         if (n >= MV_MAX_ITEMS) return bad(p);
         ops[n - 1] = (uint8_t)op;
         parts[n++] = set_expr(p);
