@@ -19,6 +19,7 @@ static const command commands[] = {
     {"init", cmd_init, "a checkpoint with random weights for a config.json"},
     {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
     {"verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}"},
+    {"verify-code", cmd_verify_code, "JSONL {\"response\", \"tests\"} -> sandboxed code verdicts"},
     {"tokenize", cmd_tokenize, "JSONL {\"text\"} -> {\"ids\"} with a tokenizer.json"},
     {"detokenize", cmd_detokenize, "JSONL {\"ids\"} -> {\"text\"} (--skip-special)"},
     {"chat", cmd_chat, "JSONL {\"messages\"} -> chat-template prompt {\"text\", \"ids\"}"},
