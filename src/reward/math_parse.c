@@ -19,6 +19,7 @@ typedef struct {
     size_t n, i;
     int depth;
     int abs_open; /* |...| bars currently open, so a bar closes instead of opening */
+    int in_list;  /* inside (a, b), [a, b], {a, b}: a comma separates, never groups thousands */
     uint8_t npm;
     bool fail;
 } mv_parser;
@@ -179,7 +180,7 @@ static mv_node *repeating(mv_parser *p, size_t i, int64_t m, size_t frac, bool e
     return x;
 }
 
-/* A number: digits with thousands commas, a decimal part, an exponent, or a base
+/* A number: digits with thousands commas (or spaces: "1 000"), a decimal part, an exponent, or a base
  * subscript (2516_8, kept as an opaque name). */
 static mv_node *number(mv_parser *p) {
     const char *s = p->s;
@@ -194,9 +195,19 @@ static mv_node *number(mv_parser *p) {
         exact = exact && acc_digit(&m, s[i] - '0');
         i++, group++;
     }
-    while (group >= 1 && group <= 3 && i + 3 < n && s[i] == ',' && isdigit((unsigned char)s[i + 1]) &&
+    while (!p->in_list && group >= 1 && group <= 3 && i + 3 < n && s[i] == ',' && isdigit((unsigned char)s[i + 1]) &&
            isdigit((unsigned char)s[i + 2]) && isdigit((unsigned char)s[i + 3]) &&
            (i + 4 >= n || !isdigit((unsigned char)s[i + 4]))) {
+        for (int k = 1; k <= 3; k++) {
+            if (nd < sizeof digits - 1) digits[nd++] = s[i + k];
+            exact = exact && acc_digit(&m, s[i + k] - '0');
+        }
+        i += 4;
+        group = 3;
+    }
+    while (group >= 1 && group <= 3 && i + 3 < n && s[i] == ' ' && isdigit((unsigned char)s[i + 1]) &&
+           isdigit((unsigned char)s[i + 2]) && isdigit((unsigned char)s[i + 3]) &&
+           (i + 4 >= n || !(isdigit((unsigned char)s[i + 4]) || s[i + 4] == '.'))) {
         for (int k = 1; k <= 3; k++) {
             if (nd < sizeof digits - 1) digits[nd++] = s[i + k];
             exact = exact && acc_digit(&m, s[i + k] - '0');
@@ -598,17 +609,23 @@ static bool at_close(mv_parser *p, const char *close, int how) {
 static bool item_list(mv_parser *p, mv_ans **items, int *n, const char *close, int how) {
     *n = 0;
     if (at_close(p, close, how)) return true;
+    p->in_list++;
+    bool ok = false;
     for (;;) {
         if (*n >= MV_MAX_ITEMS) {
             p->c->bounded = true;
-            return bad(p), false;
+            bad(p);
+            break;
         }
         items[(*n)++] = item(p);
-        if (p->fail) return false;
+        if (p->fail) break;
         if (accept(p, ",") || accept(p, ";")) continue;
-        if (at_close(p, close, how)) return true;
-        return bad(p), false;
+        ok = at_close(p, close, how);
+        if (!ok) bad(p);
+        break;
     }
+    p->in_list--;
+    return ok;
 }
 
 /* True if the bracket at p->i encloses a comma at its own level (a tuple or interval). */
@@ -663,6 +680,25 @@ static mv_ans *matrix(mv_parser *p, const char *env, size_t envlen) {
     return a;
 }
 
+/* A matrix environment after "\begin{": pmatrix, bmatrix, matrix... or array (whose
+ * column specification is skipped). */
+static mv_ans *environment(mv_parser *p) {
+    size_t e = p->i;
+    while (e < p->n && isalpha((unsigned char)p->s[e])) e++;
+    if (e >= p->n || p->s[e] != '}') return bad(p);
+    const char *env = p->s + p->i;
+    size_t envlen = e - p->i;
+    bool array = envlen == 5 && strncmp(env, "array", 5) == 0;
+    if (!array && (envlen < 6 || strncmp(env + envlen - 6, "matrix", 6) != 0)) return bad(p);
+    p->i = e + 1;
+    if (array) {
+        if (!accept(p, "{")) return bad(p);
+        while (p->i < p->n && p->s[p->i] != '}') p->i++;
+        if (!accept(p, "}")) return bad(p);
+    }
+    return matrix(p, env, envlen);
+}
+
 /* A set-level atom: \{...\}, a matrix, \langle tuple\rangle, a bracketed list (tuple,
  * pair or interval), the empty set, or an expression. */
 static mv_ans *set_atom(mv_parser *p) {
@@ -680,14 +716,11 @@ static mv_ans *set_atom(mv_parser *p) {
         if (!item_list(p, items, &n, "}", CLOSE_CHARS) || !accept(p, "}")) return bad(p);
         return structure(p, A_SET, items, n);
     }
-    if (accept(p, "\\begin{")) {
-        size_t e = p->i;
-        while (e < p->n && isalpha((unsigned char)p->s[e])) e++;
-        if (e >= p->n || p->s[e] != '}' || e - p->i < 6 || strncmp(p->s + e - 6, "matrix", 6) != 0) return bad(p);
-        const char *env = p->s + p->i;
-        size_t envlen = e - p->i;
-        p->i = e + 1;
-        return matrix(p, env, envlen);
+    if (accept(p, "\\begin{")) return environment(p);
+    if ((ch == '[' || ch == '(') && strncmp(p->s + p->i + 1, "\\begin{", 7) == 0 && !bracket_has_comma(p)) {
+        p->i++;
+        mv_ans *m = accept(p, "\\begin{") ? environment(p) : bad(p);
+        return m && accept(p, ch == '[' ? "]" : ")") ? m : bad(p);
     }
     if (accept_cmd(p, "langle")) {
         if (!item_list(p, items, &n, "rangle", CLOSE_CMD)) return NULL;
@@ -801,7 +834,7 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     }
     bool fn_word = func_index(norm, n) >= 0 || !strcmp(norm, "pi");
     if (is_word_answer(norm) && !fn_word) return text_answer(c, norm);
-    mv_parser p = {c, norm, n, 0, 0, 0, 0, false};
+    mv_parser p = {c, norm, n, 0, 0, 0, 0, 0, false};
     mv_ans *items[MV_MAX_ITEMS];
     int k = 0;
     for (;;) {
