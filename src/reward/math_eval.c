@@ -214,8 +214,8 @@ static double complex integer_fn(int kind, double complex a, double complex b) {
 static bool same_tree(const mv_node *x, const mv_node *y) {
     if (!x || !y) return x == y;
     if (x->kind != y->kind || x->fn != y->fn || x->mp != y->mp || x->pm != y->pm) return false;
-    if (x->kind == N_NUM &&
-        (x->exact != y->exact || (x->exact ? x->num != y->num || x->den != y->den : x->val != y->val)))
+    if (x->kind == N_NUM && (x->exact != y->exact || x->hash != y->hash ||
+                             (x->exact ? x->num != y->num || x->den != y->den : x->val != y->val)))
         return false;
     if (x->kind == N_SYM && x->hash != y->hash) return false;
     return same_tree(x->a, y->a) && same_tree(x->b, y->b);
@@ -278,6 +278,19 @@ static bool bare_decimal(const mv_node *x) {
     return x && x->kind == N_NUM && x->decimal;
 }
 
+/* The number of negations wrapped around x. */
+static int negations(const mv_node *x) {
+    int k = 0;
+    for (; x && x->kind == N_NEG; x = x->a) k++;
+    return k;
+}
+
+/* The integer literal under x's negations when it is too long for exact arithmetic. */
+static const mv_node *bare_long_integer(const mv_node *x) {
+    while (x && x->kind == N_NEG) x = x->a;
+    return x && x->kind == N_NUM && !x->exact && !x->decimal ? x : NULL;
+}
+
 /* Equality after rounding both to 6 decimal places (Math-Verify's float_rounding). */
 static bool rounded_eq(double a, double b) {
     if (fabs(a) < 1e12 && fabs(b) < 1e12) return llround(a * 1e6) == llround(b * 1e6);
@@ -295,6 +308,8 @@ static bool close(double complex a, double complex b) {
 bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask) {
     bool dec = bare_decimal(g) || bare_decimal(p);
     if (gmask == pmask && same_tree(g, p)) return true;
+    const mv_node *gi = bare_long_integer(g), *pi = bare_long_integer(p);
+    if (gi && pi) return gi->hash == pi->hash && negations(g) % 2 == negations(p) % 2;
     if (!has_symbols(g) && !has_symbols(p)) {
         mv_q qg, qp;
         if (exact(c, g, gmask, &qg) && exact(c, p, pmask, &qp)) {

@@ -40,7 +40,7 @@ struct mv_node {
     uint8_t pm;   /* N_PM: index of this +- among the expression's */
     int64_t num, den;
     double val;
-    uint64_t hash; /* N_SYM: hash of the normalised name */
+    uint64_t hash; /* N_SYM: hash of the name; N_NUM: of the digits of a long integer */
     mv_node *a, *b;
 };
 

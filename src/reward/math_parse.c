@@ -150,6 +150,13 @@ static mv_node *symbol(mv_parser *p, const char *name, size_t n) {
     return x;
 }
 
+/* Hash of an integer's digits without leading zeros: how integers too long for exact
+ * arithmetic are compared (a 30-digit answer off by one must not pass as "close"). */
+static uint64_t integer_hash(const char *digits) {
+    while (digits[0] == '0' && digits[1]) digits++;
+    return fnv(digits, strlen(digits));
+}
+
 /* Multiplies an exact accumulator by 10 and adds a digit; false on overflow. */
 static bool acc_digit(int64_t *m, int digit) {
     if (*m > (INT64_MAX - digit) / 10) return false;
@@ -261,6 +268,7 @@ static mv_node *number(mv_parser *p) {
     x->exact = exact;
     x->num = m;
     x->den = den;
+    if (!exact && !decimal) x->hash = integer_hash(digits);
     return x;
 }
 

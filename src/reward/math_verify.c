@@ -227,7 +227,7 @@ static int gold_list(const char *truth, cJSON **root, const char ***list, size_t
             (*list)[(*n)++] = it->valuestring;
         } else if (cJSON_IsNumber(it)) {
             char *slot = *numbuf + *n * 32;
-            snprintf(slot, 32, "%.17g", it->valuedouble);
+            snprintf(slot, 32, "%.15g", it->valuedouble);
             (*list)[(*n)++] = slot;
         } else {
             return or1_fail("ground truth: element %zu is neither a string nor a number", *n);
