@@ -13,6 +13,11 @@ void or1_matmul_dx(float *dx, const float *dy, const float *w, int T, int in, in
 /* dW[out,in] += dy[T,out]^T x[T,in];  db[out] += sum_t dy (if db) */
 void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T, int in, int out);
 
+/* y[B,out] = x[B,in] W[out,in]^T (+ b) with a summation order fixed per element, so each row's
+ * result is bitwise the same whatever B and the thread count (BLAS picks kernels by shape).
+ * Used by the rollout engine, whose samples must not depend on batch composition. */
+void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out);
+
 /* y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps) saved per row. */
 void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, int H, float eps);
 /* dx += d(y)/d(x)^T dy;  dw += sum_t dy * x * rstd */
@@ -30,6 +35,12 @@ void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos,
  * out[T, nh*hd]; lse[T, nh] = log-sum-exp of each softmax row (kept for backward). */
 void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_start, int n_seqs,
                    int nh, int nkv, int hd);
+/* Decode attention: for each of B rows, one query (qkv row b, already rotated) attends to
+ * n_prefix[b] keys of its prompt (kp[b], vp[b]: rows of kv_stride floats) followed by n_own[b]
+ * keys of its own (ko[b], vo[b]). out[B, nh*hd]. */
+void or1_attention_decode(float *out, const float *qkv, int B, const float *const *kp,
+                          const float *const *vp, const int *n_prefix, const float *const *ko,
+                          const float *const *vo, const int *n_own, int nh, int nkv, int hd);
 /* dqkv (overwritten) from dout, recomputing probabilities from lse (no [T x T] matrix). */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd);

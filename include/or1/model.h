@@ -30,6 +30,8 @@ typedef struct {
 
 /* Parses and validates a Hugging Face config.json (errors name the file and the key). */
 int or1_config_load(or1_config *c, const char *path);
+/* Adds the end-of-sequence ids of a generation_config.json, if the file exists. */
+int or1_config_add_generation_eos(or1_config *c, const char *path);
 
 /* Pointers into the parameter (or gradient) buffer for one decoder layer. */
 typedef struct {
@@ -89,6 +91,11 @@ void or1_acts_free(or1_acts *a);
 
 /* Runs the decoder; with train it keeps what or1_backward needs. */
 void or1_forward(const or1_model *m, or1_acts *a, const or1_batch *b, bool train);
+/* Forward without saving activations that also writes every layer's rotated keys and values
+ * into kv: layer l's block is kv + l*2*kv_cap*kvd, keys [kv_cap][kvd] then values, row = position. */
+void or1_prefill(const or1_model *m, or1_acts *a, const or1_batch *b, float *kv, int kv_cap);
+/* The final-norm hidden state of packed row t after the last forward. */
+const float *or1_acts_hidden(const or1_acts *a, int t);
 /* Log-prob of each scored target and entropy of each scored distribution at temperature. */
 void or1_head_forward(const or1_model *m, or1_acts *a, const or1_batch *b, float temperature,
                       float *logp, float *entropy);

@@ -29,6 +29,7 @@ int cli_check_unused(cli_args *a);
 int cmd_logprobs(cli_args *a);
 int cmd_grad(cli_args *a);
 int cmd_init(cli_args *a);
+int cmd_generate(cli_args *a);
 int cmd_verify_code(cli_args *a);
 int cmd_tokenize(cli_args *a);
 int cmd_detokenize(cli_args *a);

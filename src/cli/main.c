@@ -17,6 +17,7 @@ typedef struct {
 static const command commands[] = {
     {"logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences"},
     {"init", cmd_init, "a checkpoint with random weights for a config.json"},
+    {"generate", cmd_generate, "sample M responses per prompt with a KV cache (continuous batching)"},
     {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
     {"verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}"},
     {"verify-code", cmd_verify_code, "JSONL {\"response\", \"tests\"} -> sandboxed code verdicts"},

@@ -50,6 +50,67 @@ void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T,
     }
 }
 
+typedef float v8f __attribute__((vector_size(32)));
+
+/* Loads 8 floats from any alignment. */
+static inline v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Sum of a vector's lanes in a fixed order, plus the scalar tail x[i..n) * w[i..n). */
+static inline float finish_dot(v8f acc, const float *x, const float *w, int i, int n) {
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += x[i] * w[i];
+    return s;
+}
+
+/* Four outputs o..o+3 for rows b0 (and b1 if two): every element is the same
+ * lane-wise accumulation over in, so results never depend on how rows are grouped. */
+static inline void rows_block(float *y, const float *x, const float *w, int b0, int nb, int o, int in,
+                              int out) {
+    const float *x0 = x + (size_t)b0 * in, *x1 = x0 + (nb > 1 ? in : 0);
+    const float *w0 = w + (size_t)o * in, *w1 = w0 + in, *w2 = w1 + in, *w3 = w2 + in;
+    v8f a00 = {0}, a01 = {0}, a02 = {0}, a03 = {0}, a10 = {0}, a11 = {0}, a12 = {0}, a13 = {0};
+    int i = 0;
+    for (; i + 8 <= in; i += 8) {
+        v8f u = load8(x0 + i), v = load8(x1 + i), p = load8(w0 + i), q = load8(w1 + i);
+        v8f r = load8(w2 + i), t = load8(w3 + i);
+        a00 += u * p, a01 += u * q, a02 += u * r, a03 += u * t;
+        a10 += v * p, a11 += v * q, a12 += v * r, a13 += v * t;
+    }
+    float *y0 = y + (size_t)b0 * out + o;
+    y0[0] = finish_dot(a00, x0, w0, i, in), y0[1] = finish_dot(a01, x0, w1, i, in);
+    y0[2] = finish_dot(a02, x0, w2, i, in), y0[3] = finish_dot(a03, x0, w3, i, in);
+    if (nb < 2) return;
+    float *y1 = y0 + out;
+    y1[0] = finish_dot(a10, x1, w0, i, in), y1[1] = finish_dot(a11, x1, w1, i, in);
+    y1[2] = finish_dot(a12, x1, w2, i, in), y1[3] = finish_dot(a13, x1, w3, i, in);
+}
+
+/* One output o for one row b, with the same per-element order as rows_block. */
+static inline float row_dot(const float *x, const float *w, int in) {
+    v8f a = {0};
+    int i = 0;
+    for (; i + 8 <= in; i += 8) a += load8(x + i) * load8(w + i);
+    return finish_dot(a, x, w, i, in);
+}
+
+/* Batch-invariant y = x W^T + b: parallel over blocks of 4 weight rows, each block swept
+ * over all rows two at a time while its weights sit in cache. */
+void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
+    int blocks = out / 4;
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < blocks; k++)
+        for (int r = 0; r < B; r += 2) rows_block(y, x, w, r, B - r < 2 ? 1 : 2, 4 * k, in, out);
+    for (int o = 4 * blocks; o < out; o++)
+        for (int r = 0; r < B; r++) y[(size_t)r * out + o] = row_dot(x + (size_t)r * in, w + (size_t)o * in, in);
+    if (!b) return;
+    for (int r = 0; r < B; r++)
+        for (int o = 0; o < out; o++) y[(size_t)r * out + o] += b[o];
+}
+
 /* RMSNorm forward, one row per token. */
 void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, int H, float eps) {
     #pragma omp parallel for schedule(static)
@@ -186,6 +247,49 @@ void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_
                 attend_head(out, lse, qkv, seq_start[q], seq_start[q + 1] - seq_start[q], h, nh, nkv,
                             hd, s);
         free(s);
+    }
+}
+
+/* One decode query against its prompt keys then its own keys; scores in p (n_p + n_o). */
+static void decode_head(float *o, const float *q, const float *kp, const float *vp, int n_p, const float *ko,
+                        const float *vo, int n_o, int kv_stride, int hd, float *p) {
+    float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, sum = 0;
+    for (int j = 0; j < n_p + n_o; j++) {
+        const float *k = j < n_p ? kp + (size_t)j * kv_stride : ko + (size_t)(j - n_p) * kv_stride;
+        p[j] = dot(q, k, hd) * scale;
+        m = p[j] > m ? p[j] : m;
+    }
+    for (int j = 0; j < n_p + n_o; j++) {
+        p[j] = fast_exp(p[j] - m);
+        sum += p[j];
+    }
+    memset(o, 0, (size_t)hd * sizeof *o);
+    for (int j = 0; j < n_p + n_o; j++) {
+        const float *v = j < n_p ? vp + (size_t)j * kv_stride : vo + (size_t)(j - n_p) * kv_stride;
+        float c = p[j] / sum;
+        for (int i = 0; i < hd; i++) o[i] += c * v[i];
+    }
+}
+
+/* Decode attention: parallel over (row, head); each row's result depends on that row alone. */
+void or1_attention_decode(float *out, const float *qkv, int B, const float *const *kp,
+                          const float *const *vp, const int *n_prefix, const float *const *ko,
+                          const float *const *vo, const int *n_own, int nh, int nkv, int hd) {
+    int stride = (nh + 2 * nkv) * hd, kv_stride = nkv * hd, group = nh / nkv, longest_ctx = 1;
+    for (int b = 0; b < B; b++)
+        if (n_prefix[b] + n_own[b] > longest_ctx) longest_ctx = n_prefix[b] + n_own[b];
+    #pragma omp parallel
+    {
+        float *p = or1_malloc((size_t)longest_ctx * sizeof *p);
+        #pragma omp for schedule(dynamic, 1) collapse(2)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < nh; h++) {
+                size_t koff = (size_t)(h / group) * hd;
+                decode_head(out + (size_t)b * nh * hd + (size_t)h * hd, qkv + (size_t)b * stride + (size_t)h * hd,
+                            kp[b] + koff, vp[b] + koff, n_prefix[b], ko[b] + koff, vo[b] + koff, n_own[b],
+                            kv_stride, hd, p);
+            }
+        free(p);
     }
 }
 

@@ -38,6 +38,13 @@ static int parse_arch(or1_config *c, const cJSON *j, const char *path) {
     return 0;
 }
 
+/* Appends an end-of-sequence id unless already listed. */
+static void add_eos(or1_config *c, int32_t id) {
+    for (int i = 0; i < c->n_eos; i++)
+        if (c->eos[i] == id) return;
+    if (c->n_eos < OR1_MAX_EOS) c->eos[c->n_eos++] = id;
+}
+
 /* eos_token_id: an integer, a list of integers, or absent. */
 static int parse_eos(or1_config *c, const cJSON *j, const char *path) {
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
@@ -45,14 +52,14 @@ static int parse_eos(or1_config *c, const cJSON *j, const char *path) {
     if (cJSON_IsNumber(e)) {
         int64_t v;
         if (or1_json_int(j, "eos_token_id", 0, c->vocab - 1, &v, path)) return -1;
-        c->eos[c->n_eos++] = (int32_t)v;
+        add_eos(c, (int32_t)v);
         return 0;
     }
     if (!cJSON_IsArray(e)) return or1_fail("%s: eos_token_id must be an integer or a list", path);
     int32_t *ids;
     size_t n;
     if (or1_json_int_array(j, "eos_token_id", 0, c->vocab - 1, &ids, &n, path)) return -1;
-    for (size_t i = 0; i < n && c->n_eos < OR1_MAX_EOS; i++) c->eos[c->n_eos++] = ids[i];
+    for (size_t i = 0; i < n; i++) add_eos(c, ids[i]);
     free(ids);
     return 0;
 }
@@ -111,6 +118,20 @@ int or1_config_load(or1_config *c, const char *path) {
     else if (parse_arch(c, j, path) == 0 && parse_dims(c, j, path) == 0 &&
              parse_scalars(c, j, path) == 0 && parse_eos(c, j, path) == 0)
         rc = 0;
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* Adds the eos_token_id of a generation_config.json, when the file exists. */
+int or1_config_add_generation_eos(or1_config *c, const char *path) {
+    if (!or1_is_file(path)) return 0;
+    char *text;
+    size_t len;
+    if (or1_read_file(path, 16 << 20, &text, &len)) return -1;
+    cJSON *j = or1_json_parse(text, len, path);
+    free(text);
+    if (!j) return -1;
+    int rc = cJSON_IsObject(j) ? parse_eos(c, j, path) : or1_fail("%s: expected a JSON object", path);
     cJSON_Delete(j);
     return rc;
 }

@@ -101,14 +101,25 @@ static void add_inplace(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
+/* Copies each token's rotated keys and values into a KV region laid out [2][cap][kvd]
+ * (keys, then values) at the token's position. */
+static void save_kv(float *kv, int cap, const float *qkv, const or1_batch *b, const or1_config *c) {
+    size_t kvd = (size_t)c->kv_heads * c->head_dim, qd = (size_t)c->heads * c->head_dim, stride = qd + 2 * kvd;
+    for (int t = 0; t < b->n_tokens; t++) {
+        memcpy(kv + (size_t)b->pos[t] * kvd, qkv + t * stride + qd, kvd * sizeof *kv);
+        memcpy(kv + ((size_t)cap + b->pos[t]) * kvd, qkv + t * stride + qd + kvd, kvd * sizeof *kv);
+    }
+}
+
 /* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). */
 static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l, float *out,
-                          const or1_acts *a, const or1_batch *b, float *scratch_a) {
+                          const or1_acts *a, const or1_batch *b, float *scratch_a, float *kv, int kv_cap) {
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
     or1_rmsnorm(l->xn1, l->r1, l->x, w->ln1, T, H, c->rms_eps);
     or1_matmul(l->qkv, l->xn1, w->wqkv, w->bqkv, T, H, qkvd);
     or1_rope(l->qkv, qkvd, c->heads + c->kv_heads, hd, b->pos, T, a->cos_t, a->sin_t, 0);
+    if (kv) save_kv(kv, kv_cap, l->qkv, b, c);
     or1_attention(l->att, l->lse, l->qkv, b->seq_start, b->n_seqs, c->heads, c->kv_heads, hd);
     or1_matmul(l->x2, l->att, w->wo, w->bo, T, qd, H);
     add_inplace(l->x2, l->x, (size_t)T * H);
@@ -119,8 +130,10 @@ static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l
     add_inplace(out, l->x2, (size_t)T * H);
 }
 
-/* Embedding lookup, every layer, final RMSNorm into a->hf. */
-void or1_forward(const or1_model *m, or1_acts *a, const or1_batch *b, bool train) {
+/* Embedding lookup, every layer, final RMSNorm into a->hf; with kv, each layer's keys and
+ * values also go to kv + layer * 2 * kv_cap * kvd. */
+static void forward_impl(const or1_model *m, or1_acts *a, const or1_batch *b, bool train, float *kv,
+                         int kv_cap) {
     const or1_config *c = &m->cfg;
     int T = b->n_tokens, H = c->hidden;
     float *x = a->l[0].x;
@@ -129,11 +142,25 @@ void or1_forward(const or1_model *m, or1_acts *a, const or1_batch *b, bool train
     for (int i = 0; i < c->layers; i++) {
         layer_acts *l = &a->l[train ? i : 0];
         float *out = train && i + 1 < c->layers ? a->l[i + 1].x : a->xf;
-        layer_forward(c, &m->w.layer[i], l, out, a, b, a->a);
+        size_t kv_layer = (size_t)2 * kv_cap * c->kv_heads * c->head_dim;
+        layer_forward(c, &m->w.layer[i], l, out, a, b, a->a, kv ? kv + (size_t)i * kv_layer : NULL, kv_cap);
         if (!train && i + 1 < c->layers) memcpy(l->x, a->xf, (size_t)T * H * sizeof(float));
     }
     or1_rmsnorm(a->hf, a->rf, a->xf, m->w.norm, T, H, c->rms_eps);
 }
+
+/* The decoder forward (see forward_impl). */
+void or1_forward(const or1_model *m, or1_acts *a, const or1_batch *b, bool train) {
+    forward_impl(m, a, b, train, NULL, 0);
+}
+
+/* Forward that also fills a KV region (for a prompt's prefill). */
+void or1_prefill(const or1_model *m, or1_acts *a, const or1_batch *b, float *kv, int kv_cap) {
+    forward_impl(m, a, b, false, kv, kv_cap);
+}
+
+/* Final-norm output of packed row t from the last forward. */
+const float *or1_acts_hidden(const or1_acts *a, int t) { return a->hf + (size_t)t * a->cfg.hidden; }
 
 /* Gathers the scored rows of hf block by block and runs the streaming head on them. */
 void or1_head_forward(const or1_model *m, or1_acts *a, const or1_batch *b, float temperature,

@@ -183,9 +183,11 @@ static void source_close(weight_source *s) {
 /* Loads config.json, then every parameter tensor with its shape checked. */
 int or1_model_load(or1_model *m, const char *dir) {
     or1_config cfg;
-    char *cpath = or1_path_join(dir, "config.json");
+    char *cpath = or1_path_join(dir, "config.json"), *gpath = or1_path_join(dir, "generation_config.json");
     int rc = or1_config_load(&cfg, cpath);
+    if (rc == 0) rc = or1_config_add_generation_eos(&cfg, gpath);
     free(cpath);
+    free(gpath);
     if (rc) return -1;
     weight_source s;
     if (source_open(&s, dir)) {

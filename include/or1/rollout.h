@@ -1,0 +1,63 @@
+/* or1 rollout: batched sampling with a KV cache and continuous batching.
+ *
+ * Each request is one prompt and M samples. The prompt is prefilled once and its keys and
+ * values are shared by all M samples (each sample keeps only its own generated tokens' KV).
+ * Up to max_slots sequences decode together, one row per sequence in every matmul; a
+ * finished sequence's slot is refilled at once from the waiting samples. A sample's tokens
+ * depend only on its request's seed, the model and the sampling parameters: every kernel on
+ * the decode path computes each row independently of the others. */
+#ifndef OR1_ROLLOUT_H
+#define OR1_ROLLOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "or1/model.h"
+
+typedef struct {
+    float temperature; /* 0: greedy */
+    float top_p;       /* 1: off */
+    int top_k;         /* 0: off */
+    int max_new_tokens;
+    uint64_t seed; /* the request's seed; sample j draws from stream j */
+    const int32_t *stop_ids; /* stop tokens besides the model's EOS ids (kept in the output) */
+    int n_stop;
+} or1_sampling;
+
+typedef struct {
+    const int32_t *prompt;
+    int n_prompt, n_samples;
+    or1_sampling s;
+} or1_request;
+
+typedef struct {
+    int32_t *ids;    /* generated tokens, the stop token included */
+    float *logprobs; /* log-prob of each generated token at the request's temperature, before
+                        top-p/top-k truncation (greedy: at temperature 1) */
+    int n;
+    bool stopped; /* finish reason: true = stop token, false = length */
+} or1_completion;
+
+typedef struct {
+    int max_slots;      /* sequences decoded together (default 64) */
+    double kv_cache_gb; /* KV cache budget in GiB (default 8) */
+    /* Called as each sample finishes (from the calling thread), e.g. to stream output. */
+    void (*on_done)(void *ctx, int request, int sample, const or1_completion *c);
+    void *ctx;
+    bool progress; /* a progress bar on stderr */
+} or1_engine_cfg;
+
+/* Generates every sample of every request into out[offset(i) + j] (request-major, where
+ * offset(i) is the sum of n_samples before i); out arrays are allocated here (free with
+ * or1_completions_free). Fails before any work if a request cannot fit the KV budget. */
+int or1_generate(const or1_model *m, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
+                 or1_completion *out);
+void or1_completions_free(or1_completion *c, int n);
+
+/* Samples one token from logits[V] (temperature, top-k, top-p; greedy at temperature 0)
+ * with the uniform u in [0,1); returns the token and sets *logp to its log-prob at the
+ * temperature before truncation. scratch holds 2*V floats + V ints. */
+int32_t or1_sample_token(const float *logits, int V, const or1_sampling *s, double u, float *logp,
+                         float *scratch);
+
+#endif

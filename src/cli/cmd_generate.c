@@ -1,0 +1,198 @@
+/* `or1 generate`: batched sampling from a checkpoint, one JSON line per sample. */
+#include "cli.h"
+
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/rollout.h"
+#include "or1/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Prompts read from the input file. */
+typedef struct {
+    or1_request *r;
+    int n, cap;
+} request_list;
+
+/* Output state: completions are printed in (request, sample) order as they become ready. */
+typedef struct {
+    or1_completion *out;
+    bool *ready;
+    const request_list *reqs;
+    long next, total;
+    int *first; /* index of each request's first sample */
+    const or1_tokenizer *tok;
+} printer;
+
+/* Prints one sample's JSON line. */
+static void print_sample(const printer *p, int req, int sample, const or1_completion *c) {
+    printf("{\"index\":%d,\"sample\":%d,\"response_ids\":", req, sample);
+    or1_json_write_ints(stdout, c->ids, (size_t)c->n);
+    fputs(",\"logprobs\":", stdout);
+    or1_json_write_floats(stdout, c->logprobs, (size_t)c->n);
+    printf(",\"finish_reason\":\"%s\"", c->stopped ? "stop" : "length");
+    char *text;
+    size_t len;
+    if (p->tok && or1_tokenizer_decode(p->tok, c->ids, (size_t)c->n, false, &text, &len) == 0) {
+        fputs(",\"text\":", stdout);
+        or1_json_write_string(stdout, text);
+        free(text);
+    }
+    fputs("}\n", stdout);
+}
+
+/* Marks a sample finished and prints every consecutive finished one. */
+static void on_done(void *ctx, int req, int sample, const or1_completion *c) {
+    printer *p = ctx;
+    (void)c;
+    p->ready[p->first[req] + sample] = true;
+    while (p->next < p->total && p->ready[p->next]) {
+        int i = 0;
+        while (i + 1 < p->reqs->n && p->first[i + 1] <= p->next) i++;
+        print_sample(p, i, (int)(p->next - p->first[i]), &p->out[p->next]);
+        p->next++;
+    }
+    fflush(stdout);
+}
+
+/* Sampling flags shared by every request of the run. */
+static int sampling_flags(cli_args *a, or1_sampling *s, int64_t *n) {
+    double t = 1.0, top_p = 1.0;
+    int64_t top_k = 0, max_new = 256, seed = 0;
+    *n = 1;
+    if (cli_double(a, "temperature", 0, 100, &t) || cli_double(a, "top-p", 1e-6, 1, &top_p) ||
+        cli_int(a, "top-k", 0, 1 << 30, &top_k) || cli_int(a, "max-new-tokens", 1, 1 << 24, &max_new) ||
+        cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "n", 1, 1 << 20, n))
+        return -1;
+    *s = (or1_sampling){(float)t, (float)top_p, (int)top_k, (int)max_new, (uint64_t)seed, NULL, 0};
+    return 0;
+}
+
+/* Parses --stop ID,ID,... into a new array. */
+static int stop_flag(cli_args *a, int vocab, int32_t **ids, int *n) {
+    const char *v = cli_str(a, "stop");
+    *ids = NULL, *n = 0;
+    if (!v) return 0;
+    *ids = or1_malloc((strlen(v) / 2 + 1) * sizeof **ids);
+    for (const char *p = v; *p;) {
+        char *end;
+        long id = strtol(p, &end, 10);
+        if (end == p || id < 0 || id >= vocab || (*end && *end != ','))
+            return or1_fail("generate: --stop %s: expected comma-separated token ids below %d", v, vocab);
+        (*ids)[(*n)++] = (int32_t)id;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* Reads one request line: prompt_ids, or prompt text through the tokenizer. */
+static int read_request(const cJSON *row, const char *where, const or1_tokenizer *tok, int vocab, or1_request *r) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (cJSON_GetObjectItemCaseSensitive(row, "prompt_ids")) {
+        if (or1_json_int_array(row, "prompt_ids", 0, vocab - 1, &ids, &n, where)) return -1;
+    } else {
+        const char *text = or1_json_str(row, "prompt", where);
+        if (!text) return or1_fail_ctx("%s: needs \"prompt_ids\" or \"prompt\"", where);
+        if (!tok) return or1_fail("%s: \"prompt\" text needs a tokenizer (--tokenizer)", where);
+        if (or1_tokenizer_encode(tok, text, strlen(text), 0, &ids, &n)) return or1_fail_ctx("%s", where);
+    }
+    if (n == 0) {
+        free(ids);
+        return or1_fail("%s: the prompt is empty", where);
+    }
+    r->prompt = ids;
+    r->n_prompt = (int)n;
+    return 0;
+}
+
+/* Reads every request of the input file. */
+static int read_requests(const char *path, const or1_tokenizer *tok, int vocab, request_list *l) {
+    or1_jsonl_reader rd;
+    if (or1_jsonl_open(&rd, path)) return -1;
+    cJSON *row;
+    int rc;
+    while ((rc = or1_jsonl_next(&rd, &row)) == 1) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%zu", path, rd.line);
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 64;
+            l->r = or1_realloc(l->r, (size_t)l->cap * sizeof *l->r);
+        }
+        memset(&l->r[l->n], 0, sizeof l->r[l->n]);
+        rc = read_request(row, where, tok, vocab, &l->r[l->n]);
+        cJSON_Delete(row);
+        if (rc) break;
+        l->n++;
+    }
+    or1_jsonl_close(&rd);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Loads the tokenizer named by --tokenizer, or the model directory's when it has one. */
+static int load_tokenizer(cli_args *a, const char *dir, or1_tokenizer **tok) {
+    const char *path = cli_str(a, "tokenizer");
+    char *def = or1_path_join(dir, "tokenizer.json");
+    *tok = NULL;
+    if (path || or1_is_file(def)) *tok = or1_tokenizer_load(path ? path : dir);
+    free(def);
+    return (path || *tok) && !*tok ? -1 : 0;
+}
+
+/* Runs the engine and prints in order. */
+static int generate(const or1_model *m, request_list *l, const or1_sampling *s, int64_t n, const or1_engine_cfg *base,
+                    const or1_tokenizer *tok) {
+    printer p = {.reqs = l, .tok = tok};
+    p.first = or1_malloc((size_t)(l->n + 1) * sizeof *p.first);
+    for (int i = 0; i < l->n; i++) {
+        p.first[i] = (int)p.total;
+        l->r[i].n_samples = (int)n;
+        l->r[i].s = *s;
+        l->r[i].s.seed = or1_rand_u64(s->seed, (uint64_t)i, 0); /* request i's own seed */
+        p.total += n;
+    }
+    p.out = or1_calloc((size_t)p.total, sizeof *p.out);
+    p.ready = or1_calloc((size_t)p.total, sizeof *p.ready);
+    or1_engine_cfg cfg = *base;
+    cfg.on_done = on_done;
+    cfg.ctx = &p;
+    int rc = or1_generate(m, l->r, l->n, &cfg, p.out);
+    or1_completions_free(p.out, (int)p.total);
+    free(p.out);
+    free(p.ready);
+    free(p.first);
+    return rc;
+}
+
+/* or1 generate --model DIR --input FILE [--n M] [--temperature T] [--top-p P] [--top-k K]
+ *   [--max-new-tokens L] [--seed S] [--stop ID,...] [--tokenizer PATH] [--max-slots B] [--kv-cache-gb G] */
+int cmd_generate(cli_args *a) {
+    const char *dir = cli_need(a, "model"), *input = dir ? cli_need(a, "input") : NULL;
+    or1_sampling s;
+    int64_t n, slots = 64;
+    double kv_gb = 8.0;
+    if (!input || sampling_flags(a, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
+        cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb))
+        return 2;
+    or1_model m;
+    if (or1_model_load(&m, dir)) return 1;
+    or1_tokenizer *tok = NULL;
+    int32_t *stop = NULL;
+    request_list l = {0};
+    int rc = 1, n_stop = 0;
+    if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && cli_check_unused(a) == 0 && load_tokenizer(a, dir, &tok) == 0 &&
+        read_requests(input, tok, m.cfg.vocab, &l) == 0) {
+        s.stop_ids = stop, s.n_stop = n_stop;
+        or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};
+        rc = generate(&m, &l, &s, n, &cfg, tok) ? 1 : 0;
+    }
+    for (int i = 0; i < l.n; i++) free((void *)l.r[i].prompt);
+    free(l.r);
+    free(stop);
+    or1_tokenizer_free(tok);
+    or1_model_free(&m);
+    return rc;
+}
