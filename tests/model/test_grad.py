@@ -5,7 +5,8 @@ usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | defaults)
 The batches put tokens on both sides of both clip bounds with advantages of both signs (see
 ref.make_batch), use an entropy coefficient != 0 and temperatures != 1, over tied and untied,
 F32/BF16/F16 and single/sharded checkpoints. `defaults` runs without any loss flag and without
-old_logprobs (rho = 1: the plain policy gradient, clip_frac 0).
+old_logprobs (rho = 1: the plain policy gradient, clip_frac 0), one of them reading --batch
+/dev/stdin.
 Tolerances: the same reference run in float32 differs from float64 by <= 3e-6 of a tensor's
 largest gradient and <= 5e-7 relative in the statistics; the bounds below keep a >= 20x margin.
 """
@@ -27,6 +28,10 @@ GROUPS = {
              flags=dict(temperature=1.3, entropy_coef=0.005, clip_low=0.15, clip_high=0.3)),
         dict(cfg=dict(arch="qwen2", tied=False, heads=8, kv_heads=4, head_dim=8, vocab=211),
              dtype="F16", shards=3, flags=dict(temperature=0.6, entropy_coef=0.02)),
+        # a vocabulary wider than two 4096-entry blocks, so a head that streams the vocabulary
+        # in blocks must merge partial softmax sums across them
+        dict(cfg=dict(arch="qwen2", tied=False, vocab=8300), dtype="BF16", shards=1,
+             flags=dict(temperature=0.7, entropy_coef=0.01)),
     ],
     "llama": [
         dict(cfg=dict(arch="llama", tied=False, head_dim=16), dtype="BF16", shards=1,
@@ -35,7 +40,8 @@ GROUPS = {
              flags=dict(temperature=0.9, entropy_coef=0.003)),
     ],
     "defaults": [
-        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False),
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False,
+             stdin=True),
         dict(cfg=dict(arch="llama", tied=True), dtype="F32", shards=1, flags={}, with_old=True),
     ],
 }
@@ -98,8 +104,12 @@ def check_case(chk, or1, tmp, k, case):
     bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
     ref.write_jsonl(bpath, batch)
     what = f"{case['cfg']} {case['dtype']} shards={case['shards']} {case['flags']}"
+    stdin = None
+    if case.get("stdin"):  # the batch through --batch /dev/stdin
+        with open(bpath) as f:
+            stdin, bpath = f.read(), "/dev/stdin"
     r = ref.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", gpath,
-                          "--threads", 2] + flag_args(case["flags"]))
+                          "--threads", 2] + flag_args(case["flags"]), stdin=stdin)
     if not chk.ok(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr.strip()}"):
         return
     want_stats, want_grads = ref.loss_and_grads(params, cfg, batch, **kw)

@@ -3,7 +3,8 @@
 usage: test_logprobs.py OR1 ARCH   (ARCH: qwen2 | llama | llama-bias)
 
 Variants: tied/untied x F32/BF16/F16 x single file/3 shards, cycling through GQA ratios and an
-explicit head_dim; each at temperature 1 and 0.7 on sequences of length 1 to 70.
+explicit head_dim; each at temperature 1 and 0.7 on sequences of length 1 to 70. The qwen2 run
+adds --input /dev/stdin and a vocabulary of 8300 (wider than two 4096-entry blocks).
 Tolerance: an fp32 forward of these 2-layer models differs from float64 by <= 6e-6 in log-prob
 and entropy (measured by running this same reference in float32); 1e-4 leaves 15x margin while
 any wrong formula (RoPE layout, GQA mapping, missing bias, temperature) moves values by >1e-2.
@@ -82,6 +83,21 @@ def check_stdin(chk, or1, tmp):
         check_output(chk, "/dev/stdin", r.stdout, want)
 
 
+def check_wide_vocab(chk, or1, tmp):
+    """A vocabulary of 8300 (over two 4096-entry blocks) with ids from every block."""
+    model = os.path.join(tmp, "wide")
+    cfg, params = ref.new_checkpoint(model, seed=77, vocab=8300, tied=True, dtype="BF16")
+    seqs = sequences(cfg["vocab_size"], 77)
+    seqs[4][:6] = [0, 4095, 4096, 8191, 8192, 8299]
+    inp = os.path.join(tmp, "wide.jsonl")
+    ref.write_jsonl(inp, [{"ids": s} for s in seqs])
+    r = ref.run_or1(or1, ["logprobs", "--model", model, "--input", inp, "--temperature", 0.7])
+    if chk.ok(r.returncode == 0, f"vocab 8300: exit {r.returncode}: {r.stderr.strip()}"):
+        with torch.no_grad():
+            want = [ref.sequence_logprobs(params, cfg, s, 0.7) for s in seqs]
+        check_output(chk, "vocab 8300", r.stdout, want)
+
+
 def main():
     or1, arch = sys.argv[1], sys.argv[2]
     chk = ref.Checker(f"logprobs {arch}")
@@ -91,6 +107,7 @@ def main():
             check_variant(chk, or1, tmp, arch, k, tied, dtype, shards)
         if arch == "qwen2":
             check_stdin(chk, or1, tmp)
+            check_wide_vocab(chk, or1, tmp)
     chk.finish()
 
 
