@@ -21,3 +21,9 @@ add_test(NAME math_hostile COMMAND test_math_hostile)
 set_tests_properties(math_hostile math_cases math_cases_threads math_gold_self PROPERTIES TIMEOUT 300)
 
 add_test(NAME math_cli COMMAND ${OR1_PYTHON} ${CMAKE_SOURCE_DIR}/tests/math/cli_test.py $<TARGET_FILE:or1>)
+
+add_executable(test_math_fuzz tests/math/test_math_fuzz.c)
+target_include_directories(test_math_fuzz PRIVATE ${CJSON_INCLUDE})
+target_link_libraries(test_math_fuzz PRIVATE or1lib)
+add_test(NAME math_fuzz COMMAND test_math_fuzz ${CMAKE_SOURCE_DIR}/tests/math/cases.jsonl 30)
+set_tests_properties(math_fuzz math_cli PROPERTIES TIMEOUT 300)
