@@ -89,6 +89,7 @@ static double parallel_rate(const pair *ps, size_t n, int threads) {
     return (double)n * threads * rounds / dt;
 }
 
+/* Loads the pairs, writes the verdicts, prints the rates. */
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: math_bench PAIRS.jsonl VERDICTS.txt\n");

@@ -61,6 +61,7 @@ static char *mutate(const char *s, uint64_t *seed) {
     return out;
 }
 
+/* Loads the answers, then runs the mutated verifications round by round. */
 int main(int argc, char **argv) {
     if (argc < 2) return fprintf(stderr, "usage: test_math_fuzz CASES.jsonl [ROUNDS]\n"), 2;
     int rounds = argc > 2 ? atoi(argv[2]) : 8;

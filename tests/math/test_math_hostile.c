@@ -155,6 +155,7 @@ static void api(void) {
         printf("FAIL or1_math_equal\n"), failures++;
 }
 
+/* Runs the three groups; the exit status is the verdict. */
 int main(void) {
     hostile();
     big();
