@@ -1,0 +1,228 @@
+/* or1 algo: the per-step formulas of the Skywork-OR1 (MAGIC) recipe around the policy loss,
+ * as small pure functions (the loss itself, eq. (3.1), is in or1/rl.h).
+ *
+ * Section numbers "recipe §n" refer to the recipe notes of the project (the Skywork-OR1
+ * paper, arXiv 2505.22312, and its code, a fork of verl); "peers b.n" to the notes on verl,
+ * TRL, OpenRLHF and DAPO. Samples are indexed 0..n-1; a group is the set of samples of one
+ * prompt, named by an arbitrary int id per sample (a group's samples need not be adjacent).
+ * Group statistics are computed in double precision. */
+#ifndef OR1_ALGO_H
+#define OR1_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct cJSON cJSON;
+
+/* ---- GRPO advantages (recipe §3, paper eq. (2.5); peers b.1) ---------------------------- */
+
+/* The GRPO epsilon added to the group standard deviation. */
+#define OR1_GRPO_EPS 1e-6
+
+/* Outcome advantage per sample:
+ *   GRPO:     A_j = (s_j - mean_g) / (std_g + eps),  std unbiased (divisor m-1);
+ *   Dr. GRPO: A_j =  s_j - mean_g                     (norm_by_std = false);
+ * over the m samples of the group that have use[j] set (use NULL: all). A group with one
+ * used sample has mean 0 and std 1 (its advantage is its raw score, as verl does). Samples
+ * with use[j] false get A_j = 0 and do not enter any group's statistics. */
+void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
+                         bool norm_by_std, double eps, float *adv);
+
+/* ---- Truncated-response advantage mask (recipe §9, §3) ---------------------------------- */
+
+/* What happens to responses that hit the length limit without EOS ("truncated"):
+ *   NONE   (the Skywork recipe): nothing; a truncated response keeps its score (0 from the
+ *          verifier, as it has no final answer), enters its group's mean/std, gets its
+ *          advantage, and its tokens count in the loss and in the normaliser T_k.
+ *   BEFORE ("Adv-Mask-Before"): truncated responses are removed before the group statistics:
+ *          mean/std (and the rejection test) use the group's non-truncated responses only;
+ *          truncated responses get A = 0 and are masked out of the loss: their tokens are in
+ *          neither the PG sum, the entropy term, nor T_k. A group left with one non-truncated
+ *          response has mean 0, std 1 (A = its score); one left with none is all-masked.
+ *   AFTER  ("Adv-Mask-After"): advantages (and the rejection test) use every response of the
+ *          group, truncated included; then truncated responses get A = 0 and are masked out of
+ *          the loss and of T_k, as for BEFORE. */
+typedef enum { OR1_TRUNC_NONE, OR1_TRUNC_BEFORE, OR1_TRUNC_AFTER } or1_trunc_mask;
+
+/* Parses "none" | "before" | "after"; -1 with an error naming `where` otherwise. */
+int or1_trunc_mask_parse(const char *s, or1_trunc_mask *out, const char *where);
+const char *or1_trunc_mask_name(or1_trunc_mask m);
+
+/* Which samples enter the group statistics (in_stats) and which count in the loss and its
+ * normaliser (in_loss), for the mode above; truncated NULL means none is. */
+void or1_trunc_masks(const bool *truncated, size_t n, or1_trunc_mask mode, bool *in_stats,
+                     bool *in_loss);
+
+/* ---- Rejection of zero-advantage groups (recipe §5) ------------------------------------- */
+
+/* Verdict on one group. */
+typedef enum {
+    OR1_GROUP_KEPT,
+    OR1_GROUP_SOLVE_NONE, /* every counted reward is 0 */
+    OR1_GROUP_SOLVE_ALL,  /* every counted reward is 1 */
+    OR1_GROUP_CONSTANT,   /* every counted reward equal, neither 0 nor 1 */
+    OR1_GROUP_EMPTY,      /* no counted sample (e.g. all truncated under mask BEFORE) */
+} or1_group_verdict;
+
+/* Groups of one batch in first-appearance order, and their verdicts. */
+typedef struct {
+    size_t n_groups;
+    int32_t *ids;               /* group id of each group, first-appearance order */
+    or1_group_verdict *verdict; /* per group */
+    size_t kept, solve_none, solve_all, constant, empty;
+} or1_rejection;
+
+/* Recipe §5: a group whose counted rewards are all equal has zero advantage everywhere and
+ * is rejected (kept[j] false for its samples); the others are kept. Counted samples are those
+ * with use[j] (NULL: all). With keep_single, a group with exactly one counted sample is kept
+ * (DAPO's dynamic sampling keeps them; its GRPO advantage is its raw score); without it
+ * (Skywork: all-0 / all-1) it is rejected like any constant group. Fills *r (free with
+ * or1_rejection_free) and kept[n]. */
+void or1_reject_groups(const float *scores, const int32_t *group, const bool *use, size_t n,
+                       bool keep_single, or1_rejection *r, bool *kept);
+void or1_rejection_free(or1_rejection *r);
+const char *or1_group_verdict_name(or1_group_verdict v);
+
+/* ---- DAPO-style refill of rejected groups (peers b.5) ------------------------------------ */
+
+/* What the trainer does after a generation round. */
+typedef enum {
+    OR1_REFILL_TRAIN, /* enough kept groups (or no round left): train on the taken ones */
+    OR1_REFILL_MORE,  /* sample another round of prompts and add its kept groups */
+    OR1_REFILL_SKIP,  /* no group kept and no round left: skip the step */
+} or1_refill_action;
+
+/* Decides after `rounds_done` rounds (>= 1) that together kept `kept_groups` groups, when
+ * `need` groups are wanted (the step's N) and at most `max_rounds` rounds are allowed
+ * (max_rounds 1 = no refill, the Skywork recipe: train on what was kept). Never loops
+ * forever: with rounds_done >= max_rounds the answer is TRAIN or SKIP. */
+or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t need, int max_rounds);
+
+/* Marks in take[] the first `need` kept groups in order (group_kept[g] true), i.e. DAPO's
+ * truncation to the train batch size; returns how many were taken. */
+size_t or1_refill_take(const bool *group_kept, size_t n_groups, size_t need, bool *take);
+
+/* ---- Whole-step advantage pipeline ------------------------------------------------------ */
+
+/* Settings of the advantage stage of one step. */
+typedef struct {
+    bool norm_by_std;   /* GRPO (true) or Dr. GRPO (false) */
+    double eps;         /* OR1_GRPO_EPS */
+    or1_trunc_mask trunc;
+    bool reject;        /* drop zero-advantage groups (recipe §5) */
+    bool keep_single;   /* see or1_reject_groups */
+} or1_adv_cfg;
+
+/* The recipe's order for one step: truncation masks, then rejection, then advantages over
+ * the kept groups' counted samples. Outputs per sample: adv (0 where not in_loss or
+ * rejected), in_loss (the sample's tokens count in eq. (3.1) and T_k: kept and not masked).
+ * The verdicts go to *r (free with or1_rejection_free). Without cfg->reject the verdicts
+ * are still reported (for the metrics) but every group enters the loss. */
+void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int32_t *group,
+                         const bool *truncated, size_t n, float *adv, bool *in_loss,
+                         or1_rejection *r);
+
+/* ---- Adaptive entropy control (recipe §6.2, code semantics) ----------------------------- */
+
+typedef enum { OR1_ENT_ADAPTIVE, OR1_ENT_CONSTANT, OR1_ENT_OFF } or1_entropy_mode;
+
+typedef struct {
+    or1_entropy_mode mode;
+    double target;  /* tgt-ent, 0.2 */
+    double delta;   /* step of the coefficient, 1e-4 (final scripts) */
+    double c_min;   /* 0 */
+    double c_max;   /* 5e-3 */
+    double initial; /* c_0 (adaptive), or the constant coefficient; 0 */
+} or1_entropy_params;
+
+/* The controller's state, saved in checkpoints. */
+typedef struct {
+    double coef;  /* c_k */
+    bool enabled; /* the enable gate */
+} or1_entropy_ctl;
+
+/* Final-script defaults: adaptive, target 0.2, delta 1e-4, c in [0, 5e-3], c_0 = 0. */
+or1_entropy_params or1_entropy_defaults(void);
+int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *where);
+const char *or1_entropy_mode_name(or1_entropy_mode m);
+/* c = initial, enabled = 1 (so the first step's alpha is c_0). */
+void or1_entropy_init(or1_entropy_ctl *s, const or1_entropy_params *p);
+/* alpha_k for the current step: c * enabled (adaptive), the constant, or 0 (off). */
+double or1_entropy_alpha(const or1_entropy_ctl *s, const or1_entropy_params *p);
+/* After a completed step with entropy estimate e (recipe §6.2): c += delta if e < target
+ * else c -= delta; c = clip(c, c_min, c_max); enabled = (e < target). No-op unless adaptive. */
+void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double e);
+/* The entropy estimate the controller reads: -(token mean of the sampled tokens' log-probs
+ * under the pre-update policy) over the used responses (use NULL: all). 0 if no token. */
+double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n);
+/* State as a small JSON object {"coef": c, "enabled": b}, and back (errors name `where`). */
+cJSON *or1_entropy_state_json(const or1_entropy_ctl *s);
+int or1_entropy_state_load(or1_entropy_ctl *s, const cJSON *j, const char *where);
+
+/* ---- KL to a frozen reference, as verl defines the estimators (peers b.4) ----------------- */
+
+typedef enum { OR1_KL_K1, OR1_KL_ABS, OR1_KL_K2, OR1_KL_K3 } or1_kl_kind;
+
+typedef struct {
+    or1_kl_kind kind;
+    bool straight_through; /* name ends in '+': value of kind, gradient of k2 */
+} or1_kl_estimator;
+
+/* Parses "k1"|"kl", "abs", "k2"|"mse", "k3"|"low_var_kl", optionally with a '+' suffix. */
+int or1_kl_parse(const char *s, or1_kl_estimator *out, const char *where);
+const char *or1_kl_name(or1_kl_kind k);
+/* One token's estimate with d = logp - ref_logp:
+ *   k1 = d;  abs = |d|;  k2 = d^2/2;  k3 = clamp(e^x - x - 1, -10, 10), x = clamp(-d, -20, 20).
+ * Sets *d_logp to its derivative w.r.t. logp (clamps pass the gradient on their closed
+ * range, as torch.clamp; |d| has gradient 0 at 0). The trainer adds beta * d_logp / T_k to
+ * the token's loss gradient. */
+double or1_kl_token(const or1_kl_estimator *e, double logp, double ref_logp, double *d_logp);
+
+/* ---- pass@k and avg@k (recipe §14) ------------------------------------------------------- */
+
+/* Unbiased pass@k from n samples with c correct: 1 - C(n-c, k) / C(n, k), computed as
+ * 1 - prod_{i=n-c+1..n} (1 - k/i). NaN unless 1 <= k <= n and 0 <= c <= n. */
+double or1_pass_at_k(int n, int c, int k);
+
+/* One evaluated problem. */
+typedef struct {
+    const char *data_source;
+    int n, correct; /* samples drawn, samples correct */
+} or1_eval_result;
+
+/* Aggregates problems overall and per data_source into a JSON object
+ *   {"overall": G, "by_source": {"<source>": G, ...}},
+ *   G = {"problems": P, "n": n, "avg@n": mean c/n, "pass@1": .., "pass@2": .., "pass@4": ..,
+ *        ..., "pass@n": ..}
+ * with k = 1, 2, 4, ... below n, then n itself; each pass@k the mean over problems. Every
+ * problem must have the same n >= 1 (else NULL with an error). */
+cJSON *or1_passk_report(const or1_eval_result *r, size_t n);
+
+/* ---- Per-step batch metrics ----------------------------------------------------------------- */
+
+/* What the metrics row reports about one step's rollout batch (before rejection unless
+ * stated). */
+typedef struct {
+    size_t samples, groups;
+    double reward_mean;     /* mean score */
+    double accuracy;        /* fraction of samples with score >= 1 (correct) */
+    double solve_none_ratio, solve_all_ratio; /* of groups */
+    size_t kept_groups, kept_samples;
+    double resp_len_mean;
+    int resp_len_max;
+    double truncated_ratio;
+    size_t loss_tokens;     /* T_k: response tokens of the samples in the loss */
+    size_t acc_hist[10];    /* groups by accuracy in 10% bins: [0,.1), ..., [.9,1] */
+} or1_batch_stats;
+
+/* Fills *st from per-sample scores, lengths, truncation flags, loss inclusion (in_loss NULL:
+ * all) and the rejection verdicts of the same batch. */
+void or1_batch_stats_compute(const float *scores, const int32_t *group, const int *len,
+                             const bool *truncated, const bool *in_loss, size_t n,
+                             const or1_rejection *r, or1_batch_stats *st);
+/* Adds the fields of *st to a JSON object (the trainer's metrics row). */
+void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
+
+#endif

@@ -1,0 +1,217 @@
+/* Advantages, truncation masks, rejection of zero-advantage groups and refill decisions
+ * (recipe §3, §5, §9; peers b.1, b.5). */
+#include "algo_internal.h"
+#include "or1/algo.h"
+#include "or1/core.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int32_t id;
+    size_t i;
+} keyed;
+
+/* Orders samples by group id, then by sample index. */
+static int cmp_keyed(const void *a, const void *b) {
+    const keyed *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+typedef struct {
+    size_t first, from, to; /* first sample index; run [from, to) in the sorted array */
+} run;
+
+/* Orders runs by their first sample, so groups come out in first-appearance order. */
+static int cmp_run(const void *a, const void *b) {
+    const run *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Sorts (id, index) pairs, cuts them into runs of equal id, and lists the runs in order of
+ * their first sample: O(n log n) for any id values. */
+void or1_groups_build(const int32_t *group, size_t n, or1_groups *g) {
+    keyed *k = or1_malloc((n ? n : 1) * sizeof *k);
+    for (size_t i = 0; i < n; i++) k[i] = (keyed){group[i], i};
+    qsort(k, n, sizeof *k, cmp_keyed);
+    run *runs = or1_malloc((n ? n : 1) * sizeof *runs);
+    size_t nr = 0;
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && k[b].id == k[a].id) b++;
+        runs[nr++] = (run){k[a].i, a, b};
+        a = b;
+    }
+    qsort(runs, nr, sizeof *runs, cmp_run);
+    g->n_groups = nr;
+    g->idx = or1_malloc((n ? n : 1) * sizeof *g->idx);
+    g->start = or1_malloc((nr + 1) * sizeof *g->start);
+    size_t at = 0;
+    for (size_t r = 0; r < nr; r++) {
+        g->start[r] = at;
+        for (size_t j = runs[r].from; j < runs[r].to; j++) g->idx[at++] = k[j].i;
+    }
+    g->start[nr] = at;
+    free(runs);
+    free(k);
+}
+
+/* Frees the index arrays. */
+void or1_groups_free(or1_groups *g) {
+    free(g->idx);
+    free(g->start);
+    memset(g, 0, sizeof *g);
+}
+
+/* Eq. (2.5) of the paper as verl's compute_grpo_outcome_advantage computes it: per group,
+ * mean and unbiased std (torch.std, divisor m-1) of the used scores, a single sample having
+ * mean 0 and std 1; A = (s - mean) / (std + eps), or s - mean for Dr. GRPO. */
+void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
+                         bool norm_by_std, double eps, float *adv) {
+    or1_groups g;
+    or1_groups_build(group, n, &g);
+    for (size_t i = 0; i < n; i++) adv[i] = 0.0f;
+    for (size_t k = 0; k < g.n_groups; k++) {
+        double sum = 0.0, mean = 0.0, std = 1.0;
+        size_t m = 0;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+            size_t i = g.idx[j];
+            if (use && !use[i]) continue;
+            sum += scores[i];
+            m++;
+        }
+        if (m == 0) continue;
+        if (m > 1) {
+            mean = sum / (double)m;
+            double ss = 0.0;
+            for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+                size_t i = g.idx[j];
+                if (use && !use[i]) continue;
+                ss += ((double)scores[i] - mean) * ((double)scores[i] - mean);
+            }
+            std = sqrt(ss / (double)(m - 1));
+        }
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+            size_t i = g.idx[j];
+            if (use && !use[i]) continue;
+            double a = (double)scores[i] - mean;
+            adv[i] = (float)(norm_by_std ? a / (std + eps) : a);
+        }
+    }
+    or1_groups_free(&g);
+}
+
+static const char *const TRUNC_NAMES[] = {"none", "before", "after"};
+
+/* Parses a truncation-mask mode name. */
+int or1_trunc_mask_parse(const char *s, or1_trunc_mask *out, const char *where) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, TRUNC_NAMES[i]) == 0) {
+            *out = (or1_trunc_mask)i;
+            return 0;
+        }
+    return or1_fail("%s: truncation mask \"%.64s\" is not one of none, before, after", where, s);
+}
+
+/* The mode's name as the config spells it. */
+const char *or1_trunc_mask_name(or1_trunc_mask m) { return TRUNC_NAMES[m]; }
+
+/* Recipe §9: NONE counts everything; BEFORE drops truncated samples from statistics and
+ * loss; AFTER keeps them in the statistics but drops them from the loss. */
+void or1_trunc_masks(const bool *truncated, size_t n, or1_trunc_mask mode, bool *in_stats,
+                     bool *in_loss) {
+    for (size_t i = 0; i < n; i++) {
+        bool t = truncated && truncated[i];
+        in_stats[i] = mode == OR1_TRUNC_BEFORE ? !t : true;
+        in_loss[i] = mode == OR1_TRUNC_NONE ? true : !t;
+    }
+}
+
+/* Recipe §5 per group: all counted rewards equal -> rejected, named after the value. */
+void or1_reject_groups(const float *scores, const int32_t *group, const bool *use, size_t n,
+                       bool keep_single, or1_rejection *r, bool *kept) {
+    or1_groups g;
+    or1_groups_build(group, n, &g);
+    memset(r, 0, sizeof *r);
+    r->n_groups = g.n_groups;
+    r->ids = or1_malloc((g.n_groups ? g.n_groups : 1) * sizeof *r->ids);
+    r->verdict = or1_malloc((g.n_groups ? g.n_groups : 1) * sizeof *r->verdict);
+    for (size_t k = 0; k < g.n_groups; k++) {
+        size_t m = 0;
+        bool equal = true;
+        float first = 0.0f;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+            size_t i = g.idx[j];
+            if (use && !use[i]) continue;
+            if (m == 0) first = scores[i];
+            else if (scores[i] != first) equal = false;
+            m++;
+        }
+        or1_group_verdict v = OR1_GROUP_KEPT;
+        if (m == 0) v = OR1_GROUP_EMPTY;
+        else if (equal && !(keep_single && m == 1))
+            v = first == 0.0f ? OR1_GROUP_SOLVE_NONE : first == 1.0f ? OR1_GROUP_SOLVE_ALL : OR1_GROUP_CONSTANT;
+        r->ids[k] = group[g.idx[g.start[k]]];
+        r->verdict[k] = v;
+        r->kept += v == OR1_GROUP_KEPT;
+        r->solve_none += v == OR1_GROUP_SOLVE_NONE;
+        r->solve_all += v == OR1_GROUP_SOLVE_ALL;
+        r->constant += v == OR1_GROUP_CONSTANT;
+        r->empty += v == OR1_GROUP_EMPTY;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) kept[g.idx[j]] = v == OR1_GROUP_KEPT;
+    }
+    or1_groups_free(&g);
+}
+
+/* Frees the verdict arrays. */
+void or1_rejection_free(or1_rejection *r) {
+    free(r->ids);
+    free(r->verdict);
+    memset(r, 0, sizeof *r);
+}
+
+/* The verdict's name as the metrics spell it. */
+const char *or1_group_verdict_name(or1_group_verdict v) {
+    static const char *const names[] = {"kept", "solve_none", "solve_all", "constant", "empty"};
+    return names[v];
+}
+
+/* DAPO's dynamic sampling loop, bounded: stop once enough groups are kept or the rounds are
+ * spent; an empty result after the last round skips the step (recipe §5). */
+or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t need, int max_rounds) {
+    if (kept_groups >= need) return OR1_REFILL_TRAIN;
+    if (rounds_done < max_rounds) return OR1_REFILL_MORE;
+    return kept_groups > 0 ? OR1_REFILL_TRAIN : OR1_REFILL_SKIP;
+}
+
+/* The first `need` kept groups, in order. */
+size_t or1_refill_take(const bool *group_kept, size_t n_groups, size_t need, bool *take) {
+    size_t taken = 0;
+    for (size_t k = 0; k < n_groups; k++) {
+        take[k] = group_kept[k] && taken < need;
+        taken += take[k];
+    }
+    return taken;
+}
+
+/* Masks, rejection, then advantages over what is left, in that order. */
+void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int32_t *group,
+                         const bool *truncated, size_t n, float *adv, bool *in_loss,
+                         or1_rejection *r) {
+    bool *in_stats = or1_malloc((n ? n : 1) * sizeof *in_stats);
+    bool *kept = or1_malloc((n ? n : 1) * sizeof *kept);
+    or1_trunc_masks(truncated, n, cfg->trunc, in_stats, in_loss);
+    or1_reject_groups(scores, group, in_stats, n, cfg->keep_single, r, kept);
+    if (!cfg->reject)
+        for (size_t i = 0; i < n; i++) kept[i] = true;
+    for (size_t i = 0; i < n; i++) in_stats[i] = in_stats[i] && kept[i];
+    or1_grpo_advantages(scores, group, in_stats, n, cfg->norm_by_std, cfg->eps, adv);
+    for (size_t i = 0; i < n; i++) {
+        in_loss[i] = in_loss[i] && kept[i];
+        if (!in_loss[i]) adv[i] = 0.0f;
+    }
+    free(kept);
+    free(in_stats);
+}

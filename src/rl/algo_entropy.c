@@ -1,0 +1,93 @@
+/* Adaptive entropy control of Skywork-OR1 (recipe §6.2: verl's EntController as the final
+ * training scripts configure it; paper eq. (3.2)). */
+#include "or1/algo.h"
+#include "or1/core.h"
+#include "or1/io.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The final training scripts' values (recipe §6.3, first row). */
+or1_entropy_params or1_entropy_defaults(void) {
+    return (or1_entropy_params){OR1_ENT_ADAPTIVE, 0.2, 1e-4, 0.0, 5e-3, 0.0};
+}
+
+static const char *const MODE_NAMES[] = {"adaptive", "constant", "off"};
+
+/* Parses "adaptive" | "constant" | "off". */
+int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *where) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, MODE_NAMES[i]) == 0) {
+            *out = (or1_entropy_mode)i;
+            return 0;
+        }
+    return or1_fail("%s: entropy mode \"%.64s\" is not one of adaptive, constant, off", where, s);
+}
+
+/* The mode's name as the config spells it. */
+const char *or1_entropy_mode_name(or1_entropy_mode m) { return MODE_NAMES[m]; }
+
+/* EntController's constructor: value = entropy_coeff, entropy_loss_enabled = 1. */
+void or1_entropy_init(or1_entropy_ctl *s, const or1_entropy_params *p) {
+    s->coef = p->initial;
+    s->enabled = true;
+}
+
+/* alpha_k = c_k * 1{enabled} (eq. (3.2) with the code's gate); the constant mode ignores the
+ * gate, the off mode gives 0. */
+double or1_entropy_alpha(const or1_entropy_ctl *s, const or1_entropy_params *p) {
+    switch (p->mode) {
+    case OR1_ENT_ADAPTIVE: return s->enabled ? s->coef : 0.0;
+    case OR1_ENT_CONSTANT: return p->initial;
+    default: return 0.0;
+    }
+}
+
+/* EntController.update, called once after each completed step: a strict "<" decides both
+ * the direction of the step and the gate (at e == target: decrease and disable). */
+void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double e) {
+    if (p->mode != OR1_ENT_ADAPTIVE) return;
+    bool low = e < p->target;
+    double c = low ? s->coef + p->delta : s->coef - p->delta;
+    if (c < p->c_min) c = p->c_min;
+    if (c > p->c_max) c = p->c_max;
+    s->coef = c;
+    s->enabled = low;
+}
+
+/* -masked_mean(old_log_probs, response_mask) over the batch (recipe §6.2), token-weighted. */
+double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n) {
+    double sum = 0.0;
+    size_t tokens = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (use && !use[i]) continue;
+        for (int t = 0; t < len[i]; t++) sum += logp[i][t];
+        tokens += (size_t)len[i];
+    }
+    return tokens ? -sum / (double)tokens : 0.0;
+}
+
+/* {"coef": c, "enabled": b}; c printed with 17 significant digits so that a resumed run
+ * continues from exactly the same value (cJSON's own printing may drop the last bits). */
+cJSON *or1_entropy_state_json(const or1_entropy_ctl *s) {
+    cJSON *j = cJSON_CreateObject();
+    char num[40];
+    snprintf(num, sizeof num, "%.17g", s->coef);
+    cJSON_AddRawToObject(j, "coef", num);
+    cJSON_AddBoolToObject(j, "enabled", s->enabled);
+    return j;
+}
+
+/* Reads the object written above; both keys are required. */
+int or1_entropy_state_load(or1_entropy_ctl *s, const cJSON *j, const char *where) {
+    double c;
+    if (or1_json_num(j, "coef", &c, where) != 0) return -1;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "enabled");
+    if (!cJSON_IsBool(e)) return or1_fail("%s: key \"enabled\" must be true or false", where);
+    if (c < 0.0) return or1_fail("%s: key \"coef\" = %g is negative", where, c);
+    s->coef = c;
+    s->enabled = cJSON_IsTrue(e);
+    return 0;
+}

@@ -1,0 +1,9 @@
+# RL formulas (or1/algo.h) against Python/PyTorch references, and the dataset (or1/data.h)
+# on the shared data files and on malformed rows.
+add_executable(test_rl_algo_driver ${CMAKE_CURRENT_LIST_DIR}/algo_driver.c)
+target_include_directories(test_rl_algo_driver PRIVATE ${CJSON_INCLUDE})
+target_link_libraries(test_rl_algo_driver PRIVATE or1lib)
+add_test(NAME rl_algo
+         COMMAND ${OR1_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_algo.py $<TARGET_FILE:test_rl_algo_driver>
+                 ${CMAKE_CURRENT_BINARY_DIR}/rl_algo)
+set_tests_properties(rl_algo PROPERTIES TIMEOUT 300 ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
