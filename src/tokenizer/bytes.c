@@ -116,14 +116,13 @@ static bool byte_is_self(int b) {
 }
 
 /* The byte-level alphabet (GPT-2): printable Latin-1 bytes stand for themselves, the
- * other 68 bytes for U+0100 onwards in byte order. Returns the byte of cp, or -1. */
+ * other 68 bytes (0x00-0x20, 0x7F-0xA0, 0xAD) for U+0100 onwards in byte order.
+ * Returns the byte of cp, or -1. */
 int tok_byte_of_char(int32_t cp) {
     if (cp < 0 || cp >= 0x100 + 68) return -1;
     if (cp < 0x100) return byte_is_self(cp) ? cp : -1;
     int k = cp - 0x100;
-    for (int b = 0; b < 256; b++) {
-        if (byte_is_self(b)) continue;
-        if (k-- == 0) return b;
-    }
-    return -1;
+    if (k < 33) return k;
+    if (k < 67) return 0x7F + (k - 33);
+    return 0xAD;
 }

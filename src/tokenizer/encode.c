@@ -47,13 +47,13 @@ int or1_tokenizer_encode(const or1_tokenizer *t, const char *text, size_t len, u
     tok_piece *p;
     size_t np;
     tok_split_added(t, &t->trie_raw, text, len, split_special, &p, &np);
-    tok_work *w = tok_work_new();
+    tok_work *w = tok_work_get(t);
     int rc = 0;
     for (size_t i = 0; i < np && rc == 0; i++) {
         if (p[i].id >= 0) tok_ids_push(&out, p[i].id);
         else rc = encode_text(t, w, text + p[i].start, p[i].end - p[i].start, split_special, &out);
     }
-    tok_work_free(w);
+    tok_work_put(t, w);
     free(p);
     if (rc != 0) {
         free(out.v);

@@ -317,7 +317,6 @@ static pcre2_code *compile_regex(const loader *L, const char *pat, bool literal)
                  (char *)msg);
         return NULL;
     }
-    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter if absent */
     return re;
 }
 
@@ -327,7 +326,8 @@ static int add_split(loader *L, const char *pat, bool literal, tok_split_behavio
     if (t->n_step == TOK_MAX_STEPS) return or1_fail("%s: too many pre-tokenizers", L->path);
     pcre2_code *re = compile_regex(L, pat, literal);
     if (!re) return -1;
-    t->step[t->n_step++] = (tok_step){STEP_SPLIT, re, beh, invert};
+    bool jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0; /* else the interpreter */
+    t->step[t->n_step++] = (tok_step){STEP_SPLIT, re, beh, invert, jit};
     return 0;
 }
 
@@ -373,7 +373,7 @@ static int load_pretokenizer(loader *L, const cJSON *p, int depth) {
         if (prefix) {
             if (L->prefix_steps++ || L->t->n_step == TOK_MAX_STEPS)
                 return or1_fail("%s: only one ByteLevel pre_tokenizer may add a prefix space", L->path);
-            L->t->step[L->t->n_step++] = (tok_step){STEP_PREFIX_SPACE, NULL, SPLIT_ISOLATED, false};
+            L->t->step[L->t->n_step++] = (tok_step){STEP_PREFIX_SPACE, NULL, SPLIT_ISOLATED, false, false};
         }
         return use_regex ? add_split(L, GPT2_PATTERN, false, SPLIT_ISOLATED, false) : 0;
     }
@@ -526,6 +526,7 @@ or1_tokenizer *or1_tokenizer_load(const char *path) {
     size_t len;
     if (resolve(path, &file, &dir) != 0) return NULL;
     or1_tokenizer *t = or1_calloc(1, sizeof *t);
+    pthread_mutex_init(&t->work_lock, NULL);
     t->bos_id = t->eos_id = t->unk_id = -1;
     loader L = {file, t, 0};
     int rc = or1_read_file(file, MAX_FILE, &text, &len);
@@ -564,5 +565,7 @@ void or1_tokenizer_free(or1_tokenizer *t) {
     free(t->bos_token);
     free(t->chat_default_system);
     tok_cache_free(t);
+    tok_work_free_all(t);
+    pthread_mutex_destroy(&t->work_lock);
     free(t);
 }

@@ -35,9 +35,39 @@ static char *lowercase(const char *s, size_t n, size_t *out_len) {
     return o;
 }
 
-/* Applies one Unicode normalization form; NULL (text unchanged) for ASCII input. */
+/* True if NFC certainly leaves code point cp (at or above U+0300) alone whatever
+ * surrounds it: a starter (combining class 0) without a canonical decomposition that is
+ * never the second half of a composition (utf8proc marks those with comb_index 0x8000 and
+ * up), nor a Hangul vowel or trailing jamo (composed algorithmically). */
+static bool nfc_inert(int32_t cp) {
+    if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;
+    const utf8proc_property_t *p = utf8proc_get_property(cp);
+    bool canonical = p->decomp_type == 0 && p->decomp_seqindex != UINT16_MAX;
+    bool second = p->comb_index != UINT16_MAX && p->comb_index >= 0x8000;
+    return p->combining_class == 0 && !canonical && !second;
+}
+
+/* True if text is certainly unchanged by NFC: below U+0300 no character decomposes or
+ * combines with what precedes it, and above it every character must be inert. Saves the
+ * full normalization on most text. */
+static bool nfc_stable(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int32_t cp;
+        i += (size_t)tok_utf8_next((const unsigned char *)s + i, &cp);
+        if (cp >= 0x300 && !nfc_inert(cp)) return false;
+    }
+    return true;
+}
+
+/* Applies one Unicode normalization form; NULL (text unchanged) when the text is ASCII,
+ * or for NFC when it is NFC-stable by nfc_stable. */
 static char *unicode_form(const char *s, size_t n, tok_norm form, size_t *out_len) {
-    if (all_ascii(s, n)) return NULL;
+    if (all_ascii(s, n) || (form == NORM_NFC && nfc_stable(s, n))) return NULL;
     int opt = UTF8PROC_STABLE;
     if (form == NORM_NFC || form == NORM_NFKC) opt |= UTF8PROC_COMPOSE;
     else opt |= UTF8PROC_DECOMPOSE;
@@ -103,10 +133,11 @@ struct tok_work {
     size_t seg_cap;
     char *buf; /* the buffer when ByteLevel added prefix spaces */
     size_t buf_cap;
+    struct tok_work *next; /* in the tokenizer's pool */
 };
 
-/* New scratch space for encodes. */
-tok_work *tok_work_new(void) {
+/* New scratch space; the JIT stack grows to 4 MiB for long pre-tokens. */
+static tok_work *work_new(void) {
     tok_work *w = or1_calloc(1, sizeof *w);
     w->md = pcre2_match_data_create(1, NULL);
     w->mc = pcre2_match_context_create(NULL);
@@ -119,8 +150,8 @@ tok_work *tok_work_new(void) {
     return w;
 }
 
-void tok_work_free(tok_work *w) {
-    if (!w) return;
+/* Frees one scratch space. */
+static void work_free(tok_work *w) {
     pcre2_match_data_free(w->md);
     pcre2_match_context_free(w->mc);
     pcre2_jit_stack_free(w->js);
@@ -130,6 +161,35 @@ void tok_work_free(tok_work *w) {
     free(w->seg_match);
     free(w->buf);
     free(w);
+}
+
+/* Pops a pooled scratch space, or makes one: creating a JIT stack per call would cost
+ * more than encoding a short text. */
+tok_work *tok_work_get(const or1_tokenizer *t) {
+    or1_tokenizer *mt = (or1_tokenizer *)t; /* the pool, like the cache, is shared state */
+    pthread_mutex_lock(&mt->work_lock);
+    tok_work *w = mt->work_free;
+    if (w) mt->work_free = w->next;
+    pthread_mutex_unlock(&mt->work_lock);
+    return w ? w : work_new();
+}
+
+/* Returns a scratch space to the pool. */
+void tok_work_put(const or1_tokenizer *t, tok_work *w) {
+    or1_tokenizer *mt = (or1_tokenizer *)t;
+    pthread_mutex_lock(&mt->work_lock);
+    w->next = mt->work_free;
+    mt->work_free = w;
+    pthread_mutex_unlock(&mt->work_lock);
+}
+
+/* Frees the pool. */
+void tok_work_free_all(or1_tokenizer *t) {
+    while (t->work_free) {
+        tok_work *w = t->work_free;
+        t->work_free = w->next;
+        work_free(w);
+    }
 }
 
 /* Records one non-empty segment of a piece (a match or a gap). */
@@ -144,12 +204,14 @@ static void seg_push(tok_work *w, size_t s, size_t e, bool match) {
 
 /* Cuts text[s, e) into the matches of re and the gaps between them (empty matches are
  * skipped); each segment records whether it matched. */
-static int find_segments(tok_work *w, const pcre2_code *re, const char *text, size_t s, size_t e) {
+static int find_segments(tok_work *w, const pcre2_code *re, bool jit, const char *text, size_t s,
+                         size_t e) {
     w->segs.n = 0;
     const PCRE2_SPTR subj = (PCRE2_SPTR)(text + s);
     size_t n = e - s, pos = 0, gap = 0;
     while (pos < n) {
-        int rc = pcre2_match(re, subj, n, pos, PCRE2_NO_UTF_CHECK, w->md, w->mc);
+        int rc = jit ? pcre2_jit_match(re, subj, n, pos, PCRE2_NO_UTF_CHECK, w->md, w->mc)
+                     : pcre2_match(re, subj, n, pos, PCRE2_NO_UTF_CHECK, w->md, w->mc);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
@@ -240,7 +302,7 @@ int tok_encode_segment(const or1_tokenizer *t, tok_work *w, const char *s, size_
         }
         w->b.n = 0;
         for (size_t i = 0; i < w->a.n; i++) {
-            if (find_segments(w, st->re, text, w->a.v[i].s, w->a.v[i].e) != 0) return -1;
+            if (find_segments(w, st->re, st->jit, text, w->a.v[i].s, w->a.v[i].e) != 0) return -1;
             apply_behavior(w, st, &w->b);
         }
         spans tmp = w->a;

@@ -6,6 +6,7 @@
 #include "or1/tokenizer.h"
 
 #include <pcre2.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -77,6 +78,7 @@ typedef struct {
     pcre2_code *re;
     tok_split_behavior behavior;
     bool invert;
+    bool jit; /* re has JIT code: call pcre2_jit_match directly */
 } tok_step;
 
 /* A cached BPE result: the pre-token's bytes followed by its ids. */
@@ -120,6 +122,10 @@ struct or1_tokenizer {
     char *bos_token;
     const char *chat_name; /* recognised template, NULL if unknown */
     char *chat_default_system;
+
+    /* Scratch spaces of finished encodes, reused by the next ones. */
+    pthread_mutex_t work_lock;
+    struct tok_work *work_free;
 
     /* BPE cache: insert-only, lock-free; entries live until the tokenizer is freed. */
     _Atomic(tok_cache_entry *) *cache;
@@ -174,8 +180,11 @@ void tok_split_added(const or1_tokenizer *t, const tok_trie *tr, const char *tex
 /* pretok.c */
 /* Scratch space (regex match state, span lists) of one encode call. */
 typedef struct tok_work tok_work;
-tok_work *tok_work_new(void);
-void tok_work_free(tok_work *w);
+/* Takes a scratch space from t's pool (or a new one); give it back with tok_work_put. */
+tok_work *tok_work_get(const or1_tokenizer *t);
+void tok_work_put(const or1_tokenizer *t, tok_work *w);
+/* Frees every pooled scratch space (at tokenizer free). */
+void tok_work_free_all(or1_tokenizer *t);
 /* Normalizes text into a new buffer (or returns NULL when it is unchanged). */
 char *tok_normalize(const or1_tokenizer *t, const char *text, size_t len, size_t *out_len);
 /* Pre-tokenizes and BPE-encodes one normalized segment, appending ids. */
