@@ -305,14 +305,33 @@ static mv_node *argument(mv_parser *p) {
     return bad(p);
 }
 
-/* The exponent after '^': a group, a whole integer, a signed atom or one atom. */
+/* A run of digits as an integer (exponents and bases: no separators, no decimals). */
+static mv_node *digit_run(mv_parser *p) {
+    int64_t m = 0;
+    bool exact = true;
+    size_t start = p->i;
+    while (p->i < p->n && isdigit((unsigned char)p->s[p->i])) exact = exact && acc_digit(&m, p->s[p->i++] - '0');
+    mv_node *x = node(p, N_NUM, NULL, NULL);
+    if (!x) return NULL;
+    x->exact = exact;
+    x->num = m;
+    x->den = 1;
+    x->val = strtod(p->s + start, NULL);
+    if (!exact) x->hash = fnv(p->s + start, p->i - start);
+    return x;
+}
+
+/* The exponent after '^' (or a log base after '_'): a group, a whole integer, a signed
+ * exponent or one atom. */
 static mv_node *exponent(mv_parser *p) {
     char ch = peek(p);
     if (ch == '{') return argument(p);
-    if (isdigit((unsigned char)ch)) return number(p);
+    if (isdigit((unsigned char)ch)) return digit_run(p);
     if (ch == '-' || ch == '+') {
         p->i++;
+        if (!enter(p)) return NULL;
         mv_node *x = exponent(p);
+        p->depth--;
         return ch == '-' ? node(p, N_NEG, x, NULL) : x;
     }
     if (ch == '(') {
