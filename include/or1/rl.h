@@ -4,11 +4,15 @@
 
 #include <stdbool.h>
 
+#include "or1/algo.h"
+
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {
     float clip_low, clip_high; /* PPO ratio clip: [1 - clip_low, 1 + clip_high] */
     float entropy_coef;        /* alpha_k */
     float temperature;         /* logits are divided by it before log-probs and entropy */
+    float kl_coef;             /* beta of the optional KL-to-reference term (0: off) */
+    or1_kl_estimator kl;       /* its estimator (k1, k2, k3, abs as verl defines them) */
 } or1_loss_cfg;
 
 /* One response token's term of the MAGIC loss, eq. (3.1), before the 1/T_k normalisation:
@@ -22,17 +26,18 @@ double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_los
 
 #include "or1/model.h"
 
-/* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached). */
+/* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached;
+ * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0). */
 typedef struct {
     const int32_t *prompt, *resp;
     int n_prompt, n_resp;
     float adv;
-    const float *old_logp;
+    const float *old_logp, *ref_logp;
 } or1_sample;
 
 /* Sums over response tokens (divide by tokens for means). */
 typedef struct {
-    double loss, pg_loss, entropy;
+    double loss, pg_loss, entropy, kl;
     long tokens, clipped;
 } or1_loss_stats;
 

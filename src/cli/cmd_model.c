@@ -150,7 +150,7 @@ static int parse_sample(const cJSON *row, int vocab, const char *where, or1_samp
             goto fail;
         }
     }
-    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old};
+    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL};
     return 0;
 fail:
     free(p);

@@ -38,16 +38,34 @@ void or1_matmul_dx(float *dx, const float *dy, const float *w, int T, int in, in
                 acc ? 1.0f : 0.0f, dx, in);
 }
 
+enum { ROW_CHUNKS = 32 };
+
+/* acc[j] += sum_t a[t,j] * b[t,j] * scale[t] over a [T, n] row-major operand (b and scale
+ * optional). Fixed row chunks run in parallel and their partial sums are added in chunk
+ * order: cache-friendly, and the result does not depend on the thread count. */
+static void colsum(float *acc, const float *a, const float *b, const float *row_scale, int T, int n) {
+    float *part = or1_alloc_floats((size_t)ROW_CHUNKS * n);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < ROW_CHUNKS; k++) {
+        float *p = part + (size_t)k * n;
+        for (int t = (int)((long)T * k / ROW_CHUNKS); t < (int)((long)T * (k + 1) / ROW_CHUNKS); t++) {
+            const float *ar = a + (size_t)t * n, *br = b ? b + (size_t)t * n : NULL;
+            float sc = row_scale ? row_scale[t] : 1.0f;
+            if (br)
+                for (int j = 0; j < n; j++) p[j] += ar[j] * br[j] * sc;
+            else
+                for (int j = 0; j < n; j++) p[j] += ar[j];
+        }
+    }
+    for (int k = 0; k < ROW_CHUNKS; k++)
+        for (int j = 0; j < n; j++) acc[j] += part[(size_t)k * n + j];
+    free(part);
+}
+
 /* dW += dy^T x and db += column sums of dy (weight gradients of a linear layer). */
 void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T, int in, int out) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
-    if (!db) return;
-    #pragma omp parallel for schedule(static)
-    for (int o = 0; o < out; o++) {
-        float s = 0;
-        for (int t = 0; t < T; t++) s += dy[(size_t)t * out + o];
-        db[o] += s;
-    }
+    if (db) colsum(db, dy, NULL, NULL, T, out);
 }
 
 typedef float v8f __attribute__((vector_size(32)));
@@ -124,7 +142,7 @@ void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, i
 }
 
 /* RMSNorm backward: dx += r*(dy*w) - x*r^3*sum(dy*w*x)/H;  dw += sum_t dy*x*r.
- * The weight gradient is reduced per column so threads never share an output. */
+ * The weight gradient is reduced over fixed row chunks (colsum). */
 void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *rstd,
                      const float *w, int T, int H) {
     #pragma omp parallel for schedule(static)
@@ -135,12 +153,7 @@ void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, cons
         float c = r * r * r * s / (float)H;
         for (int i = 0; i < H; i++) dxr[i] += r * dyr[i] * w[i] - c * xr[i];
     }
-    #pragma omp parallel for schedule(static)
-    for (int i = 0; i < H; i++) {
-        float s = 0;
-        for (int t = 0; t < T; t++) s += dy[(size_t)t * H + i] * x[(size_t)t * H + i] * rstd[t];
-        dw[i] += s;
-    }
+    colsum(dw, dy, x, rstd, T, H);
 }
 
 /* RoPE tables in double precision, stored as float. */

@@ -34,9 +34,13 @@ static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0,
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp, dh;
             bool clipped;
             double pg = or1_magic_token_loss(logp[k], old, x->adv, cfg, &dlp, &dh, &clipped);
+            double kl = 0, dkl = 0;
+            if (cfg->kl_coef != 0 && x->ref_logp) kl = or1_kl_token(&cfg->kl, logp[k], x->ref_logp[j], &dkl);
+            dlp += (float)(cfg->kl_coef * dkl);
             st->pg_loss += pg;
             st->entropy += ent[k];
-            st->loss += pg - cfg->entropy_coef * ent[k];
+            st->kl += kl;
+            st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
             st->clipped += clipped;
             st->tokens++;
             g_lp[k] = (float)(dlp * inv_total);
