@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #define MV_POINTS 3     /* evaluation points for expressions with variables */
-#define MV_REL_TOL 1e-9 /* relative tolerance of floating-point equality */
+#define MV_REL_TOL 1e-11 /* relative tolerance of floating-point equality */
 
 /* An exact rational number, reduced, with a positive denominator. */
 typedef struct {
