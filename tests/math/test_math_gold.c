@@ -1,7 +1,8 @@
 /* Every gold answer of the given data files, boxed as a response, must be accepted against
  * its own row; and every gold that parses as mathematics must also equal itself with the
  * string shortcut switched off (so the parser and evaluator, not strcmp, decide). Prints
- * how many distinct normalised forms there are and how many parse as mathematics. */
+ * how many distinct strings and normalised forms there are and how many parse as
+ * mathematics. */
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/math_verify.h"
@@ -61,8 +62,19 @@ static bool balanced(const char *s) {
     return d == 0;
 }
 
+/* Adds the normalised string key of gold to keys. */
+static void add_key(strset *keys, const char *gold, const or1_math_limits *lim) {
+    mv_ctx c;
+    mv_ctx_init(&c, lim);
+    char *norm = mv_normalize(&c, gold, strlen(gold));
+    char *key = norm ? mv_string_key(&c, norm) : NULL;
+    if (key) strset_add(keys, key);
+    mv_ctx_free(&c);
+}
+
 /* Checks one data file; returns the number of failures. */
-static int check_file(const char *path, strset *forms, size_t *n_math, size_t *n_gold, size_t *n_unbalanced) {
+static int check_file(const char *path, strset *forms, strset *keys, size_t *n_math, size_t *n_gold,
+                      size_t *n_unbalanced) {
     or1_jsonl_reader r;
     if (or1_jsonl_open(&r, path) != 0) {
         fprintf(stderr, "%s\n", or1_error());
@@ -86,17 +98,22 @@ static int check_file(const char *path, strset *forms, size_t *n_math, size_t *n
             or1_math_result res;
             if (!balanced(gold)) {
                 (*n_unbalanced)++;
-            } else if (or1_math_verify_json(resp, gt->valuestring, &lim, &res) != 0 || !res.correct) {
-                fprintf(stderr, "%s:%zu: boxed gold not accepted: %s\n", path, r.line, gold);
-                fails++;
-            }
-            if (balanced(gold)) or1_math_result_free(&res);
-            (*n_gold)++;
-            if (strset_add(forms, gold) && mv_parses_as_math(gold, &lim)) {
-                (*n_math)++;
-                if (!mv_equal_strings(gold, n, gold, n, &lim, false, NULL)) {
-                    fprintf(stderr, "%s:%zu: parses but is not equal to itself: %s\n", path, r.line, gold);
+            } else {
+                if (or1_math_verify_json(resp, gt->valuestring, &lim, &res) != 0 || !res.correct) {
+                    fprintf(stderr, "%s:%zu: boxed gold not accepted: %s\n", path, r.line, gold);
                     fails++;
+                }
+                or1_math_result_free(&res);
+            }
+            (*n_gold)++;
+            if (strset_add(forms, gold)) {
+                add_key(keys, gold, &lim);
+                if (mv_parses_as_math(gold, &lim)) {
+                    (*n_math)++;
+                    if (!mv_equal_strings(gold, n, gold, n, &lim, false, NULL)) {
+                        fprintf(stderr, "%s:%zu: parses but is not equal to itself: %s\n", path, r.line, gold);
+                        fails++;
+                    }
                 }
             }
             free(resp);
@@ -110,13 +127,15 @@ static int check_file(const char *path, strset *forms, size_t *n_math, size_t *n
 
 /* Usage: test_math_gold DATA.jsonl... */
 int main(int argc, char **argv) {
-    strset forms = {0};
+    strset forms = {0}, keys = {0};
     size_t n_math = 0, n_gold = 0, n_unbalanced = 0;
     int fails = 0;
-    for (int i = 1; i < argc; i++) fails += check_file(argv[i], &forms, &n_math, &n_gold, &n_unbalanced);
-    printf("gold answers: %zu (%zu with unbalanced braces, not boxable), distinct: %zu, parsed as "
-           "mathematics: %zu (%.1f%%), failures: %d\n",
-           n_gold, n_unbalanced, forms.n, n_math, forms.n ? 100.0 * (double)n_math / (double)forms.n : 0.0, fails);
+    for (int i = 1; i < argc; i++) fails += check_file(argv[i], &forms, &keys, &n_math, &n_gold, &n_unbalanced);
+    printf("gold answers: %zu (%zu with unbalanced braces, not boxable), distinct strings: %zu, distinct "
+           "normalised forms: %zu, strings that parse as mathematics: %zu (%.1f%%), failures: %d\n",
+           n_gold, n_unbalanced, forms.n, keys.n, n_math, forms.n ? 100.0 * (double)n_math / (double)forms.n : 0.0,
+           fails);
     strset_free(&forms);
+    strset_free(&keys);
     return fails ? 1 : 0;
 }
