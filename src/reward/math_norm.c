@@ -23,6 +23,13 @@ static void put(mv_buf *b, const char *s, size_t n) {
 /* Appends a NUL-terminated string. */
 static void puts_(mv_buf *b, const char *s) { put(b, s, strlen(s)); }
 
+/* Appends the comma an "and"/"or" stands for, unless one is already there ("1, 8, and 49"). */
+static void put_separator(mv_buf *b) {
+    size_t i = b->n;
+    while (i > 0 && isspace((unsigned char)b->p[i - 1])) i--;
+    if (i == 0 || b->p[i - 1] != ',') puts_(b, ",");
+}
+
 /* True if the output so far ends (spaces aside) in a value a unit can follow: a digit, a
  * closing brace or parenthesis. */
 static bool after_value(const mv_buf *b) {
@@ -128,8 +135,13 @@ static size_t text_arg(mv_ctx *c, mv_buf *b, const char *s, size_t n, size_t i, 
     while (tn && (*t == ' ' || *t == '~')) t++, tn--;
     while (tn && (t[tn - 1] == ' ' || t[tn - 1] == '~')) tn--;
     if (tn == 0) return e;
-    if (word_is(t, tn, "and") || word_is(t, tn, "or") || word_is(t, tn, ",")) {
-        puts_(b, ",");
+    if (tn && t[0] == ',') { /* "\text{, and }" */
+        t++, tn--;
+        while (tn && *t == ' ') t++, tn--;
+        put_separator(b);
+    }
+    if (tn == 0 || word_is(t, tn, "and") || word_is(t, tn, "or")) {
+        put_separator(b);
         return e;
     }
     if (!operatorname && after_value(b) && (is_wordy(t, tn) || (lead_space && isalpha((unsigned char)t[0]))))
@@ -252,7 +264,7 @@ static void norm_into(mv_ctx *c, mv_buf *b, const char *s, size_t n, int depth) 
         } else if (isalpha(ch)) {
             size_t k = i;
             while (k < n && isalpha((unsigned char)s[k])) k++;
-            if (word_is(s + i, k - i, "and") || word_is(s + i, k - i, "or")) puts_(b, ",");
+            if (word_is(s + i, k - i, "and") || word_is(s + i, k - i, "or")) put_separator(b);
             else put(b, s + i, k - i);
             i = k;
         } else if (ch >= 0x80) {
