@@ -21,8 +21,8 @@ typedef struct cJSON cJSON;
 typedef struct {
     double cpu_s;        /* CPU seconds of the main process (RLIMIT_CPU, checked exactly after) */
     double wall_s;       /* wall-clock seconds for the whole process tree */
-    size_t memory_bytes; /* address space per process (RLIMIT_AS) */
-    int max_procs;       /* processes and threads of the run's user (RLIMIT_NPROC) */
+    size_t memory_bytes; /* address space per process (RLIMIT_AS), and the tree's memory cgroup */
+    int max_procs;       /* processes and threads of the run (RLIMIT_NPROC, and the pids cgroup) */
     size_t file_bytes;   /* largest file the program may write (RLIMIT_FSIZE), also bounds its disk */
     int max_files;       /* open file descriptors (RLIMIT_NOFILE) */
     size_t output_bytes; /* stdout beyond this ends the run with an output-limit status */
@@ -53,6 +53,7 @@ typedef enum {
     OR1_RUN_CPU_LIMIT,
     OR1_RUN_WALL_LIMIT,
     OR1_RUN_OUTPUT_LIMIT,
+    OR1_RUN_MEMORY_LIMIT, /* the tree's memory cgroup ran out (the OOM killer acted) */
 } or1_run_status;
 
 typedef struct {

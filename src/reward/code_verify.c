@@ -23,7 +23,8 @@ static or1_code_verdict run_verdict(const or1_sandbox_result *r) {
     if (r->chan[0] == 'S') return OR1_CODE_SYNTAX_ERROR;
     if (r->status == OR1_RUN_CPU_LIMIT || r->status == OR1_RUN_WALL_LIMIT) return OR1_CODE_TIME_LIMIT;
     if (r->status == OR1_RUN_OUTPUT_LIMIT) return OR1_CODE_OUTPUT_LIMIT;
-    if (r->chan[0] == 'M' || strstr(r->err, "MemoryError")) return OR1_CODE_MEMORY_LIMIT;
+    if (r->status == OR1_RUN_MEMORY_LIMIT || r->chan[0] == 'M' || strstr(r->err, "MemoryError"))
+        return OR1_CODE_MEMORY_LIMIT;
     if (r->status == OR1_RUN_SIGNALED) return r->signal == SIGXCPU ? OR1_CODE_TIME_LIMIT : OR1_CODE_RUNTIME_ERROR;
     if (r->exit_code != 0) return strstr(r->err, "AssertionError") ? OR1_CODE_WRONG_ANSWER : OR1_CODE_RUNTIME_ERROR;
     return OR1_CODE_ACCEPTED;

@@ -46,7 +46,7 @@ typedef struct {
     const char *dir;       /* working directory: "/work" inside the namespace or a host temp dir */
     char tmpfs_opts[64];
     char uid_map[64], gid_map[64];
-    int out_w, err_w, chan_w, status_w;
+    int out_w, err_w, chan_w, status_w, go_r;
     const struct sock_fprog *filter;
 } child_ctx;
 
@@ -298,6 +298,9 @@ static void child_drop(child_ctx *c) {
 
 /* The child: isolate, limit, filter, exec. Never returns. */
 static _Noreturn void child_main(child_ctx *c) {
+    /* Wait until the parent has put us in our cgroups (end of file: the parent is gone). */
+    char go;
+    if (read(c->go_r, &go, 1) != 1) _exit(127);
     /* Lift the pipe ends above the standard descriptors so the dup2s below cannot clobber them. */
     int *fds[] = {&c->status_w, &c->out_w, &c->err_w, &c->chan_w};
     for (int i = 0; i < 4; i++) {
@@ -320,7 +323,7 @@ static _Noreturn void child_main(child_ctx *c) {
 typedef struct {
     int fd;
     char *buf;
-    size_t len, cap;
+    size_t len, cap, alloc; /* alloc: bytes allocated for buf (grows geometrically) */
     bool tail;     /* keep the last cap bytes instead of the first */
     bool overflow; /* more than cap bytes arrived */
 } sink;
@@ -348,11 +351,14 @@ static bool sink_read(sink *s) {
         s->overflow = true;
         k = s->cap - s->len;
     }
-    if (s->len + k + 1 > 0 && k > 0) {
-        s->buf = or1_realloc(s->buf, s->len + k + 1);
-        memcpy(s->buf + s->len, tmp, k);
-        s->len += k;
+    if (s->len + k + 1 > s->alloc) {
+        size_t want = s->alloc ? 2 * s->alloc : 65536;
+        while (want < s->len + k + 1) want *= 2;
+        s->alloc = want < s->cap + 1 ? want : s->cap + 1;
+        s->buf = or1_realloc(s->buf, s->alloc);
     }
+    memcpy(s->buf + s->len, tmp, k);
+    s->len += k;
     return true;
 }
 
@@ -498,9 +504,11 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     } else {
         c.dir = "/work";
     }
-    int p[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    int p[5][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
     int rc = -1;
-    for (int i = 0; i < 4; i++)
+    or1_cgroup cg;
+    or1_cgroup_create(&cg, (unsigned long)c.uid, &spec->limits);
+    for (int i = 0; i < 5; i++)
         if (pipe2(p[i], O_CLOEXEC) != 0) {
             or1_fail("sandbox: pipe: %s", strerror(errno));
             goto done;
@@ -509,6 +517,7 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     c.err_w = p[1][1];
     c.chan_w = p[2][1];
     c.status_w = p[3][1];
+    c.go_r = p[4][0];
     long flags = SIGCHLD;
     if (c.iso != OR1_ISOLATION_RLIMITS)
         flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
@@ -524,11 +533,14 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
         close(p[i][1]);
         p[i][1] = -1;
     }
+    /* Without its cgroups the run would still be bounded per process: go on regardless. */
+    if (or1_cgroup_attach(&cg, pid) != 0) or1_cgroup_remove(&cg);
+    if (write(p[4][1], "g", 1) != 1) kill(pid, SIGKILL);
     int pidfd = (int)syscall(SYS_pidfd_open, (long)pid, 0L);
     sink sinks[3] = {
-        {p[0][0], NULL, 0, spec->limits.output_bytes, false, false},
-        {p[1][0], or1_malloc(ERR_TAIL + 1), 0, ERR_TAIL, true, false},
-        {p[2][0], NULL, 0, spec->limits.output_bytes, false, false},
+        {p[0][0], NULL, 0, spec->limits.output_bytes, 0, false, false},
+        {p[1][0], or1_malloc(ERR_TAIL + 1), 0, ERR_TAIL, ERR_TAIL + 1, true, false},
+        {p[2][0], NULL, 0, spec->limits.output_bytes, 0, false, false},
     };
     for (int i = 0; i < 3; i++) fcntl(sinks[i].fd, F_SETFL, O_NONBLOCK);
     or1_run_status why = OR1_RUN_EXITED;
@@ -586,9 +598,11 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     bool cpu_kill = res->status == OR1_RUN_SIGNALED && (res->signal == SIGKILL || res->signal == SIGXCPU) &&
                     res->cpu_s >= 0.5 * floor(spec->limits.cpu_s);
     if (!limit_hit && (cpu_kill || res->cpu_s >= spec->limits.cpu_s)) res->status = OR1_RUN_CPU_LIMIT;
+    if (!limit_hit && or1_cgroup_oom(&cg)) res->status = OR1_RUN_MEMORY_LIMIT;
     rc = 0;
 done:
-    close_pipes(p, 4);
+    close_pipes(p, 5);
+    or1_cgroup_remove(&cg);
     if (tmpdir) {
         remove_tree(tmpdir);
         free(tmpdir);

@@ -15,6 +15,18 @@ const struct sock_fprog *or1_sandbox_seccomp(void);
 uid_t or1_sandbox_uid_acquire(void);
 void or1_sandbox_uid_release(uid_t uid);
 
+/* A run's cgroup v1 groups (cpu, memory, pids), when the host lets us create them. */
+enum { OR1_CGROUP_N = 3 };
+typedef struct {
+    bool active;
+    char dir[OR1_CGROUP_N][640];
+} or1_cgroup;
+
+bool or1_cgroup_create(or1_cgroup *cg, unsigned long id, const or1_sandbox_limits *l);
+int or1_cgroup_attach(const or1_cgroup *cg, pid_t pid);
+bool or1_cgroup_oom(const or1_cgroup *cg);
+void or1_cgroup_remove(or1_cgroup *cg);
+
 /* The Python harness that wraps untrusted code (code_driver.py, compiled in). */
 extern const char or1_code_driver_py[];
 
