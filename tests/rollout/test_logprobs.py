@@ -1,0 +1,62 @@
+"""The log-prob generate reports for each sampled token is the trainer's: `or1 logprobs` on the same
+prompt + response sequence, at the same temperature, to 1e-4.
+
+usage: test_logprobs.py OR1
+
+Settings: temperature 1; temperature 0.7 with top-p 0.8 and top-k 10 (the log-prob stays the
+untruncated one at 0.7, so a renormalised truncated log-prob fails); greedy (temperature 0, whose
+log-probs are at temperature 1). Two checkpoints: Qwen2 with GQA and a 4500-token vocabulary (wider
+than one 4096-entry head block), and a tied Llama.
+"""
+import os
+import sys
+import tempfile
+
+import torch
+
+import common
+from common import ref
+
+ATOL = 1e-4
+N, NEW = 3, 30
+SETTINGS = [(1.0, {}), (0.7, {"temperature": 0.7, "top-p": 0.8, "top-k": 10}),
+            (1.0, {"temperature": 0})]
+MODELS = [dict(arch="qwen2", heads=4, kv_heads=2, vocab=4500),
+          dict(arch="llama", tied=True, heads=4, kv_heads=4, vocab=97)]
+
+
+def check_model(chk, or1, tmp, k, spec):
+    """Every setting on one checkpoint."""
+    model = os.path.join(tmp, f"m{k}")
+    cfg, _ = ref.new_checkpoint(model, seed=20 + k, **spec)
+    g = torch.Generator().manual_seed(k)
+    prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (1, 6, 23, 50)]
+    inp = common.write_prompts(os.path.join(tmp, f"in{k}.jsonl"), prompts)
+    for temp, flags in SETTINGS:
+        what = f"{spec['arch']} vocab {cfg['vocab_size']} {common.flag_args(flags) or 'T=1'}"
+        rows = common.generate(chk, or1, model, inp, len(prompts), n=N, seed=k,
+                               **{"max-new-tokens": NEW}, **flags)
+        if rows is None:
+            continue
+        seqs = [prompts[r["index"]] + r["response_ids"] for r in rows]
+        want = common.logprobs(chk, or1, model, seqs, tmp, temp)
+        if want is None:
+            continue
+        for r, w in zip(rows, want):
+            n = len(r["response_ids"])
+            chk.close(f"{what} prompt {r['index']} sample {r['sample']}", r["logprobs"], w[-n:], ATOL)
+        chk.ok(any(lp < -1.0 for r in rows for lp in r["logprobs"]),
+               f"{what}: every log-prob is above -1; the model should be less certain")
+
+
+def main():
+    or1 = sys.argv[1]
+    chk = ref.Checker("rollout logprobs")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, spec in enumerate(MODELS):
+            check_model(chk, or1, tmp, k, spec)
+    chk.finish()
+
+
+if __name__ == "__main__":
+    main()
