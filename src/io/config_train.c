@@ -1,0 +1,471 @@
+/* The trainer's configuration: its schema (known keys, types, defaults) and the loader that
+ * fills or1_train_config from a YAML file and --set overrides. Defaults are the recipe's
+ * final training scripts (recipe §11; entropy control §6.3, first row). */
+#include "config_internal.h"
+#include "or1/config.h"
+#include "or1/core.h"
+#include "or1/io.h"
+
+#include <float.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define BIG 1e9
+#define INT_KEY(p, d, lo, hi, h) {p, OR1_CFG_INT, d, lo, hi, h}
+#define NUM_KEY(p, d, lo, hi, h) {p, OR1_CFG_DOUBLE, d, lo, hi, h}
+#define BOOL_KEY(p, d, h) {p, OR1_CFG_BOOL, d, 0, 0, h}
+#define STR_KEY(p, d, h) {p, OR1_CFG_STRING, d, 0, 0, h}
+#define PATH_KEY(p, d, h) {p, OR1_CFG_PATH, d, 0, 0, h}
+
+const or1_cfg_key or1_train_schema[] = {
+    PATH_KEY("model.path", "", "checkpoint folder (config.json + safetensors); required"),
+    PATH_KEY("model.tokenizer", "", "tokenizer.json or its folder; empty: model.path"),
+    STR_KEY("model.chat_template", "", "deepseek-r1 | deepseek | chatml | llama3 | plain; empty: the tokenizer's"),
+    {"data.train", OR1_CFG_MAPS, "", 0, 0, "training files: list of {path, weight}"},
+    PATH_KEY("data.train[].path", "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
+    INT_KEY("data.train[].weight", "1", 1, 1000, "mixing weight: each row is drawn this many times per epoch"),
+    INT_KEY("data.max_prompt_length", "2048", 1, BIG, "drop rows whose chat-templated prompt is longer (tokens)"),
+    BOOL_KEY("data.shuffle", "true", "shuffle every epoch (seeded by `seed`)"),
+    BOOL_KEY("data.online_filter", "true", "at a stage start, drop prompts solved by every sample in the previous stage"),
+    STR_KEY("data.difficulty.model", "", "offline filter: extra_info.model_difficulty key; empty: off"),
+    INT_KEY("data.difficulty.min", "1", 0, BIG, "keep rows with min <= difficulty <= max"),
+    INT_KEY("data.difficulty.max", "15", 0, BIG, "keep rows with min <= difficulty <= max"),
+    STR_KEY("data.difficulty.missing", "drop", "rows without a difficulty for the model: keep | drop"),
+    INT_KEY("rollout.n", "16", 1, 4096, "M samples per prompt (default of the stages)"),
+    NUM_KEY("rollout.temperature", "1.0", 1e-6, 100, "sampling temperature (also divides the training logits)"),
+    NUM_KEY("rollout.top_p", "1.0", 1e-6, 1, "nucleus sampling"),
+    INT_KEY("rollout.top_k", "0", 0, BIG, "top-k sampling; 0: off"),
+    INT_KEY("rollout.max_new_tokens", "16384", 1, BIG, "T, response length limit (default of the stages)"),
+    INT_KEY("train.prompts_per_step", "256", 1, BIG, "N prompts per step (default of the stages)"),
+    INT_KEY("train.mini_batch", "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),
+    INT_KEY("train.epochs", "1", 1, 1000, "passes over each step's batch (ppo_epochs, N_reuse)"),
+    INT_KEY("train.steps", "1000", 1, BIG, "steps when there is no stages list"),
+    INT_KEY("train.micro_tokens", "0", 0, BIG, "tokens per loss micro-batch; 0: max_prompt_length + T"),
+    NUM_KEY("train.lr", "1e-6", 0, 1, "AdamW learning rate (constant)"),
+    NUM_KEY("train.weight_decay", "0.01", 0, 10, "AdamW weight decay"),
+    NUM_KEY("train.beta1", "0.9", 0, 1, "AdamW beta1"),
+    NUM_KEY("train.beta2", "0.999", 0, 1, "AdamW beta2"),
+    NUM_KEY("train.adam_eps", "1e-8", 0, 1, "AdamW epsilon"),
+    NUM_KEY("train.grad_clip", "1.0", 0, BIG, "global gradient-norm clip; 0: off"),
+    NUM_KEY("train.clip_low", "0.2", 0, 1, "PPO ratio clip below: 1 - clip_low"),
+    NUM_KEY("train.clip_high", "0.2", 0, BIG, "PPO ratio clip above: 1 + clip_high"),
+    STR_KEY("entropy.mode", "adaptive", "adaptive | constant | off"),
+    NUM_KEY("entropy.target", "0.2", 0, BIG, "tgt-ent"),
+    NUM_KEY("entropy.delta", "1e-4", 0, 1, "coefficient step per training step"),
+    NUM_KEY("entropy.c_min", "0", 0, 1, "lower clip of the coefficient"),
+    NUM_KEY("entropy.c_max", "5e-3", 0, 1, "upper clip of the coefficient"),
+    NUM_KEY("entropy.initial", "0", 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
+    BOOL_KEY("kl.enabled", "false", "KL loss to a frozen reference"),
+    NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
+    STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
+    PATH_KEY("kl.reference", "", "reference checkpoint; empty: model.path"),
+    BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
+    BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
+    INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
+    STR_KEY("advantage.estimator", "grpo", "grpo | drgrpo (no division by the group std)"),
+    NUM_KEY("advantage.eps", "1e-6", 0, 1, "added to the group std"),
+    STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
+    INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
+    NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
+    {"stages", OR1_CFG_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
+    STR_KEY("stages[].name", "", "label for logs"),
+    INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
+    INT_KEY("stages[].prompts", "", 1, BIG, "N; default train.prompts_per_step"),
+    INT_KEY("stages[].n", "", 1, 4096, "M; default rollout.n"),
+    INT_KEY("stages[].mini_batch", "", 1, BIG, "default train.mini_batch"),
+    INT_KEY("stages[].steps", "", 1, BIG, "steps of this stage; required"),
+    {"eval.files", OR1_CFG_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"},
+    INT_KEY("eval.every", "20", 0, BIG, "validate every K steps; 0: off"),
+    INT_KEY("eval.n", "8", 1, 4096, "samples per problem"),
+    {"eval.temperatures", OR1_CFG_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"},
+    NUM_KEY("eval.top_p", "1.0", 1e-6, 1, "nucleus sampling in validation"),
+    INT_KEY("eval.max_new_tokens", "0", 0, BIG, "0: the stage's T"),
+    INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
+    PATH_KEY("output.dir", "runs/train", "metrics.jsonl and checkpoints go here"),
+    INT_KEY("seed", "1", 0, INT_MAX, "data order and sampling seed"),
+};
+const size_t or1_train_schema_len = sizeof or1_train_schema / sizeof or1_train_schema[0];
+
+/* Where each scalar key of the schema lands in the struct (lists, enums: by hand). */
+static const struct {
+    const char *path;
+    size_t off;
+} FIELDS[] = {
+#define F(p, f) {p, offsetof(or1_train_config, f)}
+    F("model.path", model.path), F("model.tokenizer", model.tokenizer),
+    F("model.chat_template", model.chat_template), F("data.max_prompt_length", data.max_prompt_length),
+    F("data.shuffle", data.shuffle), F("data.online_filter", data.online_filter),
+    F("data.difficulty.model", data.difficulty_model), F("data.difficulty.min", data.difficulty_min),
+    F("data.difficulty.max", data.difficulty_max), F("rollout.n", rollout.n),
+    F("rollout.temperature", rollout.temperature), F("rollout.top_p", rollout.top_p),
+    F("rollout.top_k", rollout.top_k), F("rollout.max_new_tokens", rollout.max_new_tokens),
+    F("train.prompts_per_step", train.prompts_per_step), F("train.mini_batch", train.mini_batch),
+    F("train.epochs", train.epochs), F("train.steps", train.steps), F("train.micro_tokens", train.micro_tokens),
+    F("train.lr", train.lr), F("train.weight_decay", train.weight_decay), F("train.beta1", train.beta1),
+    F("train.beta2", train.beta2), F("train.adam_eps", train.adam_eps), F("train.grad_clip", train.grad_clip),
+    F("train.clip_low", train.clip_low), F("train.clip_high", train.clip_high),
+    F("entropy.target", entropy.target), F("entropy.delta", entropy.delta), F("entropy.c_min", entropy.c_min),
+    F("entropy.c_max", entropy.c_max), F("entropy.initial", entropy.initial), F("kl.enabled", kl.enabled),
+    F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("rejection.enabled", rejection.enabled),
+    F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
+    F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
+    F("reward.code_timeout", reward.code_timeout), F("eval.every", eval.every), F("eval.n", eval.n),
+    F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
+    F("checkpoint.every", checkpoint.every), F("output.dir", output_dir), F("seed", seed),
+#undef F
+};
+
+/* The node holding a key's default (parsed from the schema's YAML text), or NULL. */
+static const or1_cfg_node *default_node(const or1_cfg_key *k, or1_cfg **keep) {
+    char text[256];
+    snprintf(text, sizeof text, "v: %s\n", k->def);
+    *keep = or1_cfg_parse(text, strlen(text), "(schema default)");
+    return *keep ? or1_cfg_get(or1_cfg_root(*keep), "v") : NULL;
+}
+
+/* Reads one scalar schema key (path relative to base) into the struct field at dst. */
+static int fill_one(const or1_cfg_node *base, const char *rel, const or1_cfg_key *k, void *dst) {
+    or1_cfg *defs = NULL;
+    const or1_cfg_node *src = base;
+    const char *p = rel;
+    if (!or1_cfg_get(base, rel)) {
+        src = default_node(k, &defs);
+        p = "";
+    }
+    int rc = 0;
+    if (!src) { /* no value and no default: leave the field zero (checked by the caller) */
+    } else if (k->type == OR1_CFG_INT) {
+        int64_t v;
+        rc = or1_cfg_int(src, p, (int64_t)k->lo, (int64_t)k->hi, 0, &v);
+        *(int *)dst = (int)v;
+    } else if (k->type == OR1_CFG_DOUBLE) {
+        rc = or1_cfg_double(src, p, k->lo, k->hi, 0, (double *)dst);
+    } else if (k->type == OR1_CFG_BOOL) {
+        rc = or1_cfg_bool(src, p, false, (bool *)dst);
+    } else {
+        const char *s;
+        rc = or1_cfg_string(src, p, "", &s);
+        if (rc == 0) *(char **)dst = or1_strdup(s);
+    }
+    if (k->type >= OR1_CFG_STRING && k->type <= OR1_CFG_PATH && !*(char **)dst) *(char **)dst = or1_strdup("");
+    or1_cfg_free(defs);
+    return rc;
+}
+
+/* Fills every top-level scalar key of the schema that has a struct field. */
+static int fill_scalars(const or1_cfg_node *root, or1_train_config *c) {
+    for (size_t i = 0; i < or1_train_schema_len; i++) {
+        const or1_cfg_key *k = &or1_train_schema[i];
+        for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++)
+            if (!strcmp(FIELDS[f].path, k->path) && fill_one(root, k->path, k, (char *)c + FIELDS[f].off) != 0)
+                return -1;
+    }
+    return 0;
+}
+
+/* The schema entry of a path (it exists: the table is the source of the names). */
+static const or1_cfg_key *key_of(const char *path) {
+    for (size_t i = 0; i < or1_train_schema_len; i++)
+        if (!strcmp(or1_train_schema[i].path, path)) return &or1_train_schema[i];
+    return NULL;
+}
+
+/* A string key's value (or default), for the enumerations. */
+static const char *str_of(const or1_cfg_node *root, const char *path) {
+    const char *s;
+    or1_cfg_string(root, path, key_of(path)->def, &s);
+    return s;
+}
+
+/* Where a key was written, for messages about values the loader checks itself. */
+static const char *where_of(const or1_cfg *cfg, const char *path, char *buf, size_t cap) {
+    const or1_cfg_node *n = or1_cfg_get(or1_cfg_root(cfg), path);
+    if (n) snprintf(buf, cap, "%s: key \"%s\"", or1_cfg_node_where(n), path);
+    else snprintf(buf, cap, "%s: key \"%s\" (default)", or1_cfg_file(cfg), path);
+    return buf;
+}
+
+/* The enumerated keys: entropy mode, KL estimator, advantage estimator and mask, missing
+ * difficulty policy. */
+static int fill_enums(const or1_cfg *cfg, or1_train_config *c) {
+    const or1_cfg_node *root = or1_cfg_root(cfg);
+    char w[700];
+    if (or1_entropy_mode_parse(str_of(root, "entropy.mode"), &c->entropy.mode, where_of(cfg, "entropy.mode", w, sizeof w)) ||
+        or1_kl_parse(str_of(root, "kl.estimator"), &c->kl.estimator, where_of(cfg, "kl.estimator", w, sizeof w)) ||
+        or1_trunc_mask_parse(str_of(root, "advantage.truncation_mask"), &c->advantage.trunc,
+                             where_of(cfg, "advantage.truncation_mask", w, sizeof w)))
+        return -1;
+    const char *est = str_of(root, "advantage.estimator");
+    if (strcmp(est, "grpo") != 0 && strcmp(est, "drgrpo") != 0)
+        return or1_fail("%s: \"%.64s\" is not one of grpo, drgrpo", where_of(cfg, "advantage.estimator", w, sizeof w), est);
+    c->advantage.norm_by_std = !strcmp(est, "grpo");
+    const char *miss = str_of(root, "data.difficulty.missing");
+    if (strcmp(miss, "keep") != 0 && strcmp(miss, "drop") != 0)
+        return or1_fail("%s: \"%.64s\" is not one of keep, drop", where_of(cfg, "data.difficulty.missing", w, sizeof w), miss);
+    c->data.difficulty_keep_missing = !strcmp(miss, "keep");
+    c->advantage.reject = c->rejection.enabled;
+    c->advantage.keep_single = c->rejection.keep_single;
+    return 0;
+}
+
+/* data.train: a non-empty list of {path, weight}. */
+static int fill_train_files(const or1_cfg *cfg, or1_train_config *c) {
+    const or1_cfg_node **items;
+    size_t n;
+    if (or1_cfg_maps(or1_cfg_root(cfg), "data.train", &items, &n) != 0) return -1;
+    c->data.train = or1_calloc(n + 1, sizeof *c->data.train);
+    c->data.n_train = n;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!or1_cfg_get(items[i], "path")) {
+            rc = or1_fail("%s: key \"%s\" needs a \"path\"", or1_cfg_node_where(items[i]), or1_cfg_node_path(items[i]));
+            break;
+        }
+        rc = fill_one(items[i], "path", key_of("data.train[].path"), &c->data.train[i].path) ||
+             fill_one(items[i], "weight", key_of("data.train[].weight"), &c->data.train[i].weight);
+    }
+    free(items);
+    return rc ? -1 : 0;
+}
+
+/* stages: each item's keys default to the top-level values; absent: one stage of
+ * train.steps steps. */
+static int fill_stages(const or1_cfg *cfg, or1_train_config *c) {
+    const or1_cfg_node **items;
+    size_t n;
+    if (or1_cfg_maps(or1_cfg_root(cfg), "stages", &items, &n) != 0) return -1;
+    c->n_stages = n ? n : 1;
+    c->stages = or1_calloc(c->n_stages, sizeof *c->stages);
+    for (size_t i = 0; i < c->n_stages; i++)
+        c->stages[i] = (or1_stage_cfg){NULL, c->rollout.max_new_tokens, c->train.prompts_per_step, c->rollout.n,
+                                       c->train.mini_batch, c->train.steps};
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        or1_stage_cfg *s = &c->stages[i];
+        const or1_cfg_node *it = items[i];
+        if (!or1_cfg_get(it, "steps")) {
+            rc = or1_fail("%s: key \"%s\" needs \"steps\"", or1_cfg_node_where(it), or1_cfg_node_path(it));
+            break;
+        }
+        int64_t v;
+        const char *name;
+        if ((rc = or1_cfg_string(it, "name", "", &name)) != 0) break;
+        s->name = or1_strdup(name);
+        struct {
+            const char *key;
+            int *dst;
+            int64_t hi;
+        } ints[] = {{"context_length", &s->context_length, (int64_t)BIG}, {"prompts", &s->prompts, (int64_t)BIG},
+                    {"n", &s->samples, 4096}, {"mini_batch", &s->mini_batch, (int64_t)BIG},
+                    {"steps", &s->steps, (int64_t)BIG}};
+        for (size_t j = 0; j < sizeof ints / sizeof ints[0] && rc == 0; j++) {
+            rc = or1_cfg_int(it, ints[j].key, 1, ints[j].hi, *ints[j].dst, &v);
+            *ints[j].dst = (int)v;
+        }
+    }
+    for (size_t i = 0; i < c->n_stages; i++)
+        if (!c->stages[i].name) c->stages[i].name = or1_strdup("");
+    free(items);
+    return rc;
+}
+
+/* eval.files and eval.temperatures, from the tree or the schema's defaults. */
+static int fill_lists(const or1_cfg_node *root, or1_train_config *c) {
+    or1_cfg *defs = NULL;
+    const or1_cfg_node *src = root;
+    const char *p = "eval.files";
+    if (!or1_cfg_get(root, p)) src = default_node(key_of(p), &defs), p = "";
+    int rc = src ? or1_cfg_strings(src, p, &c->eval.files, &c->eval.n_files) : 0;
+    or1_cfg_free(defs);
+    defs = NULL;
+    src = root;
+    p = "eval.temperatures";
+    if (!or1_cfg_get(root, p)) src = default_node(key_of(p), &defs), p = "";
+    if (rc == 0 && src) rc = or1_cfg_doubles(src, p, &c->eval.temperatures, &c->eval.n_temperatures);
+    or1_cfg_free(defs);
+    return rc;
+}
+
+/* Relations between values that no single key can check. */
+static int check_relations(const or1_cfg *cfg, const or1_train_config *c) {
+    char w[700];
+    if (!*c->model.path) return or1_fail("%s: missing key \"model.path\"", or1_cfg_file(cfg));
+    if (c->data.n_train == 0) return or1_fail("%s: missing key \"data.train\" (a list of {path, weight})", or1_cfg_file(cfg));
+    if (c->entropy.c_min > c->entropy.c_max)
+        return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
+                        c->entropy.c_max);
+    if (c->data.difficulty_min > c->data.difficulty_max)
+        return or1_fail("%s: min %d is above max %d", where_of(cfg, "data.difficulty.min", w, sizeof w),
+                        c->data.difficulty_min, c->data.difficulty_max);
+    for (size_t i = 0; i < c->n_stages; i++) {
+        const or1_stage_cfg *s = &c->stages[i];
+        if (s->mini_batch > s->prompts || s->prompts % s->mini_batch != 0)
+            return or1_fail("%s: stage %zu: mini_batch %d must divide prompts %d (N_SGD = N / mini_batch)",
+                            or1_cfg_file(cfg), i, s->mini_batch, s->prompts);
+    }
+    return 0;
+}
+
+/* Load, override, check against the schema, then fill the struct. */
+int or1_train_config_load(const char *path, const char *const *overrides, size_t n_overrides,
+                          or1_train_config *out) {
+    memset(out, 0, sizeof *out);
+    or1_cfg *cfg = or1_cfg_load(path);
+    if (!cfg) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n_overrides && rc == 0; i++) rc = or1_cfg_set(cfg, overrides[i]);
+    if (rc == 0) rc = or1_cfg_check(cfg, or1_train_schema, or1_train_schema_len);
+    out->config_path = or1_strdup(path);
+    out->entropy = or1_entropy_defaults();
+    if (rc == 0) rc = fill_scalars(or1_cfg_root(cfg), out);
+    if (rc == 0) rc = fill_enums(cfg, out);
+    if (rc == 0) rc = fill_train_files(cfg, out);
+    if (rc == 0) rc = fill_stages(cfg, out);
+    if (rc == 0) rc = fill_lists(or1_cfg_root(cfg), out);
+    if (rc == 0) rc = check_relations(cfg, out);
+    or1_cfg_free(cfg);
+    if (rc != 0) or1_train_config_free(out);
+    return rc ? -1 : 0;
+}
+
+/* Frees every string and list of the struct. */
+void or1_train_config_free(or1_train_config *c) {
+    for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++) {
+        const or1_cfg_key *k = key_of(FIELDS[f].path);
+        if (k->type == OR1_CFG_STRING || k->type == OR1_CFG_PATH) free(*(char **)((char *)c + FIELDS[f].off));
+    }
+    for (size_t i = 0; c->data.train && i < c->data.n_train; i++) free(c->data.train[i].path);
+    for (size_t i = 0; c->stages && i < c->n_stages; i++) free(c->stages[i].name);
+    for (size_t i = 0; c->eval.files && i < c->eval.n_files; i++) free(c->eval.files[i]);
+    free(c->data.train);
+    free(c->stages);
+    free(c->eval.files);
+    free(c->eval.temperatures);
+    free(c->config_path);
+    memset(c, 0, sizeof *c);
+}
+
+/* True if path exists (file or folder). */
+static bool exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Every file the config names must exist before the trainer does any work. */
+int or1_train_config_check_files(const or1_train_config *c) {
+    const char *cfg = c->config_path;
+    if (!exists(c->model.path)) return or1_fail("%s: key \"model.path\": %s: no such file or folder", cfg, c->model.path);
+    if (*c->model.tokenizer && !exists(c->model.tokenizer))
+        return or1_fail("%s: key \"model.tokenizer\": %s: no such file or folder", cfg, c->model.tokenizer);
+    if (c->kl.enabled && *c->kl.reference && !exists(c->kl.reference))
+        return or1_fail("%s: key \"kl.reference\": %s: no such file or folder", cfg, c->kl.reference);
+    for (size_t i = 0; i < c->data.n_train; i++)
+        if (!or1_is_file(c->data.train[i].path))
+            return or1_fail("%s: key \"data.train[%zu].path\": %s: no such file", cfg, i, c->data.train[i].path);
+    for (size_t i = 0; i < c->eval.n_files; i++)
+        if (!or1_is_file(c->eval.files[i]))
+            return or1_fail("%s: key \"eval.files[%zu]\": %s: no such file", cfg, i, c->eval.files[i]);
+    return 0;
+}
+
+/* Writes a string as a YAML double-quoted scalar (JSON escapes are valid YAML ones). */
+static void put_str(FILE *f, const char *s) { or1_json_write_string(f, s); }
+
+/* Writes a double in the fewest of 15 or 17 digits that read back to the same value. */
+static void put_double(FILE *f, double v) {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+    fputs(buf, f);
+}
+
+/* Writes the value of one schema key (lists and enumerations by name, scalars through
+ * their struct field), after "key: ". */
+static void put_value(FILE *f, const or1_train_config *c, const or1_cfg_key *k) {
+    const char *p = k->path;
+    if (!strcmp(p, "data.train")) {
+        for (size_t j = 0; j < c->data.n_train; j++) {
+            fputs("\n    - path: ", f);
+            put_str(f, c->data.train[j].path);
+            fprintf(f, "\n      weight: %d", c->data.train[j].weight);
+        }
+    } else if (!strcmp(p, "stages")) {
+        for (size_t j = 0; j < c->n_stages; j++) {
+            const or1_stage_cfg *s = &c->stages[j];
+            fputs("\n  - name: ", f);
+            put_str(f, s->name);
+            fprintf(f, "\n    context_length: %d\n    prompts: %d\n    n: %d\n    mini_batch: %d\n    steps: %d",
+                    s->context_length, s->prompts, s->samples, s->mini_batch, s->steps);
+        }
+    } else if (!strcmp(p, "eval.files")) {
+        fputc('[', f);
+        for (size_t j = 0; j < c->eval.n_files; j++) {
+            if (j) fputs(", ", f);
+            put_str(f, c->eval.files[j]);
+        }
+        fputc(']', f);
+    } else if (!strcmp(p, "eval.temperatures")) {
+        fputc('[', f);
+        for (size_t j = 0; j < c->eval.n_temperatures; j++) {
+            if (j) fputs(", ", f);
+            put_double(f, c->eval.temperatures[j]);
+        }
+        fputc(']', f);
+    } else if (!strcmp(p, "entropy.mode")) {
+        fputs(or1_entropy_mode_name(c->entropy.mode), f);
+    } else if (!strcmp(p, "kl.estimator")) {
+        fprintf(f, "%s%s", or1_kl_name(c->kl.estimator.kind), c->kl.estimator.straight_through ? "+" : "");
+    } else if (!strcmp(p, "advantage.estimator")) {
+        fputs(c->advantage.norm_by_std ? "grpo" : "drgrpo", f);
+    } else if (!strcmp(p, "advantage.truncation_mask")) {
+        fputs(or1_trunc_mask_name(c->advantage.trunc), f);
+    } else if (!strcmp(p, "data.difficulty.missing")) {
+        fputs(c->data.difficulty_keep_missing ? "keep" : "drop", f);
+    } else {
+        const void *v = NULL;
+        for (size_t j = 0; j < sizeof FIELDS / sizeof FIELDS[0]; j++)
+            if (!strcmp(FIELDS[j].path, p)) v = (const char *)c + FIELDS[j].off;
+        if (k->type == OR1_CFG_INT) fprintf(f, "%d", *(const int *)v);
+        else if (k->type == OR1_CFG_DOUBLE) put_double(f, *(const double *)v);
+        else if (k->type == OR1_CFG_BOOL) fputs(*(const bool *)v ? "true" : "false", f);
+        else put_str(f, *(char *const *)v);
+    }
+    fputc('\n', f);
+}
+
+/* The resolved configuration as YAML, in schema order: a section header whenever a key's
+ * enclosing mappings differ from the previous key's, then "leaf: value". */
+char *or1_train_config_yaml(const or1_train_config *c) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    char prev[128] = "";
+    for (size_t i = 0; i < or1_train_schema_len; i++) {
+        const or1_cfg_key *k = &or1_train_schema[i];
+        if (strchr(k->path, '[')) continue;
+        const char *leaf = strrchr(k->path, '.');
+        leaf = leaf ? leaf + 1 : k->path;
+        size_t plen = (size_t)(leaf - k->path), common = 0, depth = 0;
+        /* the longest prefix of whole sections shared with the previous key */
+        for (size_t j = 0; j < plen && j < strlen(prev) && prev[j] == k->path[j]; j++)
+            if (k->path[j] == '.') common = j + 1;
+        for (size_t j = 0; j < common; j++) depth += k->path[j] == '.';
+        for (size_t j = common; j < plen; j++) {
+            if (k->path[j] != '.') continue;
+            size_t from = j;
+            while (from > 0 && k->path[from - 1] != '.') from--;
+            fprintf(f, "%*s%.*s:\n", (int)(2 * depth), "", (int)(j - from), k->path + from);
+            depth++;
+        }
+        fprintf(f, "%*s%s:", (int)(2 * depth), "", leaf);
+        if (k->type != OR1_CFG_MAPS) fputc(' ', f);
+        put_value(f, c, k);
+        snprintf(prev, sizeof prev, "%.*s", (int)plen, k->path);
+    }
+    fclose(f);
+    return buf;
+}

@@ -1,0 +1,2 @@
+# YAML configuration files (libyaml).
+target_link_libraries(or1lib PUBLIC yaml)
