@@ -1,0 +1,308 @@
+/* `or1 gen-arith` and `or1 sft`: the built-in demo's task rows, traces and base-model training. */
+#include "cli.h"
+
+#include "or1/arith.h"
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/model.h"
+#include "or1/sft.h"
+#include "or1/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Options of `or1 gen-arith`. */
+typedef struct {
+    int64_t n, seed, min_ops, max_ops;
+    or1_arith_split split;
+    const char *out;
+    bool traces;
+    double noise;
+    or1_tokenizer *tok;
+    char *eos; /* the tokenizer's EOS token text, appended to each trace */
+} gen_opts;
+
+/* Parses the flags of `or1 gen-arith`; loads the tokenizer traces need. */
+static int gen_flags(cli_args *a, gen_opts *o) {
+    *o = (gen_opts){.seed = 0, .min_ops = 2, .max_ops = 4};
+    const char *split = cli_str(a, "split"), *tok = cli_str(a, "tokenizer");
+    o->out = cli_str(a, "out");
+    o->traces = cli_flag(a, "traces");
+    if (!cli_need(a, "n") || cli_int(a, "n", 1, 100000000, &o->n) || cli_int(a, "seed", 0, INT64_MAX, &o->seed) ||
+        cli_int(a, "min-ops", 2, OR1_ARITH_MAX_OPERANDS, &o->min_ops) ||
+        cli_int(a, "max-ops", 2, OR1_ARITH_MAX_OPERANDS, &o->max_ops) || cli_double(a, "noise", 0, 1, &o->noise) ||
+        cli_check_unused(a))
+        return -1;
+    if (o->min_ops > o->max_ops) return or1_fail("gen-arith: --min-ops %lld is over --max-ops %lld",
+                                                 (long long)o->min_ops, (long long)o->max_ops);
+    if (split && strcmp(split, "train") != 0 && strcmp(split, "test") != 0)
+        return or1_fail("gen-arith: --split must be train or test, not \"%.32s\"", split);
+    o->split = split && strcmp(split, "test") == 0 ? OR1_ARITH_TEST : OR1_ARITH_TRAIN;
+    if (!o->traces && (tok || o->noise > 0)) return or1_fail("gen-arith: --tokenizer and --noise go with --traces");
+    if (!o->traces) return 0;
+    if (!tok) return or1_fail("gen-arith: --traces needs --tokenizer PATH (its chat template and EOS token)");
+    if (!(o->tok = or1_tokenizer_load(tok))) return -1;
+    size_t len;
+    int32_t eos = or1_tokenizer_eos_id(o->tok);
+    const char *bytes = eos >= 0 ? or1_tokenizer_token_bytes(o->tok, eos, &len) : NULL;
+    if (!bytes) return or1_fail("gen-arith: %s names no eos_token (tokenizer_config.json)", tok);
+    o->eos = or1_malloc(len + 1);
+    memcpy(o->eos, bytes, len);
+    o->eos[len] = '\0';
+    return 0;
+}
+
+/* A task row in the Skywork-OR1-RL-Data shape. */
+static cJSON *task_row(const or1_arith_problem *p, int64_t index, or1_arith_split split) {
+    char gt[64];
+    snprintf(gt, sizeof gt, "[\"%lld\"]", (long long)p->value);
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddStringToObject(row, "data_source", "arith");
+    cJSON *msgs = cJSON_AddArrayToObject(row, "prompt"), *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", "user");
+    cJSON_AddStringToObject(m, "content", p->expr);
+    cJSON_AddItemToArray(msgs, m);
+    cJSON_AddStringToObject(row, "ability", "math");
+    cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
+    cJSON_AddStringToObject(rm, "ground_truth", gt);
+    cJSON_AddStringToObject(rm, "style", "rule");
+    cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
+    cJSON_AddNumberToObject(extra, "index", (double)index);
+    cJSON_AddStringToObject(extra, "split", split == OR1_ARITH_TEST ? "test" : "train");
+    return row;
+}
+
+/* A trace row: the chat-templated prompt, the response ending in EOS, and the gold answer
+ * (the shape `or1 verify-math` reads). */
+static cJSON *trace_row(const gen_opts *o, const or1_arith_problem *p, int64_t index) {
+    or1_chat_message msg = {"user", p->expr};
+    char *prompt, *trace, gold[32];
+    int64_t answer;
+    if (or1_tokenizer_chat(o->tok, NULL, &msg, 1, true, &prompt)) return NULL;
+    if (or1_arith_trace(p->expr, o->noise, (uint64_t)o->seed, (uint64_t)index, &trace, &answer)) {
+        free(prompt);
+        return NULL;
+    }
+    size_t n = strlen(trace), k = strlen(o->eos);
+    trace = or1_realloc(trace, n + k + 1);
+    memcpy(trace + n, o->eos, k + 1);
+    snprintf(gold, sizeof gold, "%lld", (long long)p->value);
+    cJSON *row = cJSON_CreateObject(), *g = cJSON_AddArrayToObject(row, "gold");
+    cJSON_AddStringToObject(row, "prompt", prompt);
+    cJSON_AddStringToObject(row, "response", trace);
+    cJSON_AddItemToArray(g, cJSON_CreateString(gold));
+    cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
+    cJSON_AddNumberToObject(extra, "index", (double)index);
+    cJSON_AddStringToObject(extra, "split", o->split == OR1_ARITH_TEST ? "test" : "train");
+    cJSON_AddStringToObject(extra, "expression", p->expr);
+    cJSON_AddBoolToObject(extra, "trace_correct", answer == p->value);
+    free(prompt);
+    free(trace);
+    return row;
+}
+
+/* Writes the n rows to f. */
+static int gen_rows(const gen_opts *o, FILE *f) {
+    for (int64_t i = 0; i < o->n; i++) {
+        or1_arith_problem p;
+        if (or1_arith_generate((uint64_t)o->seed, (uint64_t)i, (int)o->min_ops, (int)o->max_ops, o->split, &p))
+            return -1;
+        cJSON *row = o->traces ? trace_row(o, &p, i) : task_row(&p, i, o->split);
+        if (!row) return or1_fail_ctx("gen-arith: row %lld", (long long)i);
+        char *s = cJSON_PrintUnformatted(row);
+        fputs(s, f);
+        fputc('\n', f);
+        free(s);
+        cJSON_Delete(row);
+    }
+    return 0;
+}
+
+/* or1 gen-arith --n N [--seed S] [--split train|test] [--min-ops 2] [--max-ops 4] [--out FILE]
+ *   [--traces --tokenizer PATH [--noise P]] */
+int cmd_gen_arith(cli_args *a) {
+    gen_opts o;
+    int rc = gen_flags(a, &o) ? 2 : 0;
+    if (rc == 0 && o.out) {
+        or1_atomic_file af;
+        rc = or1_atomic_open(&af, o.out) ? 1 : 0;
+        if (rc == 0 && gen_rows(&o, af.f) == 0) rc = or1_atomic_commit(&af) ? 1 : 0;
+        else if (rc == 0) or1_atomic_abort(&af), rc = 1;
+    } else if (rc == 0) {
+        rc = gen_rows(&o, stdout) ? 1 : 0;
+        if (fflush(stdout) != 0 && rc == 0) rc = (or1_fail("gen-arith: writing stdout failed"), 1);
+    }
+    or1_tokenizer_free(o.tok);
+    free(o.eos);
+    return rc;
+}
+
+/* SFT examples read from JSONL, owning their id arrays. */
+typedef struct {
+    or1_sft_example *ex;
+    int n, cap;
+} example_list;
+
+/* Frees the examples' arrays. */
+static void example_list_free(example_list *l) {
+    for (int i = 0; i < l->n; i++) {
+        free((void *)l->ex[i].prompt);
+        free((void *)l->ex[i].resp);
+    }
+    free(l->ex);
+}
+
+/* Token ids of one side of a row: "<side>_ids", or "<side>" text through the tokenizer. */
+static int row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
+                   int32_t **ids, size_t *n) {
+    char key[32];
+    snprintf(key, sizeof key, "%s_ids", side);
+    if (cJSON_GetObjectItemCaseSensitive(row, key)) return or1_json_int_array(row, key, 0, vocab - 1, ids, n, where);
+    const char *text = or1_json_str(row, side, where);
+    if (!text) return or1_fail_ctx("%s: needs \"%s\" or \"%s\"", where, key, side);
+    if (!tok) return or1_fail("%s: \"%s\" text needs a tokenizer (--tokenizer)", where, side);
+    if (or1_tokenizer_encode(tok, text, strlen(text), 0, ids, n)) return or1_fail_ctx("%s", where);
+    for (size_t i = 0; i < *n; i++)
+        if ((*ids)[i] >= vocab) {
+            free(*ids);
+            return or1_fail("%s: token id %d is outside the model's vocabulary of %d", where, (*ids)[i], vocab);
+        }
+    return 0;
+}
+
+/* Reads every example of the data file. */
+static int read_examples(const char *path, const or1_tokenizer *tok, int vocab, example_list *l) {
+    or1_jsonl_reader r;
+    if (or1_jsonl_open(&r, path)) return -1;
+    cJSON *row;
+    int rc;
+    while ((rc = or1_jsonl_next(&r, &row)) == 1) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%zu", path, r.line);
+        int32_t *p = NULL, *s = NULL;
+        size_t np = 0, ns = 0;
+        rc = row_ids(row, "prompt", tok, vocab, where, &p, &np);
+        if (rc == 0) rc = row_ids(row, "response", tok, vocab, where, &s, &ns);
+        cJSON_Delete(row);
+        if (rc == 0 && (np == 0 || ns == 0)) rc = or1_fail("%s: empty %s", where, np == 0 ? "prompt" : "response");
+        if (rc) {
+            free(p);
+            free(s);
+            break;
+        }
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 256;
+            l->ex = or1_realloc(l->ex, (size_t)l->cap * sizeof *l->ex);
+        }
+        l->ex[l->n++] = (or1_sft_example){p, s, (int)np, (int)ns};
+    }
+    or1_jsonl_close(&r);
+    if (rc < 0) return -1;
+    if (l->n == 0) return or1_fail("%s: no examples", path);
+    return 0;
+}
+
+/* Prints a JSON line on stdout and a readable one on stderr at each measured step. */
+static void sft_progress(void *ctx, const or1_sft_progress *p) {
+    const or1_sft_cfg *c = ctx;
+    if (isnan(p->nll)) return;
+    printf("{\"step\":%d,\"nll\":%.6f,\"grad_norm\":%.6f,\"lr\":%.6g,\"seconds\":%.3f}\n", p->step, p->nll,
+           p->grad_norm, p->lr, p->seconds);
+    fflush(stdout);
+    fprintf(stderr, "sft: step %d/%d  nll %.4f  grad-norm %.3f  lr %.3g  %.1f s\n", p->step, c->steps, p->nll,
+            p->grad_norm, p->lr, p->seconds);
+}
+
+/* Options of `or1 sft`. */
+typedef struct {
+    const char *dir, *data, *out, *tokenizer;
+    or1_sft_cfg cfg;
+    or1_dtype dtype;
+} sft_opts;
+
+/* Parses the flags of `or1 sft`. */
+static int sft_flags(cli_args *a, sft_opts *o) {
+    int64_t steps = 200, batch = 32, warmup = 0, micro = 8192, seed = 0, log_every = 10;
+    double lr = 1e-3, wd = 0.0, clip = 1.0;
+    o->dir = cli_need(a, "model");
+    o->data = o->dir ? cli_need(a, "data") : NULL;
+    o->out = o->data ? cli_need(a, "out") : NULL;
+    o->tokenizer = cli_str(a, "tokenizer");
+    const char *dt = cli_str(a, "save-dtype");
+    if (!o->out || cli_int(a, "steps", 0, 10000000, &steps) || cli_int(a, "batch", 1, 1 << 20, &batch) ||
+        cli_int(a, "warmup", 0, 10000000, &warmup) || cli_int(a, "micro-batch-tokens", 1, 1 << 30, &micro) ||
+        cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "log-every", 0, 10000000, &log_every) ||
+        cli_double(a, "lr", 0, 10, &lr) || cli_double(a, "weight-decay", 0, 10, &wd) ||
+        cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) || cli_check_unused(a))
+        return -1;
+    if (dt && strcmp(dt, "f32") != 0 && strcmp(dt, "bf16") != 0) return or1_fail("sft: --save-dtype must be f32 or bf16");
+    o->dtype = dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32;
+    o->cfg = (or1_sft_cfg){(int)steps, (int)batch, (int)warmup, (int)micro, (float)lr, (float)wd, (float)clip,
+                           (uint64_t)seed, (int)log_every};
+    return 0;
+}
+
+/* Copies tokenizer.json and tokenizer_config.json from the tokenizer's folder into out when
+ * the saved checkpoint has none (the model folder lacked them). */
+static int carry_tokenizer(const char *tok_path, const char *out) {
+    char *probe = or1_path_join(out, "tokenizer.json");
+    bool have = or1_is_file(probe);
+    free(probe);
+    if (have || !tok_path) return 0;
+    char *dir = or1_is_file(tok_path) ? or1_strdup(tok_path) : NULL;
+    if (dir) {
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+        else strcpy(dir, ".");
+    } else {
+        dir = or1_strdup(tok_path);
+    }
+    int rc = 0;
+    const char *names[] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        char *src = or1_path_join(dir, names[i]), *dst = or1_path_join(out, names[i]);
+        if (or1_is_file(src)) rc = or1_copy_file_atomic(src, dst);
+        free(src);
+        free(dst);
+    }
+    free(dir);
+    return rc;
+}
+
+/* Loads the tokenizer named by --tokenizer, or the model folder's when it has one. */
+static int sft_tokenizer(const char *path, const char *dir, or1_tokenizer **tok) {
+    char *def = or1_path_join(dir, "tokenizer.json");
+    *tok = NULL;
+    if (path || or1_is_file(def)) *tok = or1_tokenizer_load(path ? path : dir);
+    free(def);
+    return (path || *tok) && !*tok ? -1 : 0;
+}
+
+/* or1 sft --model DIR --data FILE --out DIR [--steps K] [--lr X] [--batch N] [--warmup W] [--seed S]
+ *   [--micro-batch-tokens T] [--weight-decay D] [--max-grad-norm C] [--log-every L]
+ *   [--tokenizer PATH] [--save-dtype f32|bf16] */
+int cmd_sft(cli_args *a) {
+    sft_opts o;
+    if (sft_flags(a, &o)) return 2;
+    or1_model m;
+    if (or1_model_load(&m, o.dir)) return 1;
+    or1_tokenizer *tok = NULL;
+    example_list l = {0};
+    int rc = 1;
+    if (sft_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, m.cfg.vocab, &l) == 0) {
+        long tokens = 0;
+        for (int i = 0; i < l.n; i++) tokens += l.ex[i].n_resp;
+        fprintf(stderr, "sft: %d examples, %ld response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
+                o.cfg.batch);
+        if (or1_sft_train(&m, l.ex, l.n, &o.cfg, sft_progress, &o.cfg) == 0 && or1_mkdir_p(o.out) == 0 &&
+            or1_model_save(&m, o.out, o.dtype, o.dir) == 0 && carry_tokenizer(o.tokenizer, o.out) == 0)
+            rc = 0;
+    }
+    example_list_free(&l);
+    or1_tokenizer_free(tok);
+    or1_model_free(&m);
+    return rc;
+}
