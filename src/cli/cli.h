@@ -35,5 +35,7 @@ int cmd_tokenize(cli_args *a);
 int cmd_detokenize(cli_args *a);
 int cmd_chat(cli_args *a);
 int cmd_verify_math(cli_args *a);
+int cmd_gen_arith(cli_args *a);
+int cmd_sft(cli_args *a);
 
 #endif

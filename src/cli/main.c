@@ -24,6 +24,8 @@ static const command commands[] = {
     {"tokenize", cmd_tokenize, "JSONL {\"text\"} -> {\"ids\"} with a tokenizer.json"},
     {"detokenize", cmd_detokenize, "JSONL {\"ids\"} -> {\"text\"} (--skip-special)"},
     {"chat", cmd_chat, "JSONL {\"messages\"} -> chat-template prompt {\"text\", \"ids\"}"},
+    {"gen-arith", cmd_gen_arith, "the demo task: arithmetic rows (--traces: SFT traces with a tokenizer)"},
+    {"sft", cmd_sft, "supervised fine-tuning on prompt/response rows (NLL of the response)"},
 };
 
 /* Prints the command list. */
