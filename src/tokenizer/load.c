@@ -308,7 +308,7 @@ static int load_normalizer(loader *L, const cJSON *n, int depth) {
 static pcre2_code *compile_regex(const loader *L, const char *pat, bool literal) {
     int err;
     PCRE2_SIZE off;
-    uint32_t opt = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+    uint32_t opt = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, opt, &err, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[160];

@@ -417,6 +417,71 @@ static void test_bad_files(void) {
     cJSON_Delete(good);
 }
 
+/* Loads the small tokenizer with another pre-tokenizer and three extra merges ("--",
+ * "a-", "-b", ids 300-302) that show where pre-tokens begin and end. */
+static or1_tokenizer *with_pretokenizer(const char *pre) {
+    cJSON *j = small_json();
+    cJSON *model = cJSON_GetObjectItemCaseSensitive(j, "model");
+    cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const char *extra[][3] = {{"-", "-", "--"}, {"a", "-", "a-"}, {"-", "b", "-b"}};
+    for (int i = 0; i < 3; i++) {
+        char m[16];
+        snprintf(m, sizeof m, "%s %s", extra[i][0], extra[i][1]);
+        cJSON_AddNumberToObject(vocab, extra[i][2], 300 + i);
+        cJSON_AddItemToArray(merges, cJSON_CreateString(m));
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "pre_tokenizer");
+    cJSON_AddItemToObject(j, "pre_tokenizer", cJSON_Parse(pre));
+    char *text = cJSON_PrintUnformatted(j);
+    const char *p = write_file("split", "tokenizer.json", text, strlen(text));
+    or1_tokenizer *t = or1_tokenizer_load(p);
+    if (!t) fprintf(stderr, "cannot load with %s: %s\n", pre, or1_error());
+    free(text);
+    cJSON_Delete(j);
+    return t;
+}
+
+/* Split behaviours (Removed, Isolated, MergedWithPrevious/Next, Contiguous, invert), the
+ * String pattern, and ByteLevel's add_prefix_space. */
+static void test_pretokenizers(void) {
+    static const struct {
+        const char *behavior;
+        bool invert;
+        int32_t want[6];
+        size_t n;
+    } cases[] = {
+        {"Removed", false, {'a', 'b'}, 2},
+        {"Isolated", false, {'a', '-', '-', 'b'}, 4},
+        {"MergedWithPrevious", false, {301, '-', 'b'}, 3},
+        {"MergedWithNext", false, {'a', '-', 302}, 3},
+        {"Contiguous", false, {'a', 300, 'b'}, 3},
+        {"Removed", true, {'-', '-'}, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char pre[512];
+        snprintf(pre, sizeof pre,
+                 "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"String\":\"-\"},"
+                 "\"behavior\":\"%s\",\"invert\":%s},{\"type\":\"ByteLevel\",\"use_regex\":false}]}",
+                 cases[i].behavior, cases[i].invert ? "true" : "false");
+        or1_tokenizer *t = with_pretokenizer(pre);
+        CHECK(t && enc_is(t, "a--b", 0, cases[i].want, cases[i].n), "Split %s invert=%d", cases[i].behavior,
+              cases[i].invert);
+        or1_tokenizer_free(t);
+    }
+    or1_tokenizer *t = with_pretokenizer("{\"type\":\"ByteLevel\",\"add_prefix_space\":true}");
+    if (t) {
+        ENC_IS(t, "hello", 0, ' ', mid("hell", "o"));
+        ENC_IS(t, " hello", 0, ' ', mid("hell", "o"));
+        ENC_IS(t, "hello hello", 0, ' ', mid("hell", "o"), ' ', mid("hell", "o"));
+    }
+    or1_tokenizer_free(t);
+    t = with_pretokenizer("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":false},"
+                          "{\"type\":\"ByteLevel\",\"use_regex\":false}]}");
+    if (t) ENC_IS(t, "a-12-b", 0, 301, '1', '2', 302);
+    or1_tokenizer_free(t);
+}
+
 /* Chat templates: recognised from tokenizer_config.json, overridable by name. */
 static void test_chat(void) {
     cJSON *j = small_json();
@@ -564,6 +629,7 @@ int main(int argc, char **argv) {
     test_hostile_text(t);
     or1_tokenizer_free(t);
     test_bad_files();
+    test_pretokenizers();
     test_chat();
     test_threads(path);
     printf("tokenizer unit tests: %d passed, %d failed\n", passed, failed);
