@@ -126,6 +126,7 @@ static int parse_extra(const cJSON *j, const char *where, const char *model, or1
     snprintf(w, sizeof w, "%s: extra_info.model_difficulty", where);
     for (const cJSON *e = md->child; e; e = e->next) {
         int64_t v;
+        if (cJSON_IsNull(e)) continue; /* parquet structs give null for a model without a value */
         if (or1_json_int(md, e->string, 0, MAX_DIFFICULTY, &v, w) != 0) return -1;
         if (model && !strcmp(e->string, model)) r->difficulty = (int)v;
     }

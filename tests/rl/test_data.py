@@ -90,6 +90,8 @@ def test_difficulty(driver, work):
     rows = []
     for i in range(60):
         d = None if i % 5 == 0 else {"DeepSeek-R1-Distill-Qwen-7B": i % 17, "DeepSeek-R1-Distill-Qwen-32B": 16 - i % 17}
+        if i % 10 == 1:
+            d["DeepSeek-R1-Distill-Qwen-7B"] = None  # a null entry counts as missing
         rows.append(row(i, d))
     path = write(os.path.join(work, "diff.jsonl"), rows)
     for model, lo, hi, missing in (("DeepSeek-R1-Distill-Qwen-7B", 1, 15, "drop"), ("DeepSeek-R1-Distill-Qwen-32B", 3, 9, "keep"),
