@@ -13,3 +13,12 @@ or1_rollout_test(greedy_qwen2 test_greedy.py qwen2)
 or1_rollout_test(greedy_llama test_greedy.py llama)
 or1_rollout_test(invariance test_invariance.py)
 or1_rollout_test(logprobs test_logprobs.py)
+or1_rollout_test(distribution test_distribution.py)
+or1_rollout_test(stops test_stops.py)
+or1_rollout_test(errors test_errors.py)
+
+# The sampler alone: exact distributions by sweeping u, log-probs, greedy ties.
+add_executable(test_rollout_sample ${CMAKE_CURRENT_LIST_DIR}/test_sample.c)
+target_link_libraries(test_rollout_sample PRIVATE or1lib)
+add_test(NAME rollout_sampler COMMAND test_rollout_sample)
+set_tests_properties(rollout_sampler PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2")

@@ -1,0 +1,162 @@
+/* Unit test of or1_sample_token: the exact distribution it draws from, found by sweeping u.
+ *
+ * The sampler maps u in [0,1) to a token through a cumulative sum, so over a uniform grid of G
+ * values of u each token must come up G*q[v] times, within a couple of grid steps, where q is
+ * the expected distribution: softmax(logits/T), then the top-k most likely, then the smallest
+ * set of most likely tokens whose renormalised mass reaches top-p (Hugging Face's order),
+ * renormalised. q is computed here independently, in double. Every draw's log-prob must be
+ * log softmax(logits/T)[token], untruncated. Greedy (T = 0) must be the argmax, the lowest id
+ * among equals, with its log-prob at temperature 1. */
+#include "or1/core.h"
+#include "or1/rollout.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, checks;
+
+/* Records a failed check with a message. */
+static void check(int ok, const char *what, const char *fmt, double a, double b) {
+    checks++;
+    if (ok) return;
+    failures++;
+    printf("FAIL: %s: ", what);
+    printf(fmt, a, b);
+    printf("\n");
+}
+
+/* Random logits with a few nats of spread (splitmix-based normal draws via Box-Muller). */
+static void random_logits(float *x, int V, double scale, uint64_t seed) {
+    for (int v = 0; v < V; v++) {
+        double u1 = or1_rand_uniform(seed, 1, (uint64_t)v) + 1e-300, u2 = or1_rand_uniform(seed, 2, (uint64_t)v);
+        x[v] = (float)(scale * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
+    }
+}
+
+/* Order for qsort: probability descending, then id ascending. */
+static const double *sort_p;
+static int by_desc(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    if (sort_p[i] != sort_p[j]) return sort_p[i] > sort_p[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* The expected distribution q[V] and the untruncated log-probs lp[V] at temperature t. */
+static void expected(const float *x, int V, double t, int top_k, double top_p, double *q, double *lp) {
+    double m = -INFINITY, s = 0;
+    for (int v = 0; v < V; v++) m = fmax(m, x[v] / t);
+    for (int v = 0; v < V; v++) s += exp(x[v] / t - m);
+    for (int v = 0; v < V; v++) lp[v] = x[v] / t - m - log(s), q[v] = exp(lp[v]);
+    int *idx = malloc((size_t)V * sizeof *idx), n = V;
+    for (int v = 0; v < V; v++) idx[v] = v;
+    sort_p = q;
+    qsort(idx, (size_t)V, sizeof *idx, by_desc);
+    if (top_k > 0 && top_k < n) n = top_k;
+    if (top_p < 1) {
+        double total = 0, c = 0;
+        for (int i = 0; i < n; i++) total += q[idx[i]];
+        int keep = 0;
+        while (keep < n && c < top_p * total) c += q[idx[keep++]];
+        n = keep;
+    }
+    double kept = 0;
+    for (int i = 0; i < n; i++) kept += q[idx[i]];
+    double *out = calloc((size_t)V, sizeof *out);
+    for (int i = 0; i < n; i++) out[idx[i]] = q[idx[i]] / kept;
+    memcpy(q, out, (size_t)V * sizeof *q);
+    free(out);
+    free(idx);
+}
+
+/* Sweeps G values of u through the sampler and compares frequencies and log-probs with q. */
+static void sweep(const char *what, const float *x, int V, float t, int top_k, float top_p, int G) {
+    double *q = malloc((size_t)V * sizeof *q), *lp = malloc((size_t)V * sizeof *lp);
+    long *count = calloc((size_t)V, sizeof *count);
+    float *scratch = malloc((size_t)3 * V * sizeof *scratch);
+    expected(x, V, t, top_k, top_p, q, lp);
+    or1_sampling s = {t, top_p, top_k, 1, 0, NULL, 0};
+    double worst_lp = 0;
+    for (int i = 0; i < G; i++) {
+        float logp;
+        int32_t tok = or1_sample_token(x, V, &s, (i + 0.5) / G, &logp, scratch);
+        if (tok < 0 || tok >= V) {
+            check(0, what, "token %g out of range (u index %g)", tok, i);
+            break;
+        }
+        count[tok]++;
+        worst_lp = fmax(worst_lp, fabs(logp - lp[tok]));
+    }
+    double worst = 0;
+    int bad = -1;
+    for (int v = 0; v < V; v++) {
+        if (q[v] == 0 && count[v] > 0) bad = v;
+        worst = fmax(worst, fabs((double)count[v] / G - q[v]));
+    }
+    check(bad < 0, what, "token %g (outside the truncated set) drawn %g times", bad, bad < 0 ? 0 : count[bad]);
+    check(worst <= 2.0 / G + 1e-5, what, "frequency off the expected probability by %g (grid step %g)", worst,
+          1.0 / G);
+    check(worst_lp <= 2e-5, what, "log-prob off the untruncated log-softmax by %g", worst_lp, 0);
+    free(q), free(lp), free(count), free(scratch);
+}
+
+/* Greedy: argmax with the lowest id among equals, log-prob at temperature 1, flags ignored. */
+static void greedy(void) {
+    float x[6] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f}, scratch[18], logp;
+    or1_sampling s = {0, 0.5f, 2, 1, 0, NULL, 0};
+    double lse = 0;
+    for (int v = 0; v < 6; v++) lse += exp(x[v]);
+    for (int k = 0; k < 3; k++) {
+        double u = k / 3.0;
+        int32_t tok = or1_sample_token(x, 6, &s, u, &logp, scratch);
+        check(tok == 1, "greedy", "token %g, want %g (first of two equal maxima)", tok, 1);
+        check(fabs(logp - (2.0 - log(lse))) < 1e-6, "greedy log-prob", "%g, want %g", logp, 2.0 - log(lse));
+    }
+}
+
+/* Draws at the ends of [0,1) stay inside the kept set. */
+static void extremes(void) {
+    float x[5] = {3.0f, 1.0f, 0.5f, 0.25f, -2.0f}, scratch[15], logp;
+    double us[2] = {0.0, 1.0 - 0x1p-53};
+    for (int k = 0; k < 2; k++) {
+        or1_sampling plain = {1.0f, 1.0f, 0, 1, 0, NULL, 0}, trunc = {1.0f, 0.7f, 3, 1, 0, NULL, 0};
+        int32_t a = or1_sample_token(x, 5, &plain, us[k], &logp, scratch);
+        int32_t b = or1_sample_token(x, 5, &trunc, us[k], &logp, scratch);
+        check(a >= 0 && a < 5, "u at an end, plain", "token %g (u %g)", a, us[k]);
+        check(b >= 0 && b < 2, "u at an end, top-p 0.7 top-k 3", "token %g (u %g); only 0 and 1 are kept", b,
+              us[k]);
+    }
+}
+
+int main(void) {
+    float small[12] = {1.5f, -0.5f, 0.2f, 2.1f, 0.0f, -3.0f, 1.1f, 0.7f, -1.2f, 0.4f, 1.9f, -0.1f};
+    sweep("12 tokens, T=1", small, 12, 1.0f, 0, 1.0f, 100000);
+    sweep("12 tokens, T=0.5", small, 12, 0.5f, 0, 1.0f, 100000);
+    sweep("12 tokens, T=2 top-k 4", small, 12, 2.0f, 4, 1.0f, 100000);
+    sweep("12 tokens, top-p 0.8", small, 12, 1.0f, 0, 0.8f, 100000);
+    sweep("12 tokens, T=0.7 top-k 5 top-p 0.9", small, 12, 0.7f, 5, 0.9f, 100000);
+    sweep("12 tokens, top-k 1", small, 12, 1.0f, 1, 1.0f, 1000);
+    sweep("12 tokens, top-k 50 (> vocab)", small, 12, 1.0f, 50, 1.0f, 100000);
+    sweep("12 tokens, top-p 1e-6", small, 12, 1.0f, 0, 1e-6f, 1000);
+    float one = 0.3f;
+    sweep("one token", &one, 1, 1.0f, 0, 0.5f, 100);
+    float peaked[8] = {10.0f, 0, 0, 0, 0, 0, 0, 0}; /* the tail (4.5e-5 each) is under 1e-3 of the top */
+    sweep("peaked, top-p 0.9", peaked, 8, 1.0f, 0, 0.9f, 1000);
+    sweep("peaked, top-p 0.9999 (5 tail tokens needed)", peaked, 8, 1.0f, 0, 0.9999f, 100000);
+    int V = 151936;
+    float *big = malloc((size_t)V * sizeof *big);
+    random_logits(big, V, 3.0, 7);
+    sweep("151936 tokens, top-p 0.95", big, V, 1.0f, 0, 0.95f, 300);
+    sweep("151936 tokens, T=0.6 top-k 40", big, V, 0.6f, 40, 1.0f, 300);
+    sweep("151936 tokens, T=1.2 top-k 2000 top-p 0.5", big, V, 1.2f, 2000, 0.5f, 300);
+    free(big);
+    greedy();
+    extremes();
+    if (failures) {
+        printf("sampler: %d of %d checks failed\n", failures, checks);
+        return 1;
+    }
+    printf("sampler: all %d checks passed\n", checks);
+    return 0;
+}
