@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "or1/dist.h"
+
 /* Flags of one subcommand: "--name value" pairs and bare "--switch"es. */
 typedef struct {
     const char *cmd;
@@ -25,11 +27,17 @@ const char *cli_need(cli_args *a, const char *name);
 /* Fails if any flag was not consumed by the command (catches typos). */
 int cli_check_unused(cli_args *a);
 
+/* Hands the process's ranks to the commands that use them. */
+void cli_set_dist(const or1_dist *d);
+
 /* Subcommands: each returns the process exit status. */
 int cmd_logprobs(cli_args *a);
 int cmd_grad(cli_args *a);
 int cmd_init(cli_args *a);
 int cmd_generate(cli_args *a);
+int cmd_train(cli_args *a);
+int cmd_eval(cli_args *a);
+int cmd_difficulty(cli_args *a);
 int cmd_verify_code(cli_args *a);
 int cmd_tokenize(cli_args *a);
 int cmd_detokenize(cli_args *a);

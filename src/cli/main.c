@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "or1/core.h"
+#include "or1/dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@ static const command commands[] = {
     {"logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences"},
     {"init", cmd_init, "a checkpoint with random weights for a config.json"},
     {"generate", cmd_generate, "sample M responses per prompt with a KV cache (continuous batching)"},
+    {"train", cmd_train, "run the MAGIC recipe: --config FILE.yaml [--set k=v ...] [--resume DIR]"},
+    {"eval", cmd_eval, "avg@k and pass@k of a model on a dataset"},
+    {"difficulty", cmd_difficulty, "write each row's correct-sample count to extra_info.model_difficulty"},
     {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
     {"verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}"},
     {"verify-code", cmd_verify_code, "JSONL {\"response\", \"tests\"} -> sandboxed code verdicts"},
@@ -37,7 +41,7 @@ static void usage(FILE *f) {
 }
 
 /* Dispatches argv[1] to its subcommand with the remaining flags. */
-int main(int argc, char **argv) {
+static int run_command(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -59,4 +63,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "or1: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+/* Starts MPI when launched by mpirun, runs the command, ends MPI. */
+int main(int argc, char **argv) {
+    or1_dist d;
+    or1_dist_init(&argc, &argv, &d);
+    cli_set_dist(&d);
+    int rc = run_command(argc, argv);
+    or1_dist_finalize();
+    return rc;
 }

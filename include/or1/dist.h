@@ -1,0 +1,25 @@
+/* or1 dist: data parallelism over processes. One process per rank; a build without MPI
+ * (or a run without mpirun) is a single rank. Reductions are sums over all ranks. */
+#ifndef OR1_DIST_H
+#define OR1_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    int rank, size;
+} or1_dist;
+
+/* Starts MPI when built with it and launched under mpirun; else rank 0 of 1. */
+void or1_dist_init(int *argc, char ***argv, or1_dist *d);
+/* Ends MPI (after the last collective). */
+void or1_dist_finalize(void);
+/* In-place sums over all ranks (every rank gets the result). */
+void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n);
+void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n);
+/* Stops every rank with a message: a failure on one rank must not hang the others. */
+_Noreturn void or1_dist_abort(const or1_dist *d, const char *msg);
+/* True when this build has MPI. */
+bool or1_dist_has_mpi(void);
+
+#endif

@@ -1,0 +1,211 @@
+/* `or1 train`, `or1 eval` and `or1 difficulty`: the MAGIC recipe end to end. */
+#include "cli.h"
+
+#include "or1/config.h"
+#include "or1/core.h"
+#include "or1/data.h"
+#include "or1/dist.h"
+#include "or1/io.h"
+#include "or1/sandbox.h"
+#include "or1/trainer.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The process's ranks, set up once by main. */
+static or1_dist dist = {0, 1};
+
+/* Lets main hand over the MPI ranks. */
+void cli_set_dist(const or1_dist *d) { dist = *d; }
+
+/* Collects every "--set key=value" of the command line. */
+static const char **overrides(cli_args *a, size_t *n) {
+    const char **o = or1_calloc((size_t)a->argc + 1, sizeof *o);
+    *n = 0;
+    for (int i = 0; i + 1 < a->argc; i++)
+        if (strcmp(a->argv[i], "--set") == 0) {
+            a->used[i] = a->used[i + 1] = true;
+            o[(*n)++] = a->argv[++i];
+        }
+    return o;
+}
+
+/* or1 train --config FILE.yaml [--set key=value ...] [--resume CHECKPOINT_DIR] */
+int cmd_train(cli_args *a) {
+    size_t n_set;
+    const char **set = overrides(a, &n_set);
+    const char *path = cli_need(a, "config"), *resume = cli_str(a, "resume");
+    if (!path || cli_check_unused(a)) {
+        free(set);
+        return 2;
+    }
+    or1_train_config cfg;
+    int rc = or1_train_config_load(path, set, n_set, &cfg);
+    free(set);
+    if (rc) return 2;
+    if (or1_train_config_check_files(&cfg) == 0) rc = or1_train_run(&cfg, resume, &dist) ? 1 : 0;
+    else rc = 2;
+    or1_train_config_free(&cfg);
+    return rc;
+}
+
+/* Flags shared by eval and difficulty: model, data, sampling. */
+typedef struct {
+    const char *model, *data, *tokenizer, *template_name, *dump;
+    or1_eval_opts o;
+} eval_flags;
+
+/* Parses the eval/difficulty flags with their defaults. */
+static int parse_eval_flags(cli_args *a, eval_flags *f, int default_n) {
+    double t = 1.0, top_p = 1.0, timeout = 6;
+    int64_t n = default_n, top_k = 0, max_new = 1024, seed = 0, slots = 256;
+    memset(f, 0, sizeof *f);
+    f->model = cli_need(a, "model");
+    f->data = f->model ? cli_need(a, "data") : NULL;
+    f->tokenizer = cli_str(a, "tokenizer");
+    f->template_name = cli_str(a, "chat-template");
+    f->dump = cli_str(a, "dump");
+    if (!f->data || cli_int(a, "n", 1, 1 << 16, &n) || cli_double(a, "temperature", 0, 100, &t) ||
+        cli_double(a, "top-p", 1e-6, 1, &top_p) || cli_int(a, "top-k", 0, INT_MAX, &top_k) ||
+        cli_int(a, "max-new-tokens", 1, 1 << 24, &max_new) || cli_int(a, "seed", 0, INT64_MAX, &seed) ||
+        cli_int(a, "max-slots", 1, 1 << 16, &slots) || cli_double(a, "code-timeout", 0.001, 3600, &timeout))
+        return -1;
+    f->o = (or1_eval_opts){(int)n, (float)t, (float)top_p, (int)top_k, (int)max_new, (int)slots, (uint64_t)seed, timeout};
+    return 0;
+}
+
+/* Everything an evaluation needs, loaded. */
+typedef struct {
+    or1_model m;
+    or1_tokenizer *tok;
+    or1_dataset *data;
+    or1_sandbox_pool *pool;
+} eval_env;
+
+/* Loads model, tokenizer, rows (unfiltered, in file order) and a sandbox pool if needed. */
+static int eval_open(eval_env *e, const eval_flags *f) {
+    memset(e, 0, sizeof *e);
+    if (or1_model_load(&e->m, f->model)) return -1;
+    e->tok = or1_tokenizer_load(f->tokenizer ? f->tokenizer : f->model);
+    if (!e->tok) return -1;
+    or1_data_file file = {(char *)f->data, 1};
+    or1_data_opts o = {&file, 1, NULL, 0, 0, true, e->tok, f->template_name, INT_MAX, false, 0};
+    e->data = or1_data_load(&o);
+    if (!e->data) return -1;
+    for (size_t i = 0; i < or1_data_rows(e->data) && !e->pool; i++)
+        if (or1_data_row_at(e->data, (uint32_t)i)->code && !(e->pool = or1_sandbox_pool_new(0))) return -1;
+    return 0;
+}
+
+/* Frees what eval_open loaded. */
+static void eval_close(eval_env *e) {
+    if (e->pool) or1_sandbox_pool_free(e->pool);
+    or1_data_free(e->data);
+    or1_tokenizer_free(e->tok);
+    if (e->m.params) or1_model_free(&e->m);
+}
+
+/* Runs the evaluation; correct (optional) gets each row's count. */
+static cJSON *eval_run(eval_env *e, const eval_flags *f, int *correct) {
+    size_t n = or1_data_rows(e->data);
+    const or1_data_row **rows = or1_malloc((n ? n : 1) * sizeof *rows);
+    for (size_t i = 0; i < n; i++) rows[i] = or1_data_row_at(e->data, (uint32_t)i);
+    FILE *dump = NULL;
+    or1_atomic_file af;
+    if (f->dump && dist.rank == 0) {
+        if (or1_atomic_open(&af, f->dump)) {
+            free(rows);
+            return NULL;
+        }
+        dump = af.f;
+    }
+    cJSON *rep = or1_eval(&e->m, e->tok, rows, n, &f->o, e->pool, &dist, dump, correct);
+    if (dump && (!rep || or1_atomic_commit(&af))) {
+        if (!rep) or1_atomic_abort(&af);
+        cJSON_Delete(rep);
+        rep = NULL;
+    }
+    free(rows);
+    return rep;
+}
+
+/* or1 eval --model DIR --data FILE --n K [--temperature T] [--top-p P] [--max-new-tokens L] [--dump FILE] */
+int cmd_eval(cli_args *a) {
+    eval_flags f;
+    if (parse_eval_flags(a, &f, 8) || cli_check_unused(a)) return 2;
+    eval_env e;
+    cJSON *rep = eval_open(&e, &f) == 0 ? eval_run(&e, &f, NULL) : NULL;
+    if (rep && dist.rank == 0) {
+        char *text = cJSON_Print(rep);
+        printf("%s\n", text);
+        free(text);
+    }
+    cJSON_Delete(rep);
+    eval_close(&e);
+    return rep ? 0 : 1;
+}
+
+/* Writes the data file again with extra_info.model_difficulty[name] = correct count. */
+static int write_difficulty(const char *in, const char *out, const char *name, const int *correct, size_t n) {
+    or1_jsonl_reader r;
+    or1_atomic_file af;
+    if (or1_jsonl_open(&r, in)) return -1;
+    if (or1_atomic_open(&af, out)) {
+        or1_jsonl_close(&r);
+        return -1;
+    }
+    cJSON *row;
+    int rc;
+    size_t i = 0;
+    while ((rc = or1_jsonl_next(&r, &row)) == 1 && i < n) {
+        cJSON *extra = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
+        if (!cJSON_IsObject(extra)) extra = cJSON_AddObjectToObject(row, "extra_info");
+        cJSON *md = cJSON_GetObjectItemCaseSensitive(extra, "model_difficulty");
+        if (!cJSON_IsObject(md)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(extra, "model_difficulty");
+            md = cJSON_AddObjectToObject(extra, "model_difficulty");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(md, name);
+        cJSON_AddNumberToObject(md, name, correct[i++]);
+        char *text = cJSON_PrintUnformatted(row);
+        fprintf(af.f, "%s\n", text);
+        free(text);
+        cJSON_Delete(row);
+    }
+    or1_jsonl_close(&r);
+    if (rc < 0) {
+        or1_atomic_abort(&af);
+        return -1;
+    }
+    return or1_atomic_commit(&af);
+}
+
+/* or1 difficulty --model DIR --data FILE --n N [--name NAME] [--out FILE] [sampling flags]:
+ * each row's number of correct samples goes to extra_info.model_difficulty[NAME]. */
+int cmd_difficulty(cli_args *a) {
+    eval_flags f;
+    if (parse_eval_flags(a, &f, 16)) return 2;
+    const char *out = cli_str(a, "out"), *name = cli_str(a, "name");
+    if (cli_check_unused(a)) return 2;
+    if (!name) {
+        name = strrchr(f.model, '/') ? strrchr(f.model, '/') + 1 : f.model;
+        if (!*name) name = f.model;
+    }
+    eval_env e;
+    int rc = eval_open(&e, &f);
+    if (rc == 0) {
+        size_t n = or1_data_rows(e.data);
+        int *correct = or1_calloc(n ? n : 1, sizeof *correct);
+        cJSON *rep = eval_run(&e, &f, correct);
+        rc = rep ? 0 : -1;
+        if (rc == 0 && dist.rank == 0) rc = write_difficulty(f.data, out ? out : f.data, name, correct, n);
+        if (rc == 0 && dist.rank == 0) fprintf(stderr, "difficulty: %zu rows scored with %d samples as \"%s\"\n", n, f.o.n, name);
+        cJSON_Delete(rep);
+        free(correct);
+    }
+    eval_close(&e);
+    return rc ? 1 : 0;
+}

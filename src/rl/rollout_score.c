@@ -1,0 +1,119 @@
+/* Sampling and scoring of dataset rows, shared by the trainer and evaluation. */
+#include "or1/algo.h"
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/reward.h"
+#include "or1/trainer.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Decodes every completion (special tokens skipped, as the recipe scores) and scores it. */
+static void score_all(const or1_tokenizer *tok, const or1_data_row *const *rows, int M, or1_scored *out,
+                      or1_sandbox_pool *pool, double code_timeout) {
+    or1_reward_job *jobs = or1_calloc(out->n, sizeof *jobs);
+    char **texts = or1_calloc(out->n, sizeof *texts);
+    #pragma omp parallel for schedule(dynamic, 8)
+    for (size_t k = 0; k < out->n; k++) {
+        size_t len;
+        const or1_data_row *r = rows[k / (size_t)M];
+        if (or1_tokenizer_decode(tok, out->c[k].ids, (size_t)out->c[k].n, true, &texts[k], &len) != 0)
+            texts[k] = or1_strdup("");
+        jobs[k] = (or1_reward_job){r->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[k], r->ground_truth};
+    }
+    or1_reward_batch(jobs, out->n, pool, code_timeout, out->scores);
+    for (size_t k = 0; k < out->n; k++) free(texts[k]);
+    free(texts);
+    free(jobs);
+}
+
+/* One request per row, M samples each, then the rewards. */
+int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+                      int M, const or1_sampling *s, const uint64_t *seeds, int max_slots, or1_sandbox_pool *pool,
+                      double code_timeout, or1_scored *out, double *t_rollout, double *t_reward) {
+    memset(out, 0, sizeof *out);
+    out->n = n_rows * (size_t)M;
+    out->c = or1_calloc(out->n ? out->n : 1, sizeof *out->c);
+    out->scores = or1_calloc(out->n ? out->n : 1, sizeof *out->scores);
+    if (n_rows == 0) return 0;
+    or1_request *req = or1_calloc(n_rows, sizeof *req);
+    for (size_t i = 0; i < n_rows; i++) {
+        req[i] = (or1_request){rows[i]->ids, rows[i]->n_ids, M, *s};
+        req[i].s.seed = seeds[i];
+    }
+    or1_engine_cfg cfg = {.max_slots = max_slots, .kv_cache_gb = 8.0};
+    double t0 = or1_now();
+    int rc = or1_generate(m, req, (int)n_rows, &cfg, out->c);
+    double t1 = or1_now();
+    free(req);
+    if (rc != 0) return -1;
+    score_all(tok, rows, M, out, pool, code_timeout);
+    if (t_rollout) *t_rollout += t1 - t0;
+    if (t_reward) *t_reward += or1_now() - t1;
+    return 0;
+}
+
+/* Frees completions and scores. */
+void or1_scored_free(or1_scored *s) {
+    or1_completions_free(s->c, (int)s->n);
+    free(s->c);
+    free(s->scores);
+    memset(s, 0, sizeof *s);
+}
+
+/* Writes one evaluated sample as a JSON line. */
+static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r, int j, const or1_completion *c,
+                        float score) {
+    char *text = NULL;
+    size_t len;
+    if (or1_tokenizer_decode(tok, c->ids, (size_t)c->n, false, &text, &len) != 0) text = or1_strdup("");
+    fprintf(f, "{\"data_source\":");
+    or1_json_write_string(f, r->data_source);
+    fprintf(f, ",\"index\":%lld,\"sample\":%d,\"correct\":%s,\"finish_reason\":\"%s\",\"tokens\":%d,\"response\":",
+            (long long)r->index, j, score > 0.5f ? "true" : "false", c->stopped ? "stop" : "length", c->n);
+    or1_json_write_string(f, text);
+    fputs("}\n", f);
+    free(text);
+}
+
+/* Evaluates this rank's share of the rows (every size-th row), sums the correct counts over
+ * ranks and builds the pass@k report from them. */
+cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+                const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct) {
+    size_t mine = 0;
+    const or1_data_row **sub = or1_calloc(n_rows ? n_rows : 1, sizeof *sub);
+    uint64_t *seeds = or1_calloc(n_rows ? n_rows : 1, sizeof *seeds);
+    for (size_t i = (size_t)d->rank; i < n_rows; i += (size_t)d->size) {
+        seeds[mine] = or1_rand_u64(o->seed, i, 0xe7a1);
+        sub[mine++] = rows[i];
+    }
+    or1_sampling s = {o->temperature, o->top_p, o->top_k, o->max_new_tokens, 0, NULL, 0};
+    or1_scored sc;
+    int rc = or1_rollout_score(m, tok, sub, mine, o->n, &s, seeds, o->max_slots, pool, o->code_timeout, &sc, NULL, NULL);
+    double *counts = or1_calloc(n_rows ? n_rows : 1, sizeof *counts);
+    for (size_t k = 0; rc == 0 && k < mine; k++) {
+        size_t row = (size_t)d->rank + k * (size_t)d->size;
+        for (int j = 0; j < o->n; j++) {
+            float score = sc.scores[k * (size_t)o->n + (size_t)j];
+            counts[row] += score > 0.5f;
+            if (dump) dump_sample(dump, tok, sub[k], j, &sc.c[k * (size_t)o->n + (size_t)j], score);
+        }
+    }
+    or1_scored_free(&sc);
+    free(seeds);
+    free(sub);
+    or1_dist_sum_f64(d, counts, n_rows);
+    cJSON *report = NULL;
+    if (rc == 0) {
+        or1_eval_result *res = or1_calloc(n_rows ? n_rows : 1, sizeof *res);
+        for (size_t i = 0; i < n_rows; i++) {
+            res[i] = (or1_eval_result){rows[i]->data_source, o->n, (int)counts[i]};
+            if (correct) correct[i] = (int)counts[i];
+        }
+        report = or1_passk_report(res, n_rows);
+        free(res);
+    }
+    free(counts);
+    return report;
+}

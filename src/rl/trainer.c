@@ -1,0 +1,205 @@
+/* The MAGIC training loop (recipe §2): rollout, rewards, advantages with rejection,
+ * N_SGD updates of eq. (3.1), adaptive entropy control, metrics, stages, checkpoints. */
+#include "or1/trainer.h"
+
+#include "or1/algo.h"
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/rl.h"
+#include "or1/sandbox.h"
+#include "trainer_internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The stage of completed-step count `step` and the steps done inside it. */
+static size_t stage_at(const or1_train_config *c, long step, long *in_stage) {
+    long before = 0;
+    for (size_t s = 0; s < c->n_stages; s++) {
+        if (step < before + c->stages[s].steps || s + 1 == c->n_stages) {
+            *in_stage = step - before;
+            return s;
+        }
+        before += c->stages[s].steps;
+    }
+    *in_stage = 0;
+    return 0;
+}
+
+/* Total steps of the schedule. */
+static long total_steps(const or1_train_config *c) {
+    long t = 0;
+    for (size_t s = 0; s < c->n_stages; s++) t += c->stages[s].steps;
+    return t;
+}
+
+/* Assigns prompts to ranks, longest prompt first onto the least-loaded rank (expected
+ * tokens ~ prompt length + T per sample), deterministically. owner[i] gets the rank. */
+static void assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner) {
+    double *load = or1_calloc((size_t)ranks, sizeof *load);
+    size_t *order = or1_malloc((n ? n : 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && or1_data_row_at(data, ids[order[j]])->n_ids > or1_data_row_at(data, ids[order[j - 1]])->n_ids; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    for (size_t k = 0; k < n; k++) {
+        int best = 0;
+        for (int r = 1; r < ranks; r++)
+            if (load[r] < load[best]) best = r;
+        owner[order[k]] = best;
+        load[best] += or1_data_row_at(data, ids[order[k]])->n_ids + 1.0;
+    }
+    free(order);
+    free(load);
+}
+
+/* One generation round: this rank samples and scores its prompts; every per-sample number
+ * the decisions need is then summed over ranks (each entry has one owner). */
+static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *ids, size_t n, uint64_t round_seed,
+                         step_batch *b) {
+    int M = st->samples;
+    int *owner = or1_malloc((n ? n : 1) * sizeof *owner);
+    assign_ranks(t->data, ids, n, t->d->size, owner);
+    const or1_data_row **rows = or1_malloc((n ? n : 1) * sizeof *rows);
+    uint64_t *seeds = or1_malloc((n ? n : 1) * sizeof *seeds);
+    size_t mine = 0, *pos = or1_malloc((n ? n : 1) * sizeof *pos);
+    for (size_t i = 0; i < n; i++)
+        if (owner[i] == t->d->rank) {
+            rows[mine] = or1_data_row_at(t->data, ids[i]);
+            seeds[mine] = or1_rand_u64(round_seed, i, 0);
+            pos[mine++] = i;
+        }
+    or1_sampling s = {(float)t->cfg->rollout.temperature, (float)t->cfg->rollout.top_p, t->cfg->rollout.top_k,
+                      st->context_length, 0, NULL, 0};
+    or1_scored sc;
+    int rc = or1_rollout_score(&t->m, t->tok, rows, mine, M, &s, seeds, 256, t->pool, t->cfg->reward.code_timeout, &sc,
+                               &b->t_rollout, &b->t_reward);
+    if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
+    else or1_scored_free(&sc);
+    free(pos);
+    free(seeds);
+    free(rows);
+    free(owner);
+    return rc;
+}
+
+/* Generation rounds until N kept groups (refill) or the round limit; then picks the groups. */
+static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
+    int max_rounds = t->cfg->rejection.enabled ? t->cfg->rejection.max_rounds : 1;
+    for (int round = 1;; round++) {
+        uint32_t *ids = or1_malloc((size_t)st->prompts * sizeof *ids);
+        if (or1_data_next(t->data, (size_t)st->prompts, ids)) {
+            free(ids);
+            return -1;
+        }
+        uint64_t seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)round);
+        int rc = round_rollout(t, st, ids, (size_t)st->prompts, seed, b);
+        free(ids);
+        if (rc) return -1;
+        batch_decide(b, t);
+        or1_refill_action act = or1_refill_decide(b->kept_groups, round, (size_t)st->prompts, max_rounds);
+        if (act != OR1_REFILL_MORE) return 0;
+    }
+}
+
+/* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
+ * chunk's loss is normalised by its global kept-token count (eq. 3.1). */
+static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double alpha, or1_loss_stats *total,
+                   double *grad_norm) {
+    int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
+    or1_loss_cfg lc = {(float)t->cfg->train.clip_low, (float)t->cfg->train.clip_high, (float)alpha,
+                       (float)t->cfg->rollout.temperature, t->cfg->kl.enabled ? (float)t->cfg->kl.coef : 0.0f,
+                       t->cfg->kl.estimator};
+    or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
+                        (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
+    int micro = t->cfg->train.micro_tokens > 0 ? t->cfg->train.micro_tokens : t->cfg->data.max_prompt_length + st->context_length;
+    for (int e = 0; e < t->cfg->train.epochs; e++)
+        for (int c = 0; c < n_sgd; c++) {
+            or1_sample *s;
+            long tokens;
+            int n = batch_chunk(b, t, c, n_sgd, &s, &tokens);
+            if (tokens == 0) {
+                free(s);
+                continue;
+            }
+            memset(t->m.grads, 0, t->m.n_floats * sizeof(float));
+            or1_loss_stats ls = {0};
+            or1_policy_grad(&t->m, &t->ws, s, n, tokens, micro, &lc, &ls);
+            free(s);
+            or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
+            double sums[6] = {ls.loss, ls.pg_loss, ls.entropy, ls.kl, (double)ls.tokens, (double)ls.clipped};
+            or1_dist_sum_f64(t->d, sums, 6);
+            total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
+            total->tokens += (long)sums[4], total->clipped += (long)sums[5];
+            double norm = or1_grad_norm(t->m.grads, t->m.n_floats);
+            *grad_norm = norm;
+            if (t->cfg->train.grad_clip > 0) or1_clip_grad_norm(t->m.grads, t->m.n_floats, norm, t->cfg->train.grad_clip);
+            or1_adamw_step(&t->opt, t->m.params, t->m.grads, &ac);
+        }
+}
+
+/* Runs one training step: collect, advantages, update, controller, metrics. */
+static int train_step(trainer *t) {
+    long in_stage;
+    size_t si = stage_at(t->cfg, t->step, &in_stage);
+    const or1_stage_cfg *st = &t->cfg->stages[si];
+    if (in_stage == 0 && si > 0 && si != t->filtered_stage) online_filter(t, si);
+    step_batch b;
+    batch_init(&b);
+    double t0 = or1_now();
+    if (collect(t, st, &b)) {
+        batch_free(&b);
+        return -1;
+    }
+    batch_finalize(&b, t, (size_t)st->prompts);
+    double e_k = batch_entropy_estimate(&b, t), alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
+    bool was_enabled = t->ent.enabled;
+    or1_loss_stats ls = {0};
+    double grad_norm = 0, t_up = or1_now();
+    bool skipped = b.loss_tokens == 0;
+    if (!skipped) {
+        if (t->has_ref) batch_ref_logprobs(&b, t);
+        update(t, st, &b, alpha, &ls, &grad_norm);
+        or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
+    }
+    t_up = or1_now() - t_up;
+    t->step++;
+    track_solved(t, &b, si);
+    write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
+    batch_free(&b);
+    return 0;
+}
+
+/* The schedule: steps until the last stage ends, with validation and checkpoints. */
+static int train_loop(trainer *t) {
+    long total = total_steps(t->cfg);
+    while (t->step < total) {
+        if (train_step(t)) return -1;
+        bool last = t->step == total;
+        if (t->cfg->eval.every > 0 && (t->step % t->cfg->eval.every == 0 || last) && run_validation(t)) return -1;
+        if ((t->cfg->checkpoint.every > 0 && t->step % t->cfg->checkpoint.every == 0) || last)
+            if (save_checkpoint(t)) return -1;
+    }
+    return 0;
+}
+
+/* Sets up, optionally resumes, trains, cleans up. Failures on any rank end the job. */
+int or1_train_run(const or1_train_config *cfg, const char *resume_dir, const or1_dist *d) {
+    trainer t;
+    if (trainer_open(&t, cfg, d, resume_dir)) {
+        trainer_close(&t);
+        return -1;
+    }
+    if (d->rank == 0)
+        fprintf(stderr, "train: %zu prompts, %zu stages, %ld steps from step %ld, %d rank(s)\n", or1_data_active(t.data),
+                cfg->n_stages, total_steps(cfg), t.step, d->size);
+    int rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
+    if (rc == 0) rc = train_loop(&t);
+    trainer_close(&t);
+    return rc;
+}

@@ -1,0 +1,170 @@
+/* The step batch: gathering rounds over ranks, advantages, mini-batches, reference log-probs. */
+#include "or1/core.h"
+#include "trainer_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void batch_init(step_batch *b) { memset(b, 0, sizeof *b); }
+
+/* Frees every array, the own completions included. */
+void batch_free(step_batch *b) {
+    or1_completions_free(b->c, (int)b->n_samples);
+    for (size_t k = 0; b->ref_logp && k < b->n_samples; k++) free(b->ref_logp[k]);
+    free(b->ref_logp);
+    free(b->c);
+    free(b->row);
+    free(b->score);
+    free(b->len);
+    free(b->trunc);
+    free(b->owned);
+    free(b->adv);
+    free(b->in_loss);
+    or1_rejection_free(&b->rej);
+    memset(b, 0, sizeof *b);
+}
+
+/* Grows the per-group and per-sample arrays to hold g groups of M samples. */
+static void batch_grow(step_batch *b, size_t g, int M) {
+    if (g <= b->cap_groups) return;
+    size_t cap = g * 2, ns = cap * (size_t)M, old = b->cap_groups * (size_t)M;
+    b->row = or1_realloc(b->row, cap * sizeof *b->row);
+    b->score = or1_realloc(b->score, ns * sizeof *b->score);
+    b->len = or1_realloc(b->len, ns * sizeof *b->len);
+    b->trunc = or1_realloc(b->trunc, ns * sizeof *b->trunc);
+    b->owned = or1_realloc(b->owned, ns * sizeof *b->owned);
+    b->adv = or1_realloc(b->adv, ns * sizeof *b->adv);
+    b->in_loss = or1_realloc(b->in_loss, ns * sizeof *b->in_loss);
+    b->c = or1_realloc(b->c, ns * sizeof *b->c);
+    memset(b->c + old, 0, (ns - old) * sizeof *b->c);
+    b->cap_groups = cap;
+}
+
+/* Appends n groups; the rank that owns a group fills its numbers, a sum shares them. */
+void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
+                     const size_t *pos, size_t mine) {
+    b->M = M;
+    batch_grow(b, b->n_groups + n, M);
+    size_t g0 = b->n_groups, s0 = g0 * (size_t)M, ns = n * (size_t)M;
+    double *shared = or1_calloc(3 * ns, sizeof *shared);
+    for (size_t k = 0; k < mine; k++)
+        for (int j = 0; j < M; j++) {
+            size_t local = k * (size_t)M + (size_t)j, global = pos[k] * (size_t)M + (size_t)j;
+            const or1_completion *c = &sc->c[local];
+            shared[global] = sc->scores[local];
+            shared[ns + global] = c->n;
+            shared[2 * ns + global] = c->stopped ? 0 : 1;
+        }
+    or1_dist_sum_f64(t->d, shared, 3 * ns);
+    for (size_t i = 0; i < ns; i++) {
+        b->score[s0 + i] = (float)shared[i];
+        b->len[s0 + i] = (int)shared[ns + i];
+        b->trunc[s0 + i] = shared[2 * ns + i] > 0.5;
+        b->owned[s0 + i] = false;
+    }
+    for (size_t k = 0; k < mine; k++)
+        for (int j = 0; j < M; j++) {
+            size_t local = k * (size_t)M + (size_t)j, global = s0 + pos[k] * (size_t)M + (size_t)j;
+            b->c[global] = sc->c[local];
+            b->owned[global] = true;
+            memset(&sc->c[local], 0, sizeof sc->c[local]);
+        }
+    for (size_t i = 0; i < n; i++) b->row[g0 + i] = ids[i];
+    b->n_groups += n;
+    b->n_samples = b->n_groups * (size_t)M;
+    free(shared);
+    or1_scored_free(sc);
+}
+
+/* Recipe order: truncation masks, rejection, advantages (or1_step_advantages). */
+void batch_decide(step_batch *b, const trainer *t) {
+    int32_t *group = or1_malloc(b->n_samples * sizeof *group);
+    for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
+    or1_rejection_free(&b->rej);
+    or1_step_advantages(&t->cfg->advantage, b->score, group, b->trunc, b->n_samples, b->adv, b->in_loss, &b->rej);
+    b->kept_groups = b->rej.kept;
+    free(group);
+}
+
+/* With refill, only the first `need` kept groups train (DAPO's truncation to the batch
+ * size); then T_k, the loss-token count. */
+void batch_finalize(step_batch *b, const trainer *t, size_t need) {
+    if (t->cfg->rejection.enabled && t->cfg->rejection.max_rounds > 1) {
+        size_t g = b->n_groups ? b->n_groups : 1;
+        bool *kept = or1_calloc(g, sizeof *kept), *take = or1_calloc(g, sizeof *take);
+        for (size_t k = 0; k < b->n_groups; k++) kept[k] = b->rej.verdict[k] == OR1_GROUP_KEPT;
+        or1_refill_take(kept, b->n_groups, need, take);
+        for (size_t i = 0; i < b->n_samples; i++)
+            if (!take[i / (size_t)b->M]) b->in_loss[i] = false;
+        free(kept);
+        free(take);
+    }
+    b->loss_tokens = 0;
+    for (size_t i = 0; i < b->n_samples; i++)
+        if (b->in_loss[i]) b->loss_tokens += b->len[i];
+}
+
+/* Sum of -log p of the sampled tokens in the loss over ranks, divided by their count. */
+double batch_entropy_estimate(const step_batch *b, const trainer *t) {
+    double s[2] = {0, 0};
+    for (size_t i = 0; i < b->n_samples; i++) {
+        if (!b->owned[i] || !b->in_loss[i]) continue;
+        for (int k = 0; k < b->c[i].n; k++) s[0] -= b->c[i].logprobs[k];
+        s[1] += b->c[i].n;
+    }
+    or1_dist_sum_f64(t->d, s, 2);
+    return s[1] > 0 ? s[0] / s[1] : 0.0;
+}
+
+/* Groups [c*G/n, (c+1)*G/n) of the groups in the loss; T over all ranks, samples own only. */
+int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens) {
+    size_t G = 0, M = (size_t)b->M;
+    size_t *groups = or1_malloc((b->n_groups ? b->n_groups : 1) * sizeof *groups);
+    for (size_t g = 0; g < b->n_groups; g++)
+        for (size_t j = 0; j < M; j++)
+            if (b->in_loss[g * M + j]) {
+                groups[G++] = g;
+                break;
+            }
+    size_t g0 = G * (size_t)c / (size_t)n, g1 = G * (size_t)(c + 1) / (size_t)n;
+    *s = or1_malloc(((g1 - g0) * M + 1) * sizeof **s);
+    *tokens = 0;
+    int k = 0;
+    for (size_t q = g0; q < g1; q++)
+        for (size_t j = 0; j < M; j++) {
+            size_t i = groups[q] * M + j;
+            if (!b->in_loss[i]) continue;
+            *tokens += b->len[i];
+            if (!b->owned[i]) continue;
+            const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
+            (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], b->c[i].logprobs,
+                                     b->ref_logp ? b->ref_logp[i] : NULL};
+        }
+    free(groups);
+    return k;
+}
+
+/* log-probs of the own loss samples under the frozen reference, with the training kernels. */
+void batch_ref_logprobs(step_batch *b, trainer *t) {
+    b->ref_logp = or1_calloc(b->n_samples, sizeof *b->ref_logp);
+    for (size_t i = 0; i < b->n_samples; i++) {
+        if (!b->owned[i] || !b->in_loss[i]) continue;
+        const or1_data_row *r = or1_data_row_at(t->data, b->row[i / (size_t)b->M]);
+        int n = r->n_ids + b->c[i].n;
+        int32_t *ids = or1_malloc((size_t)n * sizeof *ids);
+        memcpy(ids, r->ids, (size_t)r->n_ids * sizeof *ids);
+        memcpy(ids + r->n_ids, b->c[i].ids, (size_t)b->c[i].n * sizeof *ids);
+        or1_seq seq = {ids, n, r->n_ids};
+        or1_batch pb;
+        or1_batch_pack(&pb, &seq, 1);
+        or1_acts_reserve(&t->ref_ws, &t->ref.cfg, n, n, false);
+        b->ref_logp[i] = or1_malloc((size_t)b->c[i].n * sizeof(float));
+        float *ent = or1_malloc((size_t)b->c[i].n * sizeof *ent);
+        or1_forward(&t->ref, t->ref_ws, &pb, false);
+        or1_head_forward(&t->ref, t->ref_ws, &pb, (float)t->cfg->rollout.temperature, b->ref_logp[i], ent);
+        free(ent);
+        or1_batch_free(&pb);
+        free(ids);
+    }
+}

@@ -1,0 +1,236 @@
+/* Trainer set-up and tear-down, checkpoints (written atomically) and exact resume. */
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/sandbox.h"
+#include "trainer_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The tokenizer path of the config (model.path when empty). */
+static const char *tokenizer_path(const or1_train_config *c) {
+    return c->model.tokenizer && *c->model.tokenizer ? c->model.tokenizer : c->model.path;
+}
+
+/* trainer_state.json: step, stage filter mark, controller, sampler, solved set. */
+static cJSON *state_json(const trainer *t) {
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "step", (double)t->step);
+    cJSON_AddNumberToObject(s, "filtered_stage", (double)t->filtered_stage);
+    cJSON_AddItemToObject(s, "entropy", or1_entropy_state_json(&t->ent));
+    cJSON_AddItemToObject(s, "data", or1_data_state_json(t->data));
+    cJSON *solved = cJSON_AddArrayToObject(s, "solved");
+    for (size_t i = 0; i < t->n_solved; i++) cJSON_AddItemToArray(solved, cJSON_CreateNumber(t->solved[i]));
+    return s;
+}
+
+/* Writes the small text files of a checkpoint folder. */
+static int write_state_files(const trainer *t, const char *dir) {
+    cJSON *s = state_json(t);
+    char *text = cJSON_Print(s), *yaml = or1_train_config_yaml(t->cfg);
+    cJSON_Delete(s);
+    char *p1 = or1_path_join(dir, "trainer_state.json"), *p2 = or1_path_join(dir, "config.yaml");
+    int rc = or1_write_file_atomic(p1, text, strlen(text));
+    if (rc == 0) rc = or1_write_file_atomic(p2, yaml, strlen(yaml));
+    free(p1), free(p2), free(text), free(yaml);
+    return rc;
+}
+
+/* Copies the tokenizer files into the checkpoint when they live outside the model folder. */
+static int copy_tokenizer(const trainer *t, const char *dir) {
+    const char *tp = tokenizer_path(t->cfg);
+    struct stat st;
+    if (stat(tp, &st) != 0 || !S_ISDIR(st.st_mode) || strcmp(tp, t->cfg->model.path) == 0) return 0;
+    const char *names[] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char *src = or1_path_join(tp, names[i]), *dst = or1_path_join(dir, names[i]);
+        int rc = or1_is_file(src) ? or1_copy_file_atomic(src, dst) : 0;
+        free(src), free(dst);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* Removes a folder of plain files (an old checkpoint of the same step). */
+static void remove_dir(const char *dir) {
+    static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
+                                  "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                  "trainer_state.json", "config.yaml"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *p = or1_path_join(dir, files[i]);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+/* Rank 0 writes output/checkpoints/step-K in a temporary folder, renames it into place
+ * (a reader sees a whole checkpoint or none), then points `latest` at it. */
+int save_checkpoint(trainer *t) {
+    if (t->d->rank != 0) return 0;
+    char name[64];
+    snprintf(name, sizeof name, "step-%06ld", t->step);
+    char *root = or1_path_join(t->cfg->output_dir, "checkpoints"), *dir = or1_path_join(root, name);
+    size_t n = strlen(dir) + 16;
+    char *tmp = or1_malloc(n);
+    snprintf(tmp, n, "%s.tmp", dir);
+    remove_dir(tmp);
+    int rc = or1_mkdir_p(tmp);
+    if (rc == 0) rc = or1_model_save(&t->m, tmp, OR1_F32, t->cfg->model.path);
+    if (rc == 0) rc = copy_tokenizer(t, tmp);
+    if (rc == 0) rc = or1_adamw_save(&t->opt, &t->m, tmp);
+    if (rc == 0) rc = write_state_files(t, tmp);
+    if (rc == 0) {
+        remove_dir(dir);
+        if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
+    }
+    if (rc == 0) {
+        char *latest = or1_path_join(root, "latest");
+        rc = or1_write_file_atomic(latest, name, strlen(name));
+        free(latest);
+        fprintf(stderr, "train: checkpoint %s\n", dir);
+    }
+    free(tmp), free(dir), free(root);
+    return rc;
+}
+
+/* Reads trainer_state.json of a checkpoint into the trainer. */
+static int load_state(trainer *t, const char *dir) {
+    char *path = or1_path_join(dir, "trainer_state.json"), *text;
+    size_t len;
+    int rc = or1_read_file(path, 1 << 30, &text, &len);
+    cJSON *j = rc == 0 ? or1_json_parse(text, len, path) : NULL;
+    if (rc == 0) free(text);
+    rc = j ? 0 : -1;
+    int64_t step = 0, fs = 0;
+    if (rc == 0 && (or1_json_int(j, "step", 0, INT64_MAX, &step, path) || or1_json_int(j, "filtered_stage", 0, 1 << 20, &fs, path)))
+        rc = -1;
+    if (rc == 0 && or1_entropy_state_load(&t->ent, cJSON_GetObjectItemCaseSensitive(j, "entropy"), path)) rc = -1;
+    if (rc == 0 && or1_data_state_load(t->data, cJSON_GetObjectItemCaseSensitive(j, "data"), path)) rc = -1;
+    const cJSON *solved = j ? cJSON_GetObjectItemCaseSensitive(j, "solved") : NULL;
+    t->n_solved = 0;
+    if (rc == 0 && cJSON_IsArray(solved)) {
+        int32_t *ids;
+        size_t n;
+        if (or1_json_int_array(j, "solved", 0, UINT32_MAX >> 1, &ids, &n, path)) rc = -1;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            if (t->n_solved == t->cap_solved) {
+                t->cap_solved = t->cap_solved ? 2 * t->cap_solved : 64;
+                t->solved = or1_realloc(t->solved, t->cap_solved * sizeof *t->solved);
+            }
+            t->solved[t->n_solved++] = (uint32_t)ids[i];
+        }
+        if (rc == 0) free(ids);
+    }
+    t->step = step;
+    t->filtered_stage = (size_t)fs;
+    cJSON_Delete(j);
+    free(path);
+    return rc;
+}
+
+/* Keeps the metrics rows of steps up to the resumed one (rewritten atomically). */
+static int trim_metrics(const char *path, long step) {
+    if (!or1_is_file(path)) return 0;
+    or1_jsonl_reader r;
+    or1_atomic_file a;
+    if (or1_jsonl_open(&r, path)) return -1;
+    if (or1_atomic_open(&a, path)) {
+        or1_jsonl_close(&r);
+        return -1;
+    }
+    cJSON *row;
+    int rc;
+    while ((rc = or1_jsonl_next(&r, &row)) == 1) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, "step");
+        if (cJSON_IsNumber(s) && s->valuedouble <= (double)step) {
+            char *text = cJSON_PrintUnformatted(row);
+            fprintf(a.f, "%s\n", text);
+            free(text);
+        }
+        cJSON_Delete(row);
+    }
+    or1_jsonl_close(&r);
+    if (rc < 0) {
+        or1_atomic_abort(&a);
+        return -1;
+    }
+    return or1_atomic_commit(&a);
+}
+
+/* Opens metrics.jsonl on rank 0: trimmed on resume, fresh on a new run. */
+static int open_metrics(trainer *t, bool resumed) {
+    if (t->d->rank != 0) return 0;
+    if (or1_mkdir_p(t->cfg->output_dir)) return -1;
+    char *path = or1_path_join(t->cfg->output_dir, "metrics.jsonl");
+    int rc = resumed ? trim_metrics(path, t->step) : 0;
+    if (rc == 0) t->metrics = fopen(path, resumed ? "a" : "w");
+    if (rc == 0 && !t->metrics) rc = or1_fail("%s: cannot open: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+/* Loads the validation rows (no filters, no shuffle). */
+static int open_eval(trainer *t) {
+    const or1_train_config *c = t->cfg;
+    if (c->eval.n_files == 0) return 0;
+    or1_data_file *files = or1_calloc(c->eval.n_files, sizeof *files);
+    for (size_t i = 0; i < c->eval.n_files; i++) files[i] = (or1_data_file){c->eval.files[i], 1};
+    or1_data_opts o = {files, c->eval.n_files, NULL, 0, 0, true, t->tok, c->model.chat_template, INT_MAX, false, 0};
+    t->eval_data = or1_data_load(&o);
+    free(files);
+    return t->eval_data ? 0 : -1;
+}
+
+/* True if any row of d is a code problem. */
+static bool has_code(const or1_dataset *d) {
+    for (size_t i = 0; d && i < or1_data_rows(d); i++)
+        if (or1_data_row_at(d, (uint32_t)i)->code) return true;
+    return false;
+}
+
+/* Loads model, tokenizer, data, reference, optimizer, controller; resumes if asked. */
+int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir) {
+    memset(t, 0, sizeof *t);
+    t->cfg = cfg, t->d = d;
+    if (or1_model_load(&t->m, resume_dir ? resume_dir : cfg->model.path)) return -1;
+    t->tok = or1_tokenizer_load(tokenizer_path(cfg));
+    if (!t->tok) return -1;
+    or1_data_opts o = or1_data_opts_from_config(cfg, t->tok);
+    t->data = or1_data_load(&o);
+    if (!t->data || open_eval(t)) return -1;
+    if (cfg->kl.enabled) {
+        if (or1_model_load(&t->ref, cfg->kl.reference && *cfg->kl.reference ? cfg->kl.reference : cfg->model.path)) return -1;
+        t->has_ref = true;
+    }
+    or1_adamw_init(&t->opt, t->m.n_floats);
+    or1_entropy_init(&t->ent, &cfg->entropy);
+    if (resume_dir && (or1_adamw_load(&t->opt, &t->m, resume_dir) < 0 || load_state(t, resume_dir)))
+        return or1_fail_ctx("resume from %s", resume_dir);
+    if (has_code(t->data) || has_code(t->eval_data)) {
+        t->pool = or1_sandbox_pool_new(cfg->reward.workers);
+        if (!t->pool) return -1;
+    }
+    return open_metrics(t, resume_dir != NULL);
+}
+
+/* Frees everything trainer_open made. */
+void trainer_close(trainer *t) {
+    if (t->metrics) fclose(t->metrics);
+    if (t->pool) or1_sandbox_pool_free(t->pool);
+    or1_acts_free(t->ws);
+    or1_acts_free(t->ref_ws);
+    or1_adamw_free(&t->opt);
+    if (t->has_ref) or1_model_free(&t->ref);
+    or1_data_free(t->data);
+    or1_data_free(t->eval_data);
+    or1_tokenizer_free(t->tok);
+    if (t->m.params) or1_model_free(&t->m);
+    free(t->solved);
+}

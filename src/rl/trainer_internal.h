@@ -1,0 +1,76 @@
+/* Trainer internals shared by trainer.c, trainer_batch.c and trainer_state.c. */
+#ifndef OR1_TRAINER_INTERNAL_H
+#define OR1_TRAINER_INTERNAL_H
+
+#include "or1/algo.h"
+#include "or1/model.h"
+#include "or1/rl.h"
+#include "or1/trainer.h"
+
+/* Everything one training run holds. */
+typedef struct {
+    const or1_train_config *cfg;
+    const or1_dist *d;
+    or1_model m, ref;
+    bool has_ref;
+    or1_tokenizer *tok;
+    or1_dataset *data, *eval_data;
+    or1_adamw opt;
+    or1_entropy_ctl ent;
+    or1_sandbox_pool *pool;
+    or1_acts *ws, *ref_ws;
+    FILE *metrics; /* rank 0 */
+    long step;     /* completed steps */
+    uint32_t *solved; /* rows every sample solved in the current stage (for the online filter) */
+    size_t n_solved, cap_solved;
+    size_t filtered_stage; /* last stage whose online filter ran */
+} trainer;
+
+/* The samples of one step, gathered over generation rounds. Per-sample numbers (score,
+ * length, truncation) are known on every rank; completions only on the rank that made them. */
+typedef struct {
+    int M;
+    size_t n_groups, n_samples, cap_groups;
+    uint32_t *row;           /* per group: dataset row id */
+    float *score;            /* per sample */
+    int *len;
+    bool *trunc, *owned;
+    or1_completion *c;       /* owned samples only */
+    float **ref_logp;        /* owned samples in the loss, with KL on */
+    float *adv;
+    bool *in_loss;
+    or1_rejection rej;
+    size_t kept_groups;
+    long loss_tokens;
+    double t_rollout, t_reward;
+} step_batch;
+
+void batch_init(step_batch *b);
+void batch_free(step_batch *b);
+/* Appends one round's groups: own samples from sc (taken over), numbers summed over ranks. */
+void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
+                     const size_t *pos, size_t mine);
+/* Truncation masks, rejection and GRPO advantages over every group so far. */
+void batch_decide(step_batch *b, const trainer *t);
+/* Keeps the first `need` kept groups (refill) and counts the loss tokens T_k. */
+void batch_finalize(step_batch *b, const trainer *t, size_t need);
+/* e_k: the mean negative log-prob of the sampled tokens in the loss, before the update. */
+double batch_entropy_estimate(const step_batch *b, const trainer *t);
+/* The own loss samples of mini-batch c of n (groups split in order) and its global T. */
+int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens);
+/* Reference log-probs of the own loss samples (KL term). */
+void batch_ref_logprobs(step_batch *b, trainer *t);
+
+int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
+void trainer_close(trainer *t);
+/* Records the groups every sample solved (online filter of the next stage). */
+void track_solved(trainer *t, const step_batch *b, size_t stage);
+/* Drops the rows solved in the previous stage, at the start of stage. */
+void online_filter(trainer *t, size_t stage);
+void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
+                   double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
+                   double t_update, double t_step);
+int run_validation(trainer *t);
+int save_checkpoint(trainer *t);
+
+#endif

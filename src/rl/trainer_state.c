@@ -1,0 +1,136 @@
+/* Trainer set-up, metrics, validation, the online filter, checkpoints and resume. */
+#include "or1/core.h"
+#include "or1/io.h"
+#include "or1/sandbox.h"
+#include "trainer_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Adds a row id to the solved set (once). */
+static void add_solved(trainer *t, uint32_t row) {
+    for (size_t i = 0; i < t->n_solved; i++)
+        if (t->solved[i] == row) return;
+    if (t->n_solved == t->cap_solved) {
+        t->cap_solved = t->cap_solved ? 2 * t->cap_solved : 64;
+        t->solved = or1_realloc(t->solved, t->cap_solved * sizeof *t->solved);
+    }
+    t->solved[t->n_solved++] = row;
+}
+
+/* Groups whose every sample was correct (solve_all) mark their row as solved this stage. */
+void track_solved(trainer *t, const step_batch *b, size_t stage) {
+    (void)stage;
+    for (size_t g = 0; g < b->n_groups; g++)
+        if (b->rej.verdict[g] == OR1_GROUP_SOLVE_ALL) add_solved(t, b->row[g]);
+}
+
+/* Recipe §7: at a stage start, prompts solved by every sample in the previous stage go. */
+void online_filter(trainer *t, size_t stage) {
+    t->filtered_stage = stage;
+    if (t->cfg->data.online_filter && t->n_solved > 0) {
+        size_t before = or1_data_active(t->data);
+        if (or1_data_drop(t->data, t->solved, t->n_solved) != 0) or1_dist_abort(t->d, or1_error());
+        if (t->d->rank == 0)
+            fprintf(stderr, "train: stage %zu starts: online filter dropped %zu solved prompts (%zu -> %zu)\n", stage,
+                    t->n_solved, before, or1_data_active(t->data));
+    }
+    t->n_solved = 0;
+}
+
+/* Appends one JSON row to metrics.jsonl and flushes it (rank 0). */
+static void emit(trainer *t, cJSON *row) {
+    if (t->metrics) {
+        char *text = cJSON_PrintUnformatted(row);
+        fprintf(t->metrics, "%s\n", text);
+        fflush(t->metrics);
+        free(text);
+    }
+    cJSON_Delete(row);
+}
+
+/* The per-step metrics row (issue item 5), a progress line, and loud warnings. */
+void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
+                   double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
+                   double t_update, double t_step) {
+    if (t->d->rank != 0) return;
+    int32_t *group = or1_malloc((b->n_samples ? b->n_samples : 1) * sizeof *group);
+    for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
+    or1_batch_stats bs;
+    or1_batch_stats_compute(b->score, group, b->len, b->trunc, b->in_loss, b->n_samples, &b->rej, &bs);
+    free(group);
+    double nt = ls->tokens > 0 ? (double)ls->tokens : 1.0;
+    cJSON *row = cJSON_CreateObject();
+    cJSON_AddNumberToObject(row, "step", (double)t->step);
+    cJSON_AddNumberToObject(row, "stage", (double)stage);
+    cJSON_AddStringToObject(row, "stage_name", st->name ? st->name : "");
+    cJSON_AddNumberToObject(row, "context_length", st->context_length);
+    or1_batch_stats_json(&bs, row);
+    cJSON_AddNumberToObject(row, "entropy_sampled", e_k);
+    cJSON_AddNumberToObject(row, "entropy_full", ls->entropy / nt);
+    cJSON_AddNumberToObject(row, "entropy_target", t->cfg->entropy.target);
+    cJSON_AddNumberToObject(row, "alpha", alpha);
+    cJSON_AddBoolToObject(row, "entropy_enabled", enabled);
+    cJSON_AddNumberToObject(row, "entropy_coef_next", t->ent.coef);
+    cJSON_AddNumberToObject(row, "loss", ls->loss / nt);
+    cJSON_AddNumberToObject(row, "pg_loss", ls->pg_loss / nt);
+    cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);
+    cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
+    if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
+    cJSON_AddBoolToObject(row, "skipped", skipped);
+    cJSON_AddNumberToObject(row, "seconds_rollout", b->t_rollout);
+    cJSON_AddNumberToObject(row, "seconds_reward", b->t_reward);
+    cJSON_AddNumberToObject(row, "seconds_update", t_update);
+    cJSON_AddNumberToObject(row, "seconds_step", t_step);
+    emit(t, row);
+    fprintf(stderr, "step %ld [%s] reward %.3f kept %zu/%zu len %.0f trunc %.2f ent %.3f alpha %.2e gnorm %.3f %.1fs\n",
+            t->step, st->name ? st->name : "", bs.reward_mean, bs.kept_groups, bs.groups, bs.resp_len_mean,
+            bs.truncated_ratio, e_k, alpha, grad_norm, t_step);
+    if (bs.truncated_ratio >= 1.0)
+        fprintf(stderr, "WARNING: step %ld: every response was truncated at %d tokens: rewards are all 0; raise the "
+                        "context length\n", t->step, st->context_length);
+    if (skipped)
+        fprintf(stderr, "WARNING: step %ld: every group was rejected (all rewards equal in each): no update this step\n",
+                t->step);
+}
+
+/* Validation on the eval files at every configured temperature; a metrics row each. */
+int run_validation(trainer *t) {
+    if (!t->eval_data) return 0;
+    size_t n = or1_data_rows(t->eval_data);
+    const or1_data_row **rows = or1_malloc(n * sizeof *rows);
+    for (size_t i = 0; i < n; i++) rows[i] = or1_data_row_at(t->eval_data, (uint32_t)i);
+    long in_stage = 0;
+    (void)in_stage;
+    int T = t->cfg->eval.max_new_tokens > 0 ? t->cfg->eval.max_new_tokens : t->cfg->stages[0].context_length;
+    for (size_t k = 0; k < t->cfg->eval.n_temperatures; k++) {
+        or1_eval_opts o = {t->cfg->eval.n, (float)t->cfg->eval.temperatures[k], (float)t->cfg->eval.top_p, 0, T, 256,
+                           (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.code_timeout};
+        cJSON *rep = or1_eval(&t->m, t->tok, rows, n, &o, t->pool, t->d, NULL, NULL);
+        if (!rep) {
+            free(rows);
+            return -1;
+        }
+        if (t->d->rank == 0) {
+            cJSON *overall = cJSON_GetObjectItemCaseSensitive(rep, "overall");
+            char key[32];
+            snprintf(key, sizeof key, "avg@%d", o.n);
+            const cJSON *avg = cJSON_GetObjectItemCaseSensitive(overall, key);
+            fprintf(stderr, "eval step %ld T=%.2f: %s %.4f\n", t->step, o.temperature, key, avg ? avg->valuedouble : -1);
+        }
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "type", "eval");
+        cJSON_AddNumberToObject(row, "step", (double)t->step);
+        cJSON_AddNumberToObject(row, "temperature", o.temperature);
+        cJSON_AddItemToObject(row, "report", rep);
+        if (t->d->rank == 0) emit(t, row);
+        else cJSON_Delete(row);
+    }
+    free(rows);
+    return 0;
+}
