@@ -58,6 +58,7 @@ static const char *shown(const or1_cfg_node *n) {
     return n->kind == CFG_MAP ? "a mapping" : n->kind == CFG_SEQ ? "a list" : n->value;
 }
 
+/* An integer in [lo, hi], or def when absent. */
 int or1_cfg_int(const or1_cfg_node *base, const char *path, int64_t lo, int64_t hi, int64_t def,
                 int64_t *out) {
     const or1_cfg_node *n = or1_cfg_get(base, path);
@@ -73,6 +74,7 @@ int or1_cfg_int(const or1_cfg_node *base, const char *path, int64_t lo, int64_t 
     return 0;
 }
 
+/* A finite number in [lo, hi], or def when absent. */
 int or1_cfg_double(const or1_cfg_node *base, const char *path, double lo, double hi, double def,
                    double *out) {
     const or1_cfg_node *n = or1_cfg_get(base, path);
@@ -87,6 +89,7 @@ int or1_cfg_double(const or1_cfg_node *base, const char *path, double lo, double
     return 0;
 }
 
+/* A YAML boolean, or def when absent. */
 int or1_cfg_bool(const or1_cfg_node *base, const char *path, bool def, bool *out) {
     const or1_cfg_node *n = or1_cfg_get(base, path);
     if (!n) {
@@ -97,6 +100,7 @@ int or1_cfg_bool(const or1_cfg_node *base, const char *path, bool def, bool *out
     return 0;
 }
 
+/* Any scalar's text, or def when absent. */
 int or1_cfg_string(const or1_cfg_node *base, const char *path, const char *def, const char **out) {
     const or1_cfg_node *n = or1_cfg_get(base, path);
     if (!n) {
@@ -115,6 +119,7 @@ static int list_at(const or1_cfg_node *base, const char *path, const or1_cfg_nod
     return 0;
 }
 
+/* A list of non-null scalars, copied. */
 int or1_cfg_strings(const or1_cfg_node *base, const char *path, char ***out, size_t *n) {
     const or1_cfg_node *l;
     *out = NULL;
@@ -130,6 +135,7 @@ int or1_cfg_strings(const or1_cfg_node *base, const char *path, char ***out, siz
     return 0;
 }
 
+/* A list of finite numbers, copied. */
 int or1_cfg_doubles(const or1_cfg_node *base, const char *path, double **out, size_t *n) {
     const or1_cfg_node *l;
     *out = NULL;
@@ -147,6 +153,7 @@ int or1_cfg_doubles(const or1_cfg_node *base, const char *path, double **out, si
     return 0;
 }
 
+/* A list of mappings, as pointers into the tree. */
 int or1_cfg_maps(const or1_cfg_node *base, const char *path, const or1_cfg_node ***items, size_t *n) {
     const or1_cfg_node *l;
     *items = NULL;
@@ -312,6 +319,7 @@ static int check_map(const or1_cfg_node *m, const or1_cfg_key *schema, size_t ns
     return 0;
 }
 
+/* Walks the whole tree from the top-level mapping. */
 int or1_cfg_check(const or1_cfg *c, const or1_cfg_key *schema, size_t n) {
     return check_map(c->root, schema, n);
 }

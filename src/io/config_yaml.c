@@ -266,6 +266,7 @@ void or1_cfg_free(or1_cfg *c) {
     free(c);
 }
 
+/* Accessors of the tree and its nodes. */
 const char *or1_cfg_file(const or1_cfg *c) { return c->file; }
 const or1_cfg_node *or1_cfg_root(const or1_cfg *c) { return c->root; }
 const char *or1_cfg_node_path(const or1_cfg_node *n) { return n->path; }
@@ -328,23 +329,37 @@ static char *dup_n(const char *s, size_t len) {
     return d;
 }
 
-/* "--set a.b=c": walks the path, creating mappings as needed, and puts the parsed value at
- * its end (replacing what was there). */
-int or1_cfg_set(or1_cfg *c, const char *assignment) {
-    char where[600];
-    snprintf(where, sizeof where, "--set %.500s", assignment);
+/* Puts node v into n, replacing the old child k at slot (or appending when k is NULL), and
+ * sets the paths of v's subtree. */
+static void place(or1_cfg_node *n, or1_cfg_node *k, size_t slot, or1_cfg_node *v) {
+    if (k) {
+        node_free(k);
+        n->kids[slot] = v;
+    } else {
+        node_add(n, v);
+        slot = n->n_kids - 1;
+    }
+    set_paths(v, n->path, v->key, n->kind == CFG_SEQ ? (long)slot : -1);
+}
+
+/* The value of "KEY=VALUE" parsed as YAML (empty: a null scalar) with the key copied into
+ * key[401]; NULL on error. */
+static or1_cfg_node *parse_assignment(const char *assignment, const char *where, char *key) {
     const char *eq = strchr(assignment, '=');
-    if (!eq || eq == assignment)
-        return or1_fail("%s: expected KEY=VALUE with a dotted key, e.g. train.lr=1e-6", where);
+    if (!eq || eq == assignment) {
+        or1_fail("%s: expected KEY=VALUE with a dotted key, e.g. train.lr=1e-6", where);
+        return NULL;
+    }
     size_t klen = (size_t)(eq - assignment);
-    if (klen > 400) return or1_fail("%s: key longer than 400 characters", where);
-    char key[401];
+    if (klen > 400) {
+        or1_fail("%s: key longer than 400 characters", where);
+        return NULL;
+    }
     memcpy(key, assignment, klen);
     key[klen] = '\0';
     bool empty;
-    const char *val = eq + 1;
-    or1_cfg_node *v = parse_doc(val, strlen(val), where, true, &empty);
-    if (!v && !empty) return -1;
+    or1_cfg_node *v = parse_doc(eq + 1, strlen(eq + 1), where, true, &empty);
+    if (!v && !empty) return NULL;
     if (!v) { /* "key=" sets null: the default applies */
         v = node_new(CFG_SCALAR, where);
         v->value = or1_strdup("");
@@ -352,52 +367,43 @@ int or1_cfg_set(or1_cfg *c, const char *assignment) {
     }
     free(v->where);
     v->where = or1_strdup(where);
+    return v;
+}
+
+/* "--set a.b=c": walks the path, creating mappings as needed (a null value may become one),
+ * and puts the parsed value at its end, replacing what was there. */
+int or1_cfg_set(or1_cfg *c, const char *assignment) {
+    char where[600], key[401];
+    snprintf(where, sizeof where, "--set %.500s", assignment);
+    or1_cfg_node *v = parse_assignment(assignment, where, key);
+    if (!v) return -1;
     or1_cfg_node *n = c->root;
     for (char *s = key;;) {
         char *dot = strchr(s, '.');
         size_t len = dot ? (size_t)(dot - s) : strlen(s), slot = 0;
-        if (len == 0) {
+        or1_cfg_node *k = len ? child(n, s, len, &slot) : NULL;
+        int rc = 0;
+        if (len == 0)
+            rc = or1_fail("%s: empty component in key \"%s\"", where, key);
+        else if (!k && n->kind == CFG_SEQ)
+            rc = or1_fail("%s: \"%.*s\" is not an index of the list %s (0..%zu)", where, (int)len, s,
+                          *n->path ? n->path : "(top level)", n->n_kids ? n->n_kids - 1 : 0);
+        else if (dot && k && k->kind == CFG_SCALAR && !cfg_is_null(k))
+            rc = or1_fail("%s: \"%.*s\" is not a mapping or list that can hold \"%s\"", where, (int)(dot - key), key,
+                          dot + 1);
+        if (rc != 0) {
             node_free(v);
-            return or1_fail("%s: empty component in key \"%s\"", where, key);
+            return -1;
         }
-        or1_cfg_node *k = child(n, s, len, &slot);
         if (!dot) {
-            if (!k && n->kind == CFG_SEQ) {
-                node_free(v);
-                return or1_fail("%s: \"%.*s\" is not an index of the list %s (0..%zu)", where, (int)len, s,
-                                *n->path ? n->path : "(top level)", n->n_kids ? n->n_kids - 1 : 0);
-            }
             v->key = n->kind == CFG_MAP ? or1_strdup(s) : NULL;
-            if (k) {
-                node_free(k);
-                n->kids[slot] = v;
-            } else {
-                node_add(n, v);
-                slot = n->n_kids - 1;
-            }
-            set_paths(v, n->path, v->key, n->kind == CFG_SEQ ? (long)slot : -1);
+            place(n, k, slot, v);
             return 0;
         }
-        if (!k && n->kind == CFG_SEQ) {
-            node_free(v);
-            return or1_fail("%s: \"%.*s\" is not an index of the list %s (0..%zu)", where, (int)len, s,
-                            *n->path ? n->path : "(top level)", n->n_kids ? n->n_kids - 1 : 0);
-        }
         if (!k || k->kind == CFG_SCALAR) {
-            if (n->kind != CFG_MAP || (k && !cfg_is_null(k))) {
-                node_free(v);
-                return or1_fail("%s: \"%.*s\" is not a mapping or list that can hold \"%s\"", where,
-                                (int)(dot - key), key, dot + 1);
-            }
             or1_cfg_node *m = node_new(CFG_MAP, where);
             m->key = dup_n(s, len);
-            if (k) {
-                node_free(k);
-                n->kids[slot] = m;
-            } else {
-                node_add(n, m);
-            }
-            set_paths(m, n->path, m->key, -1);
+            place(n, k, slot, m);
             k = m;
         }
         n = k;

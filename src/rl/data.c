@@ -302,6 +302,7 @@ void or1_data_free(or1_dataset *d) {
     free(d);
 }
 
+/* Accessors of the loaded rows and their counts. */
 size_t or1_data_rows(const or1_dataset *d) { return d->n_rows; }
 const or1_data_row *or1_data_row_at(const or1_dataset *d, uint32_t id) { return id < d->n_rows ? &d->rows[id] : NULL; }
 const or1_data_stats *or1_data_load_stats(const or1_dataset *d) { return &d->stats; }

@@ -82,8 +82,10 @@ int or1_data_drop(or1_dataset *d, const uint32_t *ids, size_t n) {
     return 0;
 }
 
+/* Rows the online filter has not dropped. */
 size_t or1_data_active(const or1_dataset *d) { return d->n_rows - d->n_dropped; }
 
+/* The cursor: epoch and position in its order. */
 void or1_data_cursor(const or1_dataset *d, uint64_t *epoch, size_t *pos) {
     *epoch = d->epoch;
     *pos = d->pos;

@@ -345,6 +345,7 @@ static void test_repo_configs(const char *dir) {
     CHECK(seen >= 4, "only %d configs found in %s", seen, dir);
 }
 
+/* Runs every group of checks; fails if any check failed. */
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_config SCRATCH_DIR CONFIGS_DIR SHARED_DATA_DIR\n");

@@ -23,17 +23,19 @@ static double *nums(const cJSON *c, const char *key, size_t *n) {
     return a ? x : (free(x), NULL);
 }
 
-/* Converters from the double arrays above. */
+/* Float copy of a double array. */
 static float *to_f(const double *x, size_t n) {
     float *y = or1_malloc((n ? n : 1) * sizeof *y);
     for (size_t i = 0; i < n; i++) y[i] = (float)x[i];
     return y;
 }
+/* Int32 copy of a double array. */
 static int32_t *to_i(const double *x, size_t n) {
     int32_t *y = or1_malloc((n ? n : 1) * sizeof *y);
     for (size_t i = 0; i < n; i++) y[i] = (int32_t)x[i];
     return y;
 }
+/* Bool copy of a double array (NULL stays NULL). */
 static bool *to_b(const double *x, size_t n) {
     if (!x) return NULL;
     bool *y = or1_malloc((n ? n : 1) * sizeof *y);
@@ -41,12 +43,13 @@ static bool *to_b(const double *x, size_t n) {
     return y;
 }
 
-/* JSON arrays of results. */
+/* A float array as JSON. */
 static cJSON *jf(const float *x, size_t n) {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(x[i]));
     return a;
 }
+/* A bool array as JSON. */
 static cJSON *jb(const bool *x, size_t n) {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateBool(x[i]));
@@ -184,6 +187,7 @@ typedef struct {
     bool *use, *trunc;
 } batch;
 
+/* Reads the per-sample arrays of a case. */
 static void batch_read(const cJSON *c, batch *b) {
     size_t n2;
     b->s = nums(c, "scores", &b->n);
@@ -197,6 +201,7 @@ static void batch_read(const cJSON *c, batch *b) {
     b->trunc = to_b(b->t, b->n);
 }
 
+/* Frees them. */
 static void batch_free(batch *b) {
     free(b->s), free(b->g), free(b->u), free(b->t), free(b->l);
     free(b->scores), free(b->group), free(b->use), free(b->trunc);
@@ -324,6 +329,7 @@ static int run_case(const cJSON *c, cJSON *out) {
     return run_batch(fn, c, out);
 }
 
+/* Runs every case of the file given, printing one result line per case. */
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: algo_driver CASES.jsonl\n");

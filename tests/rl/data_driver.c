@@ -50,6 +50,7 @@ static void print_row(const or1_dataset *d, uint32_t id) {
     cJSON_Delete(j);
 }
 
+/* Parses the flags, loads, prints rows, restores/drops, draws, saves. */
 int main(int argc, char **argv) {
     or1_data_file files[16];
     char *paths[16];
