@@ -16,10 +16,19 @@ void tok_cache_init(or1_tokenizer *t, size_t slots) {
     atomic_init(&t->cache_count, 0);
 }
 
+enum { ADDR_BITS = 48 };
+static const uint64_t ADDR_MASK = ((uint64_t)1 << ADDR_BITS) - 1;
+
+/* The entry a slot points to (NULL for an empty slot). */
+static tok_cache_entry *slot_entry(uint64_t v) { return (tok_cache_entry *)(uintptr_t)(v & ADDR_MASK); }
+
+/* The tag of a hash: its top 16 bits, never 0 so that a tagged slot is never empty. */
+static uint64_t hash_tag(uint64_t h) { return (h >> ADDR_BITS) | 1; }
+
 /* Frees every cached entry and the table. */
 void tok_cache_free(or1_tokenizer *t) {
     if (!t->cache) return;
-    for (size_t i = 0; i <= t->cache_mask; i++) free(atomic_load(&t->cache[i]));
+    for (size_t i = 0; i <= t->cache_mask; i++) free(slot_entry(atomic_load(&t->cache[i])));
     free(t->cache);
     t->cache = NULL;
 }
@@ -27,18 +36,26 @@ void tok_cache_free(or1_tokenizer *t) {
 /* The word bytes stored after an entry's ids. */
 static const char *entry_word(const tok_cache_entry *e) { return (const char *)(e->ids + e->n); }
 
+/* True if slot value v holds the result for w (hash h). */
+static bool slot_holds(uint64_t v, const char *w, size_t n, uint64_t h) {
+    if (v >> ADDR_BITS != hash_tag(h)) return false;
+    const tok_cache_entry *e = slot_entry(v);
+    return e->hash == h && e->len == n && memcmp(entry_word(e), w, n) == 0;
+}
+
 /* Finds a cached result for w; NULL if absent. Lock-free: entries are immutable once
  * published and a slot, once filled, never changes. */
 static const tok_cache_entry *cache_get(const or1_tokenizer *t, const char *w, size_t n,
                                         uint64_t h) {
     for (size_t i = h & t->cache_mask;; i = (i + 1) & t->cache_mask) {
-        tok_cache_entry *e = atomic_load_explicit(&t->cache[i], memory_order_acquire);
-        if (!e) return NULL;
-        if (e->hash == h && e->len == n && memcmp(entry_word(e), w, n) == 0) return e;
+        uint64_t v = atomic_load_explicit(&t->cache[i], memory_order_acquire);
+        if (!v) return NULL;
+        if (slot_holds(v, w, n, h)) return slot_entry(v);
     }
 }
 
-/* Publishes a result for w unless the cache is full or another thread got there first. */
+/* Publishes a result for w unless the cache is full or another thread got there first
+ * (or, on an unusual address space, the entry's address does not fit in 48 bits). */
 static void cache_put(const or1_tokenizer *t, const char *w, size_t n, uint64_t h,
                       const int32_t *ids, size_t k) {
     or1_tokenizer *mt = (or1_tokenizer *)t; /* the cache is the one mutable part */
@@ -49,14 +66,20 @@ static void cache_put(const or1_tokenizer *t, const char *w, size_t n, uint64_t 
     e->n = (uint32_t)k;
     memcpy(e->ids, ids, k * sizeof *ids);
     memcpy((char *)(e->ids + k), w, n);
+    uint64_t addr = (uint64_t)(uintptr_t)e;
+    if (addr > ADDR_MASK) {
+        free(e);
+        return;
+    }
+    uint64_t v = addr | hash_tag(h) << ADDR_BITS;
     for (size_t i = h & t->cache_mask;; i = (i + 1) & t->cache_mask) {
-        tok_cache_entry *cur = NULL;
-        if (atomic_compare_exchange_strong_explicit(&mt->cache[i], &cur, e, memory_order_acq_rel,
+        uint64_t cur = 0;
+        if (atomic_compare_exchange_strong_explicit(&mt->cache[i], &cur, v, memory_order_acq_rel,
                                                     memory_order_acquire)) {
             atomic_fetch_add_explicit(&mt->cache_count, 1, memory_order_relaxed);
             return;
         }
-        if (cur->hash == h && cur->len == n && memcmp(entry_word(cur), w, n) == 0) {
+        if (slot_holds(cur, w, n, h)) {
             free(e);
             return;
         }
@@ -170,6 +193,10 @@ static size_t merge_large(const or1_tokenizer *t, int32_t *s, size_t n) {
  * bytes' ids merged by rank. Results of short words go through the shared cache. */
 void tok_bpe_word(const or1_tokenizer *t, const char *w, size_t n, tok_ids *out) {
     if (n == 0) return;
+    if (n == 1 && t->byte_id[(unsigned char)w[0]] >= 0) { /* a lone byte: its own token */
+        tok_ids_push(out, t->byte_id[(unsigned char)w[0]]);
+        return;
+    }
     uint64_t h = 0;
     if (n <= TOK_CACHE_WORD) {
         h = tok_hash(w, n);

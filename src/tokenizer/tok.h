@@ -127,8 +127,10 @@ struct or1_tokenizer {
     pthread_mutex_t work_lock;
     struct tok_work *work_free;
 
-    /* BPE cache: insert-only, lock-free; entries live until the tokenizer is freed. */
-    _Atomic(tok_cache_entry *) *cache;
+    /* BPE cache: insert-only, lock-free; entries live until the tokenizer is freed. A
+     * slot holds an entry's address with 16 bits of its hash above bit 48, so a probe
+     * rejects most non-matching slots without touching the entry. */
+    _Atomic uint64_t *cache;
     size_t cache_mask, cache_limit;
     atomic_size_t cache_count;
 };
