@@ -39,13 +39,13 @@ static const char *config_template(const cJSON *cfg) {
 }
 
 /* The default system prompt a ChatML template writes when the conversation has none:
- * a string literal "<|im_start|>system\n...<|im_end|>" with no expression inside. Jinja
- * escapes \n, \', \" and \\ are undone. NULL when there is none. */
+ * "<|im_start|>system\n...<|im_end|>" inside one string literal (no quote in between, so
+ * no expression). Jinja escapes \n, \t, \', \" and \\ are undone. NULL when there is none. */
 static char *chatml_default_system(const char *tpl) {
     static const char open[] = "<|im_start|>system\\n";
     for (const char *p = strstr(tpl, open); p; p = strstr(p + 1, open)) {
         const char *s = p + strlen(open), *e = strstr(s, "<|im_end|>");
-        if (!e || e == s || e - s > MAX_SYSTEM || strcspn(s, "'\"{}+") < (size_t)(e - s)) continue;
+        if (!e || e == s || e - s > MAX_SYSTEM || strcspn(s, "'\"") < (size_t)(e - s)) continue;
         char *out = or1_malloc((size_t)(e - s) + 1), *w = out;
         for (const char *c = s; c < e; c++) {
             if (*c == '\\' && c + 1 < e) {

@@ -543,6 +543,17 @@ static void test_chat(void) {
     CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, true, &out) != 0,
           "unknown template kind needs a name");
     or1_tokenizer_free(t);
+    const char *math =
+        "{\"chat_template\": \"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\\\nPlease "
+        "reason step by step, and put your final answer within \\\\\\\\boxed{}.<|im_end|>\\\\n' }}{% endif %}\"}";
+    write_file("chat", "tokenizer_config.json", math, strlen(math));
+    t = or1_tokenizer_load(d);
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, false, &out) == 0 &&
+              !strcmp(out, "<|im_start|>system\nPlease reason step by step, and put your final answer within "
+                           "\\boxed{}.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"),
+          "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
+    free(out);
+    or1_tokenizer_free(t);
     write_file("chat", "tokenizer_config.json", "{", 1);
     CHECK(!or1_tokenizer_load(d) && strstr(or1_error(), "tokenizer_config.json"), "malformed config refused");
 }
