@@ -506,8 +506,8 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     }
     int p[5][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
     int rc = -1;
-    or1_cgroup cg;
-    or1_cgroup_create(&cg, (unsigned long)c.uid, &spec->limits);
+    /* Run slots are the per-run uids, which exist only as root, as do writable cgroups. */
+    or1_cgroup *cg = root ? or1_cgroup_get(c.uid % OR1_CGROUP_SLOTS, &spec->limits) : NULL;
     for (int i = 0; i < 5; i++)
         if (pipe2(p[i], O_CLOEXEC) != 0) {
             or1_fail("sandbox: pipe: %s", strerror(errno));
@@ -534,7 +534,10 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
         p[i][1] = -1;
     }
     /* Without its cgroups the run would still be bounded per process: go on regardless. */
-    if (or1_cgroup_attach(&cg, pid) != 0) or1_cgroup_remove(&cg);
+    if (cg && or1_cgroup_attach(cg, pid) != 0) {
+        or1_cgroup_put(cg);
+        cg = NULL;
+    }
     if (write(p[4][1], "g", 1) != 1) kill(pid, SIGKILL);
     int pidfd = (int)syscall(SYS_pidfd_open, (long)pid, 0L);
     sink sinks[3] = {
@@ -598,11 +601,12 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     bool cpu_kill = res->status == OR1_RUN_SIGNALED && (res->signal == SIGKILL || res->signal == SIGXCPU) &&
                     res->cpu_s >= 0.5 * floor(spec->limits.cpu_s);
     if (!limit_hit && (cpu_kill || res->cpu_s >= spec->limits.cpu_s)) res->status = OR1_RUN_CPU_LIMIT;
-    if (!limit_hit && or1_cgroup_oom(&cg)) res->status = OR1_RUN_MEMORY_LIMIT;
+    if (!limit_hit && cg && or1_cgroup_oom(cg)) res->status = OR1_RUN_MEMORY_LIMIT;
     rc = 0;
 done:
     close_pipes(p, 5);
-    or1_cgroup_remove(&cg);
+    /* With a pid namespace the kernel has already killed every descendant. */
+    if (cg && c.iso == OR1_ISOLATION_RLIMITS) or1_cgroup_put(cg);
     if (tmpdir) {
         remove_tree(tmpdir);
         free(tmpdir);

@@ -1,7 +1,10 @@
 /* Per-run control groups (cgroup v1, where the host mounts it writable): one CPU's worth of
  * time for the whole process tree, its total memory, its process count. Rlimits bound each
  * process; only a cgroup bounds a tree, so a fork bomb cannot take every core from the runs
- * beside it. Best effort: without writable cgroups the rlimits alone apply. */
+ * beside it. Best effort: without writable cgroups the rlimits alone apply.
+ * Creating and removing three groups per run costs more than the run's own start-up, so each
+ * run slot (see or1_sandbox_uid_acquire) keeps its groups for the life of the process; they are
+ * emptied after every run and removed at exit. */
 #include "or1/core.h"
 #include "sandbox_internal.h"
 
@@ -59,37 +62,100 @@ static void own_group(const char *controller, char *out, size_t cap) {
     if (f) fclose(f);
 }
 
-/* Creates the run's groups (beneath ours, named after our pid and `id`); false if unavailable. */
-bool or1_cgroup_create(or1_cgroup *cg, unsigned long id, const or1_sandbox_limits *l) {
-    memset(cg, 0, sizeof *cg);
-    pthread_once(&probe_once, probe);
-    if (!available) return false;
-    char value[64];
+/* Slot groups created so far; a slot is used by one run at a time, so no lock is needed
+ * beyond the one that creates the table. */
+static or1_cgroup *slots[OR1_CGROUP_SLOTS];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Kills whatever is still in a group's pids controller (a descendant that outlived its run);
+ * waits briefly until it is empty. */
+static void empty_group(const or1_cgroup *cg) {
+    char path[768];
+    snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[2]);
+    for (int attempt = 0; attempt < 50; attempt++) {
+        bool busy = false;
+        FILE *f = fopen(path, "re");
+        int pid;
+        while (f && fscanf(f, "%d", &pid) == 1) {
+            kill(pid, SIGKILL);
+            busy = true;
+        }
+        if (f) fclose(f);
+        if (!busy) return;
+        usleep(2000);
+    }
+}
+
+/* Removes every slot's groups at exit (they must be empty: runs have ended). */
+static void remove_all(void) {
+    for (int s = 0; s < OR1_CGROUP_SLOTS; s++) {
+        if (!slots[s]) continue;
+        empty_group(slots[s]);
+        for (int i = 0; i < OR1_CGROUP_N; i++) rmdir(slots[s]->dir[i]);
+        free(slots[s]);
+        slots[s] = NULL;
+    }
+}
+
+/* Creates a slot's groups beneath ours, named after our pid and the slot. */
+static or1_cgroup *create(unsigned slot) {
+    or1_cgroup *cg = or1_calloc(1, sizeof *cg);
     for (int i = 0; i < OR1_CGROUP_N; i++) {
         char own[512];
         own_group(controllers[i], own, sizeof own);
-        int n = snprintf(cg->dir[i], sizeof cg->dir[i], "%s/%s%s/or1-sandbox-%d-%lu", root, controllers[i],
-                         own, (int)getpid(), id);
-        if (n < 0 || (size_t)n >= sizeof cg->dir[i]) goto fail;
-        if (mkdir(cg->dir[i], 0755) != 0 && errno != EEXIST) goto fail;
+        int n = snprintf(cg->dir[i], sizeof cg->dir[i], "%s/%s%s/or1-sandbox-%d-%u", root, controllers[i], own,
+                         (int)getpid(), slot);
+        if (n < 0 || (size_t)n >= sizeof cg->dir[i] || (mkdir(cg->dir[i], 0755) != 0 && errno != EEXIST)) {
+            for (int k = 0; k <= i; k++) rmdir(cg->dir[k]);
+            free(cg);
+            return NULL;
+        }
     }
-    if (put(cg->dir[0], "cpu.cfs_period_us", "100000") != 0 || put(cg->dir[0], "cpu.cfs_quota_us", "100000") != 0)
-        goto fail;
-    snprintf(value, sizeof value, "%zu", l->memory_bytes);
-    if (put(cg->dir[1], "memory.limit_in_bytes", value) != 0) goto fail;
+    if (put(cg->dir[0], "cpu.cfs_period_us", "100000") != 0 || put(cg->dir[0], "cpu.cfs_quota_us", "100000") != 0) {
+        for (int i = 0; i < OR1_CGROUP_N; i++) rmdir(cg->dir[i]);
+        free(cg);
+        return NULL;
+    }
     put(cg->dir[1], "memory.swappiness", "0");
+    return cg;
+}
+
+/* The OOM killer's count in a memory group (0 if unreadable). */
+static long oom_kills(const or1_cgroup *cg) {
+    char path[768], buf[512];
+    snprintf(path, sizeof path, "%s/memory.oom_control", cg->dir[1]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *k = strstr(buf, "oom_kill ");
+    return k ? atol(k + strlen("oom_kill ")) : 0;
+}
+
+/* The slot's groups set to this run's limits, or NULL where cgroups are unavailable. */
+or1_cgroup *or1_cgroup_get(unsigned slot, const or1_sandbox_limits *l) {
+    pthread_once(&probe_once, probe);
+    if (!available || slot >= OR1_CGROUP_SLOTS) return NULL;
+    pthread_mutex_lock(&slots_lock);
+    static bool registered;
+    if (!slots[slot]) slots[slot] = create(slot);
+    if (slots[slot] && !registered) registered = atexit(remove_all) == 0;
+    or1_cgroup *cg = slots[slot];
+    pthread_mutex_unlock(&slots_lock);
+    if (!cg) return NULL;
+    char value[64];
+    snprintf(value, sizeof value, "%zu", l->memory_bytes);
+    if (put(cg->dir[1], "memory.limit_in_bytes", value) != 0) return NULL;
     snprintf(value, sizeof value, "%d", l->max_procs);
-    if (put(cg->dir[2], "pids.max", value) != 0) goto fail;
-    cg->active = true;
-    return true;
-fail:
-    or1_cgroup_remove(cg);
-    return false;
+    if (put(cg->dir[2], "pids.max", value) != 0) return NULL;
+    cg->oom_base = oom_kills(cg);
+    return cg;
 }
 
 /* Moves pid (not yet running untrusted code) into every group. */
 int or1_cgroup_attach(const or1_cgroup *cg, pid_t pid) {
-    if (!cg->active) return 0;
     char value[32];
     snprintf(value, sizeof value, "%d", (int)pid);
     for (int i = 0; i < OR1_CGROUP_N; i++)
@@ -97,41 +163,8 @@ int or1_cgroup_attach(const or1_cgroup *cg, pid_t pid) {
     return 0;
 }
 
-/* True if the kernel's OOM killer acted inside the memory group. */
-bool or1_cgroup_oom(const or1_cgroup *cg) {
-    if (!cg->active) return false;
-    char path[768], buf[512];
-    snprintf(path, sizeof path, "%s/memory.oom_control", cg->dir[1]);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return false;
-    buf[n] = '\0';
-    const char *k = strstr(buf, "oom_kill ");
-    return k && atol(k + strlen("oom_kill ")) > 0;
-}
+/* True if the kernel's OOM killer acted inside the memory group during this run. */
+bool or1_cgroup_oom(const or1_cgroup *cg) { return oom_kills(cg) > cg->oom_base; }
 
-/* Kills whatever is still in the pids group (a descendant that outlived its run) and removes
- * the groups, waiting briefly for the killed to be reaped. */
-void or1_cgroup_remove(or1_cgroup *cg) {
-    for (int attempt = 0; attempt < 50; attempt++) {
-        bool busy = false;
-        if (cg->dir[2][0]) {
-            char path[768];
-            snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[2]);
-            FILE *f = fopen(path, "re");
-            int pid;
-            while (f && fscanf(f, "%d", &pid) == 1) {
-                kill(pid, SIGKILL);
-                busy = true;
-            }
-            if (f) fclose(f);
-        }
-        for (int i = 0; i < OR1_CGROUP_N; i++)
-            if (cg->dir[i][0] && rmdir(cg->dir[i]) != 0 && errno != ENOENT) busy = true;
-        if (!busy) break;
-        usleep(2000);
-    }
-    cg->active = false;
-}
+/* Ends a run: nothing it started may stay in the groups. */
+void or1_cgroup_put(or1_cgroup *cg) { empty_group(cg); }

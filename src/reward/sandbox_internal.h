@@ -15,17 +15,18 @@ const struct sock_fprog *or1_sandbox_seccomp(void);
 uid_t or1_sandbox_uid_acquire(void);
 void or1_sandbox_uid_release(uid_t uid);
 
-/* A run's cgroup v1 groups (cpu, memory, pids), when the host lets us create them. */
-enum { OR1_CGROUP_N = 3 };
+/* A run slot's cgroup v1 groups (cpu, memory, pids), when the host lets us create them. */
+enum { OR1_CGROUP_N = 3, OR1_CGROUP_SLOTS = 1024 };
 typedef struct {
-    bool active;
     char dir[OR1_CGROUP_N][640];
+    long oom_base; /* the OOM kill count when the current run started */
 } or1_cgroup;
 
-bool or1_cgroup_create(or1_cgroup *cg, unsigned long id, const or1_sandbox_limits *l);
+/* The slot's groups with this run's limits, or NULL (then rlimits alone bound the run). */
+or1_cgroup *or1_cgroup_get(unsigned slot, const or1_sandbox_limits *l);
 int or1_cgroup_attach(const or1_cgroup *cg, pid_t pid);
 bool or1_cgroup_oom(const or1_cgroup *cg);
-void or1_cgroup_remove(or1_cgroup *cg);
+void or1_cgroup_put(or1_cgroup *cg);
 
 /* The Python harness that wraps untrusted code (code_driver.py, compiled in). */
 extern const char or1_code_driver_py[];
