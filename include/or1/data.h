@@ -87,10 +87,19 @@ size_t or1_data_active(const or1_dataset *d);
 int or1_data_next(or1_dataset *d, size_t n, uint32_t *ids);
 /* The online filter hook: rows never drawn again (ids out of range are an error). */
 int or1_data_drop(or1_dataset *d, const uint32_t *ids, size_t n);
+/* The online filter of recipe §7 ("at the beginning of each stage, discard training prompts
+ * for which the actor achieved correctness of 1 in the previous stage"): record every drawn
+ * prompt's result (correct of n samples) during a stage; at the next stage's start
+ * or1_data_stage_filter drops the rows that every sample solved each time they were drawn in
+ * the stage, forgets the records, and returns how many rows it dropped. */
+int or1_data_record(or1_dataset *d, uint32_t id, int correct, int n);
+size_t or1_data_stage_filter(or1_dataset *d);
+
 /* The epoch and position of the cursor. */
 void or1_data_cursor(const or1_dataset *d, uint64_t *epoch, size_t *pos);
 
-/* Sampler state for checkpoints: {"epoch", "pos", "rows", "slots", "seed", "dropped": [...]};
+/* Sampler state for checkpoints: {"epoch", "pos", "rows", "slots", "seed", "dropped": [...],
+ * "stage_solved": [...], "stage_unsolved": [...]} (the last two: this stage's records);
  * loading it into a dataset built from different data or seed is an error. */
 cJSON *or1_data_state_json(const or1_dataset *d);
 int or1_data_state_load(or1_dataset *d, const cJSON *j, const char *where);

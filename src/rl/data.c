@@ -299,6 +299,7 @@ void or1_data_free(or1_dataset *d) {
     free(d->slots);
     free(d->order);
     free(d->dropped);
+    free(d->solved);
     free(d);
 }
 

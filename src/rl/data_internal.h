@@ -16,6 +16,7 @@ struct or1_dataset {
     uint32_t *order;   /* the slots in the order of epoch order_epoch */
     uint64_t order_epoch;
     bool *dropped;     /* per row: removed by the online filter */
+    int8_t *solved;    /* per row in this stage: -1 not drawn, 1 always fully solved, 0 not */
     size_t n_dropped;
     size_t active_slots; /* slots whose row is not dropped */
     uint64_t epoch;

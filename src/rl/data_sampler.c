@@ -20,6 +20,8 @@ int or1_data_sampler_init(or1_dataset *d, const or1_data_opts *o) {
     d->slots = or1_malloc(n * sizeof *d->slots);
     d->order = or1_malloc(n * sizeof *d->order);
     d->dropped = or1_calloc(d->n_rows, sizeof *d->dropped);
+    d->solved = or1_malloc(d->n_rows * sizeof *d->solved);
+    memset(d->solved, -1, d->n_rows * sizeof *d->solved);
     d->n_slots = d->active_slots = n;
     size_t k = 0;
     for (size_t i = 0; i < d->n_rows; i++)
@@ -82,6 +84,29 @@ int or1_data_drop(or1_dataset *d, const uint32_t *ids, size_t n) {
     return 0;
 }
 
+/* A drawn prompt's result: the row stays "solved" only while every draw was fully solved. */
+int or1_data_record(or1_dataset *d, uint32_t id, int correct, int n) {
+    if (id >= d->n_rows) return or1_fail("data: row id %u out of range (%zu rows)", id, d->n_rows);
+    if (n < 1 || correct < 0 || correct > n) return or1_fail("data: row %u: %d of %d samples correct", id, correct, n);
+    int8_t all = correct == n;
+    d->solved[id] = d->solved[id] < 0 ? all : (int8_t)(d->solved[id] && all);
+    return 0;
+}
+
+/* Drops the rows solved every time in the stage that ends, and starts a new stage. */
+size_t or1_data_stage_filter(or1_dataset *d) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->n_rows; i++) {
+        if (d->solved[i] == 1 && !d->dropped[i]) {
+            uint32_t id = (uint32_t)i;
+            or1_data_drop(d, &id, 1);
+            n++;
+        }
+        d->solved[i] = -1;
+    }
+    return n;
+}
+
 /* Rows the online filter has not dropped. */
 size_t or1_data_active(const or1_dataset *d) { return d->n_rows - d->n_dropped; }
 
@@ -102,9 +127,12 @@ cJSON *or1_data_state_json(const or1_dataset *d) {
     cJSON_AddNumberToObject(j, "slots", (double)d->n_slots);
     snprintf(num, sizeof num, "%llu", (unsigned long long)d->seed);
     cJSON_AddRawToObject(j, "seed", num);
-    cJSON *dr = cJSON_AddArrayToObject(j, "dropped");
-    for (size_t i = 0; i < d->n_rows; i++)
+    cJSON *dr = cJSON_AddArrayToObject(j, "dropped"), *s1 = cJSON_AddArrayToObject(j, "stage_solved"),
+          *s0 = cJSON_AddArrayToObject(j, "stage_unsolved");
+    for (size_t i = 0; i < d->n_rows; i++) {
         if (d->dropped[i]) cJSON_AddItemToArray(dr, cJSON_CreateNumber((double)i));
+        if (d->solved[i] >= 0) cJSON_AddItemToArray(d->solved[i] ? s1 : s0, cJSON_CreateNumber((double)i));
+    }
     return j;
 }
 
@@ -126,6 +154,13 @@ int or1_data_state_load(or1_dataset *d, const cJSON *j, const char *where) {
     d->n_dropped = 0;
     int rc = or1_data_drop(d, (const uint32_t *)dropped, n);
     free(dropped);
+    memset(d->solved, -1, d->n_rows * sizeof *d->solved);
+    const char *keys[2] = {"stage_unsolved", "stage_solved"};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        if (or1_json_int_array(j, keys[k], 0, (int64_t)d->n_rows - 1, &dropped, &n, where) != 0) return -1;
+        for (size_t i = 0; i < n; i++) d->solved[dropped[i]] = (int8_t)k;
+        free(dropped);
+    }
     d->epoch = (uint64_t)epoch;
     d->pos = (size_t)pos;
     return rc;

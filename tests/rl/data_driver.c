@@ -4,10 +4,11 @@
  *
  *   data_driver [--file PATH:WEIGHT]... [--difficulty MODEL MIN MAX keep|drop]
  *               [--tokenizer PATH --template NAME --max-prompt-length N] [--shuffle SEED]
- *               [--state-in FILE] [--drop ID,ID,...] [--draw N STEPS] [--state-out FILE]
+ *               [--state-in FILE] [--drop ID,ID,...] [--record ID:C:N,...] [--stage-filter]
+ *               [--draw N STEPS] [--state-out FILE]
  *
- * Output (stdout, JSONL): {"stats": ...}, one {"row": ...} per kept row, one {"batch": [...]}
- * per drawn step. On error: "error: <message>" on stderr and exit status 1. */
+ * Output (stdout, JSONL): {"stats": ...}, one {"row": ...} per kept row, {"stage_dropped": k}
+ * after --stage-filter, one {"batch": [...]} per drawn step. On error: "error: <message>" on stderr and exit status 1. */
 #include "or1/core.h"
 #include "or1/data.h"
 #include "or1/io.h"
@@ -55,7 +56,8 @@ int main(int argc, char **argv) {
     or1_data_file files[16];
     char *paths[16];
     or1_data_opts o = {.files = files, .max_prompt_length = 1 << 30};
-    const char *tok_path = NULL, *state_in = NULL, *state_out = NULL, *drop = NULL;
+    const char *tok_path = NULL, *state_in = NULL, *state_out = NULL, *drop = NULL, *record = NULL;
+    bool stage_filter = false;
     long draw_n = 0, draw_steps = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -85,6 +87,10 @@ int main(int argc, char **argv) {
             state_out = argv[++i];
         } else if (!strcmp(a, "--drop") && more) {
             drop = argv[++i];
+        } else if (!strcmp(a, "--record") && more) {
+            record = argv[++i];
+        } else if (!strcmp(a, "--stage-filter")) {
+            stage_filter = true;
         } else if (!strcmp(a, "--draw") && i + 2 < argc) {
             draw_n = atol(argv[++i]);
             draw_steps = atol(argv[++i]);
@@ -120,6 +126,13 @@ int main(int argc, char **argv) {
         }
         if (or1_data_drop(d, ids, n) != 0) die();
     }
+    for (char *s = (char *)record; s && *s;) {
+        unsigned long id = strtoul(s, &s, 10);
+        int c = *s == ':' ? (int)strtol(s + 1, &s, 10) : 0, n = *s == ':' ? (int)strtol(s + 1, &s, 10) : 0;
+        if (or1_data_record(d, (uint32_t)id, c, n) != 0) die();
+        if (*s == ',') s++;
+    }
+    if (stage_filter) printf("{\"stage_dropped\":%zu}\n", or1_data_stage_filter(d));
     uint32_t *batch = malloc((size_t)(draw_n > 0 ? draw_n : 1) * sizeof *batch);
     for (long s = 0; s < draw_steps; s++) {
         if (or1_data_next(d, (size_t)draw_n, batch) != 0) die();

@@ -37,7 +37,7 @@ def run(driver, *args, ok=True):
         j = json.loads(line)
         if "row" in j:
             rows.append(j["row"])
-        elif "batch" in j:
+        elif "batch" in j or "stage_dropped" in j:
             batches.append(j)
         else:
             stats = j["stats"]
@@ -213,6 +213,22 @@ def test_sampler(driver, data, work):
     check("pos" in err, f"truncated state: {err}")
 
 
+def test_stage_filter(driver, data, work):
+    """The online filter at a stage start drops the prompts solved by every sample each time
+    they were drawn in the stage; the records survive a checkpoint and reset at the filter."""
+    a = os.path.join(data, "aime24.jsonl")
+    st = os.path.join(work, "stage.json")
+    run(driver, "--file", a, "--record", "0:4:4,1:3:4,1:4:4,2:0:4,5:4:4,5:4:4", "--state-out", st)
+    _, out, _ = run(driver, "--file", a, "--state-in", st, "--stage-filter", "--draw", 4, 20, "--state-out", st)
+    check(out and out[0].get("stage_dropped") == 2, f"stage filter dropped {out[:1]}")
+    drawn = set(i for x in out[1:] for i in x["batch"])
+    check(not drawn & {0, 5} and {1, 2} <= drawn, f"stage filter: rows drawn {sorted(drawn)}")
+    _, out, _ = run(driver, "--file", a, "--state-in", st, "--stage-filter")
+    check(out and out[0].get("stage_dropped") == 0, f"records reset after the filter: {out[:1]}")
+    err = run(driver, "--file", a, "--record", "3:5:4", ok=False)
+    check("3" in err and "5 of 4" in err, f"bad record: {err}")
+
+
 def test_malformed(driver, work):
     """Every malformed row is an error naming file:line and the key; nothing crashes."""
     good = row(1)
@@ -273,6 +289,7 @@ def main(driver, data, work):
     test_difficulty(driver, work)
     test_prompt_length(driver, data, work)
     test_sampler(driver, data, work)
+    test_stage_filter(driver, data, work)
     test_malformed(driver, work)
     print(f"data: {len(FAIL)} failures")
     sys.exit(1 if FAIL else 0)
