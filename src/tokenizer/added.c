@@ -67,11 +67,15 @@ static bool is_space(int32_t c) {
            c == 0x205F || c == 0x3000;
 }
 
-/* Letters and numbers: what single_word counts as part of a word. */
+/* A word character as Hugging Face's single_word test sees it (the Unicode \w of Rust's
+ * regex): letters, marks, decimal digits, letter numbers, connector punctuation such as
+ * '_', and the zero-width joiners. */
 static bool is_word_char(int32_t c) {
+    if (c == 0x200C || c == 0x200D) return true;
     utf8proc_category_t k = utf8proc_category(c);
     return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_LO) ||
-           (k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO);
+           (k >= UTF8PROC_CATEGORY_MN && k <= UTF8PROC_CATEGORY_ME) || k == UTF8PROC_CATEGORY_ND ||
+           k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_PC;
 }
 
 /* Start of the code point that ends right before text[pos] (pos > 0). */

@@ -256,6 +256,8 @@ static void test_added(const or1_tokenizer *t) {
     ENC_IS(t, "a word b", 0, 'a', ' ', WORD, ' ', 'b');
     ENC_IS(t, "word", 0, WORD);
     ENC_IS(t, "swords", 0, 's', 'w', 'o', 'r', 'd', 's');
+    ENC_IS(t, "_word", 0, '_', 'w', 'o', 'r', 'd');
+    ENC_IS(t, "(word)", 0, '(', WORD, ')');
     ENC_IS(t, "cafe\xcc\x81!", 0, CAFE, '!');
     ENC_IS(t, "caf\xc3\xa9", 0, CAFE);
     ENC_IS(t, "hello", OR1_TOK_ADD_SPECIAL, BOS, mid("hell", "o"));
