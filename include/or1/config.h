@@ -4,8 +4,8 @@
  * Every error names the file (or the --set override) and line, and the key's dotted path
  * ("train.lr", "stages[1].steps"). YAML scalars are typed when read, by YAML 1.2 core-schema
  * rules: plain true/false are booleans, plain numbers are numbers, plain null, ~ or an empty
- * value mean "absent" (the default applies); quoted scalars are always strings. Anchors,
- * aliases, tags on collections and several documents per file are refused. */
+ * value mean "absent" (the default applies); quoted scalars are always strings; tags are
+ * ignored. Anchors, aliases, duplicate keys and several documents per file are refused. */
 #ifndef OR1_CONFIG_H
 #define OR1_CONFIG_H
 

@@ -303,9 +303,13 @@ static int check_relations(const or1_cfg *cfg, const or1_train_config *c) {
                         c->data.difficulty_min, c->data.difficulty_max);
     for (size_t i = 0; i < c->n_stages; i++) {
         const or1_stage_cfg *s = &c->stages[i];
+        char path[32];
+        snprintf(path, sizeof path, "stages.%zu", i);
+        const or1_cfg_node *n = or1_cfg_get(or1_cfg_root(cfg), path);
         if (s->mini_batch > s->prompts || s->prompts % s->mini_batch != 0)
-            return or1_fail("%s: stage %zu: mini_batch %d must divide prompts %d (N_SGD = N / mini_batch)",
-                            or1_cfg_file(cfg), i, s->mini_batch, s->prompts);
+            return or1_fail("%s: key \"%s\": mini_batch %d must divide prompts %d (N_SGD = N / mini_batch)",
+                            n ? or1_cfg_node_where(n) : or1_cfg_file(cfg), n ? or1_cfg_node_path(n) : "train",
+                            s->mini_batch, s->prompts);
     }
     return 0;
 }

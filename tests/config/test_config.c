@@ -151,7 +151,7 @@ static void test_bad_configs(void) {
         {"model: {path: m}\ndata:\n  train: [{weight: 2}]\n", "data.train[0]", "needs a \"path\""},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nstages:\n  - {n: 4}\n", "stages[0]", "needs \"steps\""},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nstages:\n  - {steps: 1, mini_batch: 3, prompts: 8}\n",
-         "mini_batch 3 must divide prompts 8", "t.yaml"},
+         "mini_batch 3 must divide prompts 8", "t.yaml:5: key \"stages[0]\""},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nstages: {steps: 1}\n", "key \"stages\"", "expected a list"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nentropy: {mode: auto}\n", "key \"entropy.mode\"", "adaptive"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nkl: {estimator: k4}\n", "key \"kl.estimator\"", "k4"},
