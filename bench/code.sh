@@ -3,4 +3,4 @@
 # same real rows. Run from the repository root after `make build` (make bench does both).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-python3 "$here/bench/code_bench.py" "$here/build/or1" "$here/../shared/data" "${OR1_CODE_BENCH_ROUNDS:-3}"
+/usr/bin/python3 "$here/bench/code_bench.py" "$here/build/or1" "$here/../shared/data" "${OR1_CODE_BENCH_ROUNDS:-3}"

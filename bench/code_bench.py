@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "code"))
 from real_problems import CASES  # noqa: E402
 
+PYTHON = "/usr/bin/python3"  # the interpreter the sandbox runs
 PRELUDE = "import sys, json, math, collections, itertools, functools, heapq, bisect\nfrom typing import *\n"
 CALL = ("\nimport json as _j, sys as _s\n_a = [_j.loads(l) for l in _s.stdin.read().split('\\n') if l.strip()]\n"
         "_o = Solution() if 'Solution' in globals() else None\n"
@@ -42,7 +43,7 @@ def reference_one(row):
         code += CALL.format(fn=tests["fn_name"])
     for inp, out in zip(tests["inputs"], tests["outputs"]):
         try:
-            p = subprocess.run([sys.executable, "-c", code], input=inp.encode(), capture_output=True,
+            p = subprocess.run([PYTHON, "-c", code], input=inp.encode(), capture_output=True,
                                timeout=row["time_limit_s"])
         except subprocess.TimeoutExpired:
             return False

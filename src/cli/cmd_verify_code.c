@@ -65,7 +65,7 @@ int cmd_verify_code(cli_args *a) {
     double memory_mb = 1024;
     bool all = cli_flag(a, "all-tests");
     if (!in) in = "-";
-    if (cli_int(a, "workers", 1, 4096, &workers) != 0 ||
+    if (cli_int(a, "workers", 1, 1024, &workers) != 0 ||
         cli_double(a, "memory-mb", 64, 1 << 20, &memory_mb) != 0 || cli_check_unused(a) != 0)
         return 1;
     or1_jsonl_reader r;

@@ -5,7 +5,6 @@
 #include "or1/sandbox.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -74,16 +74,6 @@ static _Noreturn void child_die(const child_ctx *c, int step) {
     _exit(127);
 }
 
-/* Writes a short string to a /proc file; 0 on success. */
-static int write_proc_str(const char *path, const char *s) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    size_t n = strlen(s);
-    ssize_t w = write(fd, s, n);
-    close(fd);
-    return w == (ssize_t)n ? 0 : -1;
-}
-
 /* dst = a + b, bounded; the child cannot use snprintf safely. */
 static void cat2(char *dst, const char *a, const char *b) {
     size_t i = 0;
@@ -133,9 +123,9 @@ static int bind_ro(const char *src, const char *dst, int is_file, int optional) 
 /* Builds the private root on a tmpfs over /tmp (in our mount namespace only) and pivots into it. */
 static void child_root(child_ctx *c) {
     if (c->iso == OR1_ISOLATION_USERNS &&
-        (write_proc_str("/proc/self/setgroups", "deny") != 0 ||
-         write_proc_str("/proc/self/uid_map", c->uid_map) != 0 ||
-         write_proc_str("/proc/self/gid_map", c->gid_map) != 0))
+        (or1_sandbox_write_proc("/proc/self/setgroups", "deny") != 0 ||
+         or1_sandbox_write_proc("/proc/self/uid_map", c->uid_map) != 0 ||
+         or1_sandbox_write_proc("/proc/self/gid_map", c->gid_map) != 0))
         child_die(c, 1);
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) child_die(c, 2);
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0) child_die(c, 3);

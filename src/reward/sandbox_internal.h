@@ -11,6 +11,9 @@
  * libseccomp failed). Built in the parent because the child may not allocate. */
 const struct sock_fprog *or1_sandbox_seccomp(void);
 
+/* Writes a short string to a /proc file (id maps); 0 on success, system calls only. */
+int or1_sandbox_write_proc(const char *path, const char *s);
+
 /* A user id no other live run of this process uses (root modes only), and its release. */
 uid_t or1_sandbox_uid_acquire(void);
 void or1_sandbox_uid_release(uid_t uid);

@@ -103,8 +103,9 @@ const struct sock_fprog *or1_sandbox_seccomp(void) {
     return &filter;
 }
 
-/* Writes a short string to a /proc file; 0 on success. Used between clone and exec. */
-static int write_proc(const char *path, const char *s) {
+/* Writes a short string to a /proc file; 0 on success. Only system calls: safe between clone
+ * and exec. */
+int or1_sandbox_write_proc(const char *path, const char *s) {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     ssize_t n = write(fd, s, strlen(s));
@@ -114,9 +115,9 @@ static int write_proc(const char *path, const char *s) {
 
 /* Child of the probe: can it map ids (if asked) and mount a tmpfs in its namespaces? */
 static int probe_child(int userns, const char *uid_map, const char *gid_map) {
-    if (userns && (write_proc("/proc/self/setgroups", "deny") != 0 ||
-                   write_proc("/proc/self/uid_map", uid_map) != 0 ||
-                   write_proc("/proc/self/gid_map", gid_map) != 0))
+    if (userns && (or1_sandbox_write_proc("/proc/self/setgroups", "deny") != 0 ||
+                   or1_sandbox_write_proc("/proc/self/uid_map", uid_map) != 0 ||
+                   or1_sandbox_write_proc("/proc/self/gid_map", gid_map) != 0))
         return 1;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return 2;
     if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") != 0) return 3;

@@ -69,7 +69,7 @@ or1_sandbox_pool *or1_sandbox_pool_new(int workers) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         workers = cores > 0 ? (int)cores : 1;
     }
-    if (workers > 4096) {
+    if (workers > 1024) { /* one run uid and cgroup slot per concurrent run */
         or1_fail("sandbox pool: %d workers is too many", workers);
         return NULL;
     }
