@@ -169,7 +169,7 @@ static int train_step(trainer *t) {
     }
     t_up = or1_now() - t_up;
     t->step++;
-    track_solved(t, &b, si);
+    track_solved(t, &b);
     write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
     batch_free(&b);
     return 0;

@@ -18,15 +18,13 @@ static const char *tokenizer_path(const or1_train_config *c) {
     return c->model.tokenizer && *c->model.tokenizer ? c->model.tokenizer : c->model.path;
 }
 
-/* trainer_state.json: step, stage filter mark, controller, sampler, solved set. */
+/* trainer_state.json: step, stage filter mark, controller, sampler (with its records). */
 static cJSON *state_json(const trainer *t) {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddNumberToObject(s, "step", (double)t->step);
     cJSON_AddNumberToObject(s, "filtered_stage", (double)t->filtered_stage);
     cJSON_AddItemToObject(s, "entropy", or1_entropy_state_json(&t->ent));
     cJSON_AddItemToObject(s, "data", or1_data_state_json(t->data));
-    cJSON *solved = cJSON_AddArrayToObject(s, "solved");
-    for (size_t i = 0; i < t->n_solved; i++) cJSON_AddItemToArray(solved, cJSON_CreateNumber(t->solved[i]));
     return s;
 }
 
@@ -113,21 +111,6 @@ static int load_state(trainer *t, const char *dir) {
         rc = -1;
     if (rc == 0 && or1_entropy_state_load(&t->ent, cJSON_GetObjectItemCaseSensitive(j, "entropy"), path)) rc = -1;
     if (rc == 0 && or1_data_state_load(t->data, cJSON_GetObjectItemCaseSensitive(j, "data"), path)) rc = -1;
-    const cJSON *solved = j ? cJSON_GetObjectItemCaseSensitive(j, "solved") : NULL;
-    t->n_solved = 0;
-    if (rc == 0 && cJSON_IsArray(solved)) {
-        int32_t *ids;
-        size_t n;
-        if (or1_json_int_array(j, "solved", 0, UINT32_MAX >> 1, &ids, &n, path)) rc = -1;
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            if (t->n_solved == t->cap_solved) {
-                t->cap_solved = t->cap_solved ? 2 * t->cap_solved : 64;
-                t->solved = or1_realloc(t->solved, t->cap_solved * sizeof *t->solved);
-            }
-            t->solved[t->n_solved++] = (uint32_t)ids[i];
-        }
-        if (rc == 0) free(ids);
-    }
     t->step = step;
     t->filtered_stage = (size_t)fs;
     cJSON_Delete(j);
@@ -232,5 +215,4 @@ void trainer_close(trainer *t) {
     or1_data_free(t->eval_data);
     or1_tokenizer_free(t->tok);
     if (t->m.params) or1_model_free(&t->m);
-    free(t->solved);
 }

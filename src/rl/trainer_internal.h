@@ -21,8 +21,6 @@ typedef struct {
     or1_acts *ws, *ref_ws;
     FILE *metrics; /* rank 0 */
     long step;     /* completed steps */
-    uint32_t *solved; /* rows every sample solved in the current stage (for the online filter) */
-    size_t n_solved, cap_solved;
     size_t filtered_stage; /* last stage whose online filter ran */
 } trainer;
 
@@ -63,8 +61,8 @@ void batch_ref_logprobs(step_batch *b, trainer *t);
 
 int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
 void trainer_close(trainer *t);
-/* Records the groups every sample solved (online filter of the next stage). */
-void track_solved(trainer *t, const step_batch *b, size_t stage);
+/* Records each group's correct count with the sampler (the next stage's online filter). */
+void track_solved(trainer *t, const step_batch *b);
 /* Drops the rows solved in the previous stage, at the start of stage. */
 void online_filter(trainer *t, size_t stage);
 void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,

@@ -12,35 +12,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Adds a row id to the solved set (once). */
-static void add_solved(trainer *t, uint32_t row) {
-    for (size_t i = 0; i < t->n_solved; i++)
-        if (t->solved[i] == row) return;
-    if (t->n_solved == t->cap_solved) {
-        t->cap_solved = t->cap_solved ? 2 * t->cap_solved : 64;
-        t->solved = or1_realloc(t->solved, t->cap_solved * sizeof *t->solved);
+/* Records every group's number of correct samples with the sampler (recipe §7). */
+void track_solved(trainer *t, const step_batch *b) {
+    if (!t->cfg->data.online_filter) return;
+    for (size_t g = 0; g < b->n_groups; g++) {
+        int correct = 0;
+        for (int j = 0; j < b->M; j++) correct += b->score[g * (size_t)b->M + (size_t)j] > 0.5f;
+        if (or1_data_record(t->data, b->row[g], correct, b->M) != 0) or1_dist_abort(t->d, or1_error());
     }
-    t->solved[t->n_solved++] = row;
 }
 
-/* Groups whose every sample was correct (solve_all) mark their row as solved this stage. */
-void track_solved(trainer *t, const step_batch *b, size_t stage) {
-    (void)stage;
-    for (size_t g = 0; g < b->n_groups; g++)
-        if (b->rej.verdict[g] == OR1_GROUP_SOLVE_ALL) add_solved(t, b->row[g]);
-}
-
-/* Recipe §7: at a stage start, prompts solved by every sample in the previous stage go. */
+/* Recipe §7: at a stage start, prompts every sample solved in the previous stage go. */
 void online_filter(trainer *t, size_t stage) {
     t->filtered_stage = stage;
-    if (t->cfg->data.online_filter && t->n_solved > 0) {
-        size_t before = or1_data_active(t->data);
-        if (or1_data_drop(t->data, t->solved, t->n_solved) != 0) or1_dist_abort(t->d, or1_error());
-        if (t->d->rank == 0)
-            fprintf(stderr, "train: stage %zu starts: online filter dropped %zu solved prompts (%zu -> %zu)\n", stage,
-                    t->n_solved, before, or1_data_active(t->data));
-    }
-    t->n_solved = 0;
+    if (!t->cfg->data.online_filter) return;
+    size_t before = or1_data_active(t->data), dropped = or1_data_stage_filter(t->data);
+    if (t->d->rank == 0)
+        fprintf(stderr, "train: stage %zu starts: online filter dropped %zu solved prompts (%zu -> %zu active)\n", stage,
+                dropped, before, or1_data_active(t->data));
 }
 
 /* Appends one JSON row to metrics.jsonl and flushes it (rank 0). */
