@@ -269,8 +269,8 @@ or1_dataset *or1_data_load(const or1_data_opts *o) {
     size_t cap = 0;
     int rc = o->n_files ? 0 : or1_fail("data: no training file");
     for (size_t f = 0; f < o->n_files && rc == 0; f++) {
-        if (o->files[f].weight < 1)
-            rc = or1_fail("%s: mixing weight %d must be at least 1", o->files[f].path, o->files[f].weight);
+        if (o->files[f].weight < 1 || o->files[f].weight > 1000)
+            rc = or1_fail("%s: mixing weight %d is not in [1, 1000]", o->files[f].path, o->files[f].weight);
         else if (o->n_files > UINT32_MAX)
             rc = or1_fail("data: too many files");
         else
