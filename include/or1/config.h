@@ -175,6 +175,15 @@ void or1_train_config_free(or1_train_config *c);
 /* Checks that every file the config names exists (model folder, tokenizer, data and eval
  * files, reference); the error names the key and the file. */
 int or1_train_config_check_files(const or1_train_config *c);
+/* The multi-stage schedule (recipe §10): the stage that 0-based global step `step` falls in
+ * and the step's index inside it (*in_stage may be NULL); -1 once every stage is done. */
+int or1_train_stage_of(const or1_train_config *c, long step, long *in_stage);
+/* Steps of all stages together. */
+long or1_train_total_steps(const or1_train_config *c);
+/* Tokens per loss micro-batch in a stage: train.micro_tokens, or when 0 the longest possible
+ * sequence, max_prompt_length + the stage's context length. */
+int or1_train_micro_tokens(const or1_train_config *c, size_t stage);
+
 /* The resolved configuration as YAML text (new string), e.g. to store beside checkpoints. */
 char *or1_train_config_yaml(const or1_train_config *c);
 

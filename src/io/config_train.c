@@ -379,6 +379,32 @@ int or1_train_config_check_files(const or1_train_config *c) {
 /* Writes a string as a YAML double-quoted scalar (JSON escapes are valid YAML ones). */
 static void put_str(FILE *f, const char *s) { or1_json_write_string(f, s); }
 
+/* Walks the stages' step counts. */
+int or1_train_stage_of(const or1_train_config *c, long step, long *in_stage) {
+    for (size_t i = 0; i < c->n_stages && step >= 0; i++) {
+        if (step < c->stages[i].steps) {
+            if (in_stage) *in_stage = step;
+            return (int)i;
+        }
+        step -= c->stages[i].steps;
+    }
+    return -1;
+}
+
+/* Sum of the stages' steps. */
+long or1_train_total_steps(const or1_train_config *c) {
+    long n = 0;
+    for (size_t i = 0; i < c->n_stages; i++) n += c->stages[i].steps;
+    return n;
+}
+
+/* The configured micro-batch, or one whole longest sequence. */
+int or1_train_micro_tokens(const or1_train_config *c, size_t stage) {
+    if (c->train.micro_tokens > 0) return c->train.micro_tokens;
+    long n = (long)c->data.max_prompt_length + c->stages[stage].context_length;
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
 /* Writes a double in the fewest of 15 or 17 digits that read back to the same value. */
 static void put_double(FILE *f, double v) {
     char buf[40];

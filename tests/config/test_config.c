@@ -330,6 +330,18 @@ static void test_repo_configs(const char *dir) {
         or1_train_config_free(&c2);
         int total = 0;
         for (size_t i = 0; i < c.n_stages; i++) total += c.stages[i].steps;
+        if (!strcmp(e->d_name, "r1-distill-7b.yaml")) {
+            long in = -1;
+            CHECK(or1_train_total_steps(&c) == 1320 && or1_train_stage_of(&c, 0, &in) == 0 && in == 0 &&
+                      or1_train_stage_of(&c, 659, &in) == 0 && in == 659 && or1_train_stage_of(&c, 660, &in) == 1 &&
+                      in == 0 && or1_train_stage_of(&c, 1319, &in) == 1 && in == 659 &&
+                      or1_train_stage_of(&c, 1320, NULL) == -1 && or1_train_stage_of(&c, -1, NULL) == -1,
+                  "7B schedule: stage of a step");
+            CHECK(or1_train_micro_tokens(&c, 0) == 2048 + 16384 && or1_train_micro_tokens(&c, 1) == 2048 + 32768,
+                  "micro tokens default to prompt + context length");
+        }
+        if (!strcmp(e->d_name, "tiny.yaml"))
+            CHECK(or1_train_micro_tokens(&c, 0) == 4096 && or1_train_total_steps(&c) == 2, "tiny: micro tokens, steps");
         if (!strcmp(e->d_name, "r1-distill-7b.yaml"))
             CHECK(c.n_stages == 2 && c.stages[0].context_length == 16384 && c.stages[1].context_length == 32768 &&
                       c.stages[1].prompts == 160 && c.stages[1].samples == 32 && total == 1320 &&
