@@ -2,12 +2,15 @@
 JOBS ?= $(shell nproc)
 CMAKE_CONFIGURE = cmake -S . -B
 
-.PHONY: all deps build build-asan run test bench clean
+.PHONY: all deps test-deps build build-asan run test bench clean base
 
 all: build
 
 deps:
-	@bash scripts/deps.sh
+	@bash scripts/deps.sh scripts/debian-packages.txt
+
+test-deps:
+	@bash scripts/deps.sh scripts/debian-packages.txt scripts/debian-packages-test.txt
 
 build: deps
 	@$(CMAKE_CONFIGURE) build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -22,12 +25,16 @@ run: build
 	@bash scripts/run.sh
 
 # The whole suite, once on the optimised build and once under ASan + UBSan.
-test: build build-asan
+test: test-deps build build-asan
 	cd build && ctest --output-on-failure --timeout 1500
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 2400
 
-bench: build
+bench: test-deps build
 	@bash bench/run.sh
+
+# Remakes the demo's base model under models/arith-base (tokenizer, init, SFT on traces, avg@8).
+base: build
+	@bash scripts/make_base.sh
 
 clean:
 	rm -rf build build-asan

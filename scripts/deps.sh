@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages listed in scripts/debian-packages.txt that are missing.
+# Installs the missing Debian packages of the given lists (default: scripts/debian-packages.txt).
 # As root it runs apt-get itself; otherwise it prints the command to run and fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+lists=("$@")
+[[ ${#lists[@]} -eq 0 ]] && lists=("$here/debian-packages.txt")
 missing=()
-while read -r pkg; do
-  [[ -z "$pkg" || "$pkg" == \#* ]] && continue
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$pkg")
-  fi
-done < "$here/debian-packages.txt"
+for list in "${lists[@]}"; do
+  while read -r pkg; do
+    [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done < "$list"
+done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -eq 0 ]]; then
   echo "deps: installing ${missing[*]}" >&2

@@ -147,6 +147,7 @@ int cmd_eval(cli_args *a) {
     }
     cJSON_Delete(rep);
     eval_close(&e);
+    if (!rep && dist.size > 1) or1_dist_abort(&dist, or1_error());
     return rep ? 0 : 1;
 }
 
