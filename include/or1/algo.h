@@ -97,7 +97,8 @@ typedef enum {
 /* Decides after `rounds_done` rounds (>= 1) that together kept `kept_groups` groups, when
  * `need` groups are wanted (the step's N) and at most `max_rounds` rounds are allowed
  * (max_rounds 1 = no refill, the Skywork recipe: train on what was kept). Never loops
- * forever: with rounds_done >= max_rounds the answer is TRAIN or SKIP. */
+ * forever: with rounds_done >= max_rounds the answer is TRAIN or SKIP, and it is never
+ * TRAIN with no kept group. */
 or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t need, int max_rounds);
 
 /* Marks in take[] the first `need` kept groups in order (group_kept[g] true), i.e. DAPO's

@@ -181,7 +181,7 @@ const char *or1_group_verdict_name(or1_group_verdict v) {
 /* DAPO's dynamic sampling loop, bounded: stop once enough groups are kept or the rounds are
  * spent; an empty result after the last round skips the step (recipe §5). */
 or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t need, int max_rounds) {
-    if (kept_groups >= need) return OR1_REFILL_TRAIN;
+    if (kept_groups >= need && kept_groups > 0) return OR1_REFILL_TRAIN;
     if (rounds_done < max_rounds) return OR1_REFILL_MORE;
     return kept_groups > 0 ? OR1_REFILL_TRAIN : OR1_REFILL_SKIP;
 }

@@ -215,7 +215,8 @@ def build_cases(rng):
     for kept in range(0, 6):
         for done in range(1, 4):
             for maxr in range(1, 4):
-                cases.append({"fn": "refill", "kept": kept, "rounds_done": done, "need": 4, "max_rounds": maxr})
+                for need in (0, 4):
+                    cases.append({"fn": "refill", "kept": kept, "rounds_done": done, "need": need, "max_rounds": maxr})
     for t in range(20):
         n = rng.randint(0, 12)
         cases.append({"fn": "refill", "group_kept": [rng.random() < 0.5 for _ in range(n)], "need": rng.randint(0, 8)})
@@ -326,7 +327,7 @@ def compare(i, c, r):
                 taken += take[-1]
             check(r["take"] == take and r["taken"] == taken, f"{tag}: {r} != {take}")
         else:
-            want = ("train" if c["kept"] >= c["need"] else "more" if c["rounds_done"] < c["max_rounds"]
+            want = ("train" if c["kept"] >= c["need"] and c["kept"] > 0 else "more" if c["rounds_done"] < c["max_rounds"]
                     else "train" if c["kept"] > 0 else "skip")
             check(r["action"] == want, f"{tag}: {c} -> {r['action']} != {want}")
     elif fn == "entropy":
