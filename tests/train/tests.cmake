@@ -1,0 +1,23 @@
+# The trainer end to end (issue 6) and its data parallelism over MPI (issue 8), on tiny models
+# made once per build directory by the train_fixture test (ctest fixture "train_models").
+set(OR1_TRAIN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(OR1_TRAIN_FIXTURE ${CMAKE_CURRENT_BINARY_DIR}/train_fixture)
+
+add_test(NAME train_fixture
+         COMMAND ${OR1_PYTHON} ${OR1_TRAIN_TEST_DIR}/make_fixture.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
+                 ${OR1_TRAIN_FIXTURE})
+set_tests_properties(train_fixture PROPERTIES FIXTURES_SETUP train_models TIMEOUT 300
+                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+
+# Registers train_<name>: tests/train/<script> OR1 FIXTURE SCRATCH (the script empties SCRATCH).
+function(or1_train_test name script)
+  add_test(NAME train_${name}
+           COMMAND ${OR1_PYTHON} ${OR1_TRAIN_TEST_DIR}/${script} $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
+                   ${CMAKE_CURRENT_BINARY_DIR}/train_${name})
+  set_tests_properties(train_${name} PROPERTIES FIXTURES_REQUIRED train_models TIMEOUT 600
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+endfunction()
+
+or1_train_test(run test_run.py)
+or1_train_test(resume test_resume.py)
+or1_train_test(online_filter test_online_filter.py)
