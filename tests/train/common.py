@@ -176,3 +176,12 @@ def rows_close(a, b, tol):
             elif u != v:
                 return f"step {x.get('step')}: {k} {u!r} vs {v!r}"
     return None
+
+
+def st_metadata(path):
+    """The __metadata__ map of a safetensors file."""
+    data = open(path, "rb").read(8)
+    n = struct.unpack("<Q", data)[0]
+    with open(path, "rb") as f:
+        f.seek(8)
+        return json.loads(f.read(n)).get("__metadata__", {})
