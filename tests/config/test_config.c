@@ -43,6 +43,18 @@ static const char *put(const char *name, const char *text) {
     return path;
 }
 
+/* Writes text to SCRATCH/name without the fsyncs of an atomic write (for the fuzz loop). */
+static const char *put_fast(const char *name, const char *text) {
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", scratch, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+    return path;
+}
+
 /* True if the current error message contains every given fragment (NULL-terminated). */
 static int error_has(const char *first, ...) {
     va_list ap;
@@ -220,6 +232,57 @@ static void test_hostile(void) {
     or1_cfg_free(c);
 }
 
+/* Random damage to a valid config (byte flips, cuts, inserted YAML punctuation), loaded and
+ * checked many times: every outcome is a clean success or an error naming the file; the
+ * sanitiser build catches any memory fault. */
+static void test_fuzz(const char *configs) {
+    char path[1024], *base;
+    size_t len;
+    snprintf(path, sizeof path, "%s/r1-distill-math-7b.yaml", configs);
+    if (or1_read_file(path, 1 << 20, &base, &len) != 0) {
+        CHECK(0, "fuzz base: %s", or1_error());
+        return;
+    }
+    static const char punct[] = ":-[]{},&*!|>'\"#%@` \n\t";
+    char *buf = or1_malloc(len + 64);
+    int ok = 0, errors = 0, unnamed = 0;
+    for (uint64_t it = 0; it < 3000; it++) {
+        memcpy(buf, base, len);
+        size_t n = len;
+        int edits = 1 + (int)(or1_rand_u64(5, it, 0) % 4);
+        for (int e = 0; e < edits; e++) {
+            uint64_t r = or1_rand_u64(5, it, 1 + (uint64_t)e);
+            size_t at = (size_t)((r >> 8) % n);
+            switch (r % 3) {
+            case 0: buf[at] = punct[(r >> 40) % (sizeof punct - 1)]; break;
+            case 1: n = at + 1; break;
+            default:
+                if (n + 1 < len + 64) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = punct[(r >> 40) % (sizeof punct - 1)];
+                    n++;
+                }
+            }
+        }
+        buf[n] = '\0';
+        or1_train_config c;
+        const char *p = put_fast("fuzz.yaml", buf);
+        if (or1_train_config_load(p, NULL, 0, &c) == 0) {
+            ok++;
+            char *y = or1_train_config_yaml(&c);
+            free(y);
+            or1_train_config_free(&c);
+        } else {
+            errors++;
+            unnamed += !strstr(or1_error(), "fuzz.yaml") && !strstr(or1_error(), "schema default");
+        }
+    }
+    CHECK(unnamed == 0, "fuzz: %d of %d errors do not name the file", unnamed, errors);
+    CHECK(ok > 0 && errors > 0, "fuzz: %d loads, %d errors", ok, errors);
+    free(buf);
+    free(base);
+}
+
 /* The generic getters on a tree: types, defaults, ranges, YAML 1.2 scalars. */
 static void test_getters(void) {
     const char *text = "i: 42\nh: 0x1F\nneg: -7\nd: 1e-6\ndi: 3\nb: true\nB: False\ns: hello\nq: \"12\"\n"
@@ -375,6 +438,7 @@ int main(int argc, char **argv) {
     test_getters();
     test_check_files(argv[3]);
     test_repo_configs(argv[2]);
+    test_fuzz(argv[2]);
     printf("config: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

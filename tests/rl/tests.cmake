@@ -15,3 +15,12 @@ add_test(NAME rl_data
          COMMAND ${OR1_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_data.py $<TARGET_FILE:test_rl_data_driver>
                  ${CMAKE_SOURCE_DIR}/../shared/data ${CMAKE_CURRENT_BINARY_DIR}/rl_data)
 set_tests_properties(rl_data PROPERTIES TIMEOUT 600 ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=2")
+
+add_executable(test_rl_data_fuzz ${CMAKE_CURRENT_LIST_DIR}/test_data_fuzz.c)
+target_include_directories(test_rl_data_fuzz PRIVATE ${CJSON_INCLUDE})
+target_link_libraries(test_rl_data_fuzz PRIVATE or1lib)
+add_test(NAME rl_data_fuzz
+         COMMAND test_rl_data_fuzz ${CMAKE_SOURCE_DIR}/../shared/data/aime24.jsonl
+                 ${CMAKE_SOURCE_DIR}/../shared/data/code_eval.jsonl
+                 ${CMAKE_SOURCE_DIR}/../shared/data/lcb_2408_2502_public_tests.jsonl)
+set_tests_properties(rl_data_fuzz PROPERTIES TIMEOUT 300)
