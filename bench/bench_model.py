@@ -30,10 +30,10 @@ ENT_COEF = 1e-3
 SHAPES = {
     "small": dict(cfg=dict(arch="qwen2", hidden=256, inter=704, layers=6, heads=8, kv_heads=2,
                            vocab=300, tied=False),
-                  seqs=16, seq_len=256, prompt=64, iters=2, rounds=2),
+                  seqs=16, seq_len=256, prompt=64, iters=1, rounds=2),
     "qwen": dict(cfg=dict(arch="qwen2", hidden=896, inter=4864, layers=4, heads=14, kv_heads=2,
                           vocab=151936, tied=True),
-                 seqs=4, seq_len=512, prompt=128, iters=1, rounds=1),
+                 seqs=2, seq_len=512, prompt=128, iters=1, rounds=1),
 }
 
 
