@@ -74,7 +74,31 @@ function loadTexts() {
     const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).slice(0, n);
     for (const l of lines) for (const m of JSON.parse(l).prompt || []) texts.push(m.content);
   }
-  return texts;
+  return texts.concat(randomTexts(400));
+}
+
+// Random texts from a seeded generator over pieces that stress the pre-tokenizer regexes:
+// contractions in any case, Unicode spaces and digits, combining marks, line separators,
+// emoji sequences, CJK, special tokens and fragments of them. Left out: U+FEFF and U+0085,
+// which JavaScript's \s and Hugging Face's (Oniguruma's Unicode white space, like PCRE2's)
+// disagree on, so the reference is wrong for Hugging Face there.
+function randomTexts(n) {
+  const pieces = [' ', '  ', '\t', '\n', '\r\n', '\r', '\u00a0', '\u3000', '\u2009',
+    '\u2028', "'s", "'S", "'ll", "'LL", "'re", "'d", "'", 'a', 'Z', 'word', 'Wörd', 'e\u0301',
+    '\u0301', '1', '42', '123456', '\u0663', '\u00bd', '\u2167', '.', '...', '!?', '$', '\\frac',
+    '{', '}', '_', '-', '—', '中', '文字', 'カ', '한', '\u{1F600}', '\u{1F468}\u200d\u{1F469}',
+    '\u{1F1EF}\u{1F1F5}', '<|im_end|>', '<|endoftext|>', '<|im_', '|>', '<think>', '</think>',
+    '<｜User｜>', '<|begin_of_text|>', '▁', 'Ġ', 'ĉ', '\u0000'.slice(1)];
+  let state = 12345;
+  const rand = (k) => { state = (state * 1103515245 + 12345) % 2147483648; return state % k; };
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    let s = '';
+    const len = 1 + rand(40);
+    for (let j = 0; j < len; j++) s += pieces[rand(pieces.length)];
+    out.push(s);
+  }
+  return out;
 }
 
 // Runs or1 with JSONL rows on stdin; returns the parsed output rows.
