@@ -25,3 +25,13 @@ or1_train_test(rejection test_rejection.py)
 or1_train_test(entropy test_entropy.py)
 or1_train_test(config_errors test_config_errors.py)
 or1_train_test(eval test_eval.py)
+
+# MPI (issue 8): skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
+if(NOT MPIEXEC_EXECUTABLE)
+  find_program(MPIEXEC_EXECUTABLE NAMES mpirun mpiexec)
+endif()
+add_test(NAME train_mpi
+         COMMAND ${OR1_PYTHON} ${OR1_TRAIN_TEST_DIR}/test_mpi.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
+                 ${CMAKE_CURRENT_BINARY_DIR}/train_mpi "${MPIEXEC_EXECUTABLE}")
+set_tests_properties(train_mpi PROPERTIES FIXTURES_REQUIRED train_models TIMEOUT 900 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Data parallelism over MPI (issue 8): `mpirun -np 2` and `-np 4` give the single-process
+result, a checkpoint resumes with another rank count, and a failing or dying rank stops the
+job with a clear message instead of hanging.
+
+- The same 2-stage config (online filter on, N_SGD 2 then 2) with 1 process (no mpirun),
+  2 and 4 ranks (OMP_NUM_THREADS=1): final weights and AdamW moments equal to 1e-5 relative
+  (fp32 rounding of the gradient sums), metrics rows equal apart from timings (numbers to
+  1e-5, counts exactly), one metrics file and checkpoint set written by rank 0 alone.
+- Resume: the 1-rank step-2 checkpoint continued with 2 ranks, the 2-rank one with 1.
+- eval and difficulty with 2 ranks: the same report and counts as 1 process; the dump holds
+  every sample.
+- Failures: rank 1 given a config with a misspelt key; rank 0 unable to create the output
+  folder; rank 1 killed (SIGKILL) after the first step. Each ends within 60 s, non-zero,
+  with a message naming the rank.
+
+Skipped (exit 77) when mpirun is absent or or1 was built without MPI.
+ASan: LeakSanitizer is off inside MPI ranks only (OpenMPI's plugins leak by design and are
+unloaded before the report, so they cannot be suppressed by name).
+
+Usage: test_mpi.py OR1 FIXTURE_DIR SCRATCH_DIR [MPIEXEC]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common as C  # noqa: E402
+
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+MPIEXEC = (sys.argv[4] if len(sys.argv) > 4 else "") or shutil.which("mpirun") or ""
+SFT, ROWS = os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
+TOL = 1e-5
+HANG = 60
+
+
+def mpi_env():
+    """Environment of the ranks: one OpenMP thread, no leak report (see the docstring)."""
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return dict(os.environ, OMP_NUM_THREADS="1", ASAN_OPTIONS=(asan + ":" if asan else "") + "detect_leaks=0")
+
+
+def mpirun(np_, *cmd, ok=True):
+    """mpirun -np np_ cmd (cmd may hold ':' for several programs); times out as a hang."""
+    full = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), *cmd]
+    try:
+        p = subprocess.run(full, capture_output=True, text=True, timeout=HANG, env=mpi_env())
+    except subprocess.TimeoutExpired:
+        C.check(False, f"HANG: no exit within {HANG} s: {' '.join(full)}")
+        C.finish("train_mpi")
+    if ok and p.returncode != 0:
+        sys.exit(f"mpirun failed ({p.returncode}): {' '.join(full)}\n{p.stderr[-4000:]}")
+    return p
+
+
+def config(name, **over):
+    """The 2-stage config writing to SCRATCH/name."""
+    out = os.path.join(SCRATCH, name)
+    sections = {"checkpoint": {"every": 1}, "stages": [
+        {"name": "s1", "context_length": 24, "prompts": 4, "n": 4, "mini_batch": 2, "steps": 2},
+        {"name": "s2", "context_length": 24, "prompts": 2, "n": 6, "mini_batch": 1, "steps": 2}]}
+    cfg = C.base_config(SFT, ROWS, out, **{**sections, **over})
+    return C.write_config(os.path.join(SCRATCH, name + ".yaml"), cfg), out
+
+
+def close_to(a, b, what):
+    """Model and optimizer of the step-4 checkpoints within TOL; metrics rows too."""
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(a, 4), f)), C.tensors(os.path.join(C.ckpt(b, 4), f)))
+        C.check(d <= TOL, f"{what}: {f} differs by {d:g} (relative) from 1 process")
+    bad = C.rows_close(C.metrics(a), C.metrics(b), TOL)
+    C.check(bad is None, f"{what}: metrics differ: {bad}")
+
+
+def available():
+    """mpirun exists and or1 runs as several ranks (else the test is skipped)."""
+    if not MPIEXEC or not os.access(MPIEXEC, os.X_OK):
+        print("SKIP: mpirun not found (install openmpi-bin, see scripts/debian-packages.txt)")
+        sys.exit(77)
+    cfg, out = config("probe", train={"steps": 1})
+    p = mpirun(2, OR1, "train", "--config", cfg, "--set", "stages=[{steps: 1, prompts: 2, mini_batch: 1}]", ok=False)
+    if "2 rank(s)" not in p.stderr:
+        print(f"SKIP: or1 was built without MPI (no '2 rank(s)' banner): {p.stderr[-300:]!r}")
+        sys.exit(77)
+
+
+def rank_counts():
+    """1, 2 and 4 ranks; returns the 1-process output folder."""
+    cfg, one = config("np1")
+    C.train(OR1, cfg)
+    C.check(len(C.metrics(one)) == 4, "1 process: 4 metrics rows")
+    for k in (2, 4):
+        cfg, out = config(f"np{k}")
+        p = mpirun(k, OR1, "train", "--config", cfg)
+        C.check(f"{k} rank(s)" in p.stderr, f"-np {k}: banner {p.stderr[:200]!r}")
+        C.check(p.stderr.count("train: checkpoint") == 4, f"-np {k}: checkpoints announced more than once per step")
+        C.check(p.stderr.count("online filter dropped") == 1, f"-np {k}: online filter line count")
+        close_to(out, one, f"-np {k}")
+    return one
+
+
+def resume_other_counts(one):
+    """A 1-rank checkpoint resumed with 2 ranks, and a 2-rank one with 1 process."""
+    cfg, out = config("resume_1to2")
+    mpirun(2, OR1, "train", "--config", cfg, "--resume", C.ckpt(one, 2))
+    C.check([r["step"] for r in C.metrics(out)] == [3, 4], "1 -> 2 ranks: metrics steps")
+    close_to_tail(out, one, "1-rank checkpoint resumed with 2 ranks")
+    cfg, out = config("resume_2to1")
+    C.train(OR1, cfg, "--resume", C.ckpt(os.path.join(SCRATCH, "np2"), 2))
+    close_to_tail(out, one, "2-rank checkpoint resumed with 1 process")
+
+
+def close_to_tail(a, b, what):
+    """Like close_to, for a run that holds only steps 3 and 4."""
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(a, 4), f)), C.tensors(os.path.join(C.ckpt(b, 4), f)))
+        C.check(d <= TOL, f"{what}: {f} differs by {d:g}")
+    bad = C.rows_close(C.metrics(a), [r for r in C.metrics(b) if r["step"] > 2], TOL)
+    C.check(bad is None, f"{what}: metrics differ: {bad}")
+
+
+def eval_ranks():
+    """eval/difficulty with 2 ranks against 1 process."""
+    flags = ["--model", SFT, "--data", ROWS, "--n", "4", "--max-new-tokens", "24"]
+    one = json.loads(C.run([OR1, "eval", *flags]).stdout)
+    dump = os.path.join(SCRATCH, "dump2.jsonl")
+    p = mpirun(2, OR1, "eval", *flags, "--dump", dump)
+    C.check(json.loads(p.stdout) == one, "eval report with 2 ranks differs from 1 process")
+    n = sum(1 for _ in open(dump)) if os.path.isfile(dump) else 0
+    C.check(n == 4 * 5, f"eval --dump with 2 ranks wrote {n} samples, want every sample (20)")
+    out1, out2 = os.path.join(SCRATCH, "diff1.jsonl"), os.path.join(SCRATCH, "diff2.jsonl")
+    C.run([OR1, "difficulty", *flags, "--out", out1])
+    mpirun(2, OR1, "difficulty", *flags, "--out", out2)
+    C.check(open(out1).read() == open(out2).read(), "difficulty with 2 ranks differs from 1 process")
+
+
+def failures():
+    """A failing or dying rank ends the job with a message naming it."""
+    good, _ = config("fail_good")
+    bad = os.path.join(SCRATCH, "fail_bad.yaml")
+    open(bad, "w").write(open(good).read().replace('"lr"', '"lrr"'))
+    p = mpirun(1, OR1, "train", "--config", good, ":", "-np", "1", OR1, "train", "--config", bad, ok=False)
+    C.check(p.returncode != 0 and "rank 1 of 2" in p.stderr and "train.lrr" in p.stderr,
+            f"rank 1 with a bad config: rc {p.returncode} {p.stderr[-600:]!r}")
+    cfg, _ = config("fail_out", output={"dir": "/dev/null/out"})
+    p = mpirun(2, OR1, "train", "--config", cfg, ok=False)
+    C.check(p.returncode != 0 and "rank 0 of 2" in p.stderr and "/dev/null/out" in p.stderr,
+            f"rank 0 cannot write its output: rc {p.returncode} {p.stderr[-600:]!r}")
+    cfg, out = config("fail_kill", train={"steps": 100000}, checkpoint={"every": 0})
+    cfg_long = os.path.join(SCRATCH, "long.yaml")
+    text = json.load(open(cfg))
+    del text["stages"]
+    C.write_config(cfg_long, text)
+    metrics = os.path.join(out, "metrics.jsonl")
+    killer = (f"'{OR1}' train --config '{cfg_long}' & p=$!; "
+              f"while [ ! -s '{metrics}' ]; do sleep 0.1; done; kill -9 $p; wait $p")
+    p = mpirun(1, OR1, "train", "--config", cfg_long, ":", "-np", "1", "sh", "-c", killer, ok=False)
+    C.check(p.returncode != 0 and "Process name" in p.stderr and ",1]" in p.stderr and "137" in p.stderr,
+            f"rank 1 killed: rc {p.returncode} {p.stderr[-800:]!r}")
+    rows = C.metrics(out) if os.path.isfile(metrics) else []
+    C.check(1 <= len(rows) < 100000, f"killed run: {len(rows)} metrics rows")
+
+
+def main():
+    """Skip check, rank counts, resume, eval, failures."""
+    available()
+    one = rank_counts()
+    resume_other_counts(one)
+    eval_ranks()
+    failures()
+    C.finish("train_mpi")
+
+
+main()
