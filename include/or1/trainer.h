@@ -29,7 +29,9 @@ typedef struct {
 } or1_scored;
 
 /* Samples M responses for each row (request seed seeds[i]; max_new from s), decodes them and
- * scores them with the row's verifier. Timings (seconds) go to t_rollout and t_reward. */
+ * scores them with the row's verifier on a thread that starts on each sample as soon as it
+ * is finished. Seconds of generation go to t_rollout; the scoring left after the last sample
+ * to t_reward. */
 int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                       int M, const or1_sampling *s, const uint64_t *seeds, int max_slots, or1_sandbox_pool *pool,
                       double code_timeout, or1_scored *out, double *t_rollout, double *t_reward);

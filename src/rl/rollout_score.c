@@ -6,29 +6,76 @@
 #include "or1/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Decodes every completion (special tokens skipped, as the recipe scores) and scores it. */
-static void score_all(const or1_tokenizer *tok, const or1_data_row *const *rows, int M, or1_scored *out,
-                      or1_sandbox_pool *pool, double code_timeout) {
-    or1_reward_job *jobs = or1_calloc(out->n, sizeof *jobs);
-    char **texts = or1_calloc(out->n, sizeof *texts);
-    #pragma omp parallel for schedule(dynamic, 8)
-    for (size_t k = 0; k < out->n; k++) {
-        size_t len;
-        const or1_data_row *r = rows[k / (size_t)M];
-        if (or1_tokenizer_decode(tok, out->c[k].ids, (size_t)out->c[k].n, true, &texts[k], &len) != 0)
-            texts[k] = or1_strdup("");
-        jobs[k] = (or1_reward_job){r->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[k], r->ground_truth};
+/* Scores samples as the engine finishes them, on a thread of its own, so verification
+ * (code runs above all) overlaps the rest of the decoding. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t *queue, head, tail;
+    bool closed;
+    const or1_tokenizer *tok;
+    const or1_data_row *const *rows;
+    int M;
+    or1_scored *out;
+    or1_sandbox_pool *pool;
+    double code_timeout;
+} reward_stream;
+
+/* Engine callback: queue the finished sample for scoring. */
+static void stream_push(void *ctx, int req, int sample, const or1_completion *c) {
+    reward_stream *r = ctx;
+    (void)c;
+    pthread_mutex_lock(&r->mu);
+    r->queue[r->tail++] = (size_t)req * (size_t)r->M + (size_t)sample;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Decodes (special tokens skipped, as the recipe scores) and scores queue[a..b). */
+static void score_range(reward_stream *r, size_t a, size_t b) {
+    size_t n = b - a;
+    or1_reward_job *jobs = or1_calloc(n, sizeof *jobs);
+    char **texts = or1_calloc(n, sizeof *texts);
+    float *scores = or1_calloc(n, sizeof *scores);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = r->queue[a + i], len;
+        const or1_completion *c = &r->out->c[k];
+        const or1_data_row *row = r->rows[k / (size_t)r->M];
+        if (or1_tokenizer_decode(r->tok, c->ids, (size_t)c->n, true, &texts[i], &len) != 0) texts[i] = or1_strdup("");
+        jobs[i] = (or1_reward_job){row->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[i], row->ground_truth};
     }
-    or1_reward_batch(jobs, out->n, pool, code_timeout, out->scores);
-    for (size_t k = 0; k < out->n; k++) free(texts[k]);
+    or1_reward_batch(jobs, n, r->pool, r->code_timeout, scores);
+    for (size_t i = 0; i < n; i++) {
+        r->out->scores[r->queue[a + i]] = scores[i];
+        free(texts[i]);
+    }
+    free(scores);
     free(texts);
     free(jobs);
 }
 
-/* One request per row, M samples each, then the rewards. */
+/* The scoring thread: takes whatever has been queued, scores it, until closed and empty. */
+static void *stream_worker(void *arg) {
+    reward_stream *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (r->head == r->tail && !r->closed) pthread_cond_wait(&r->cv, &r->mu);
+        if (r->head == r->tail) break;
+        size_t a = r->head, b = r->tail;
+        r->head = b;
+        pthread_mutex_unlock(&r->mu);
+        score_range(r, a, b);
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* One request per row, M samples each; rewards overlap decoding. */
 int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                       int M, const or1_sampling *s, const uint64_t *seeds, int max_slots, or1_sandbox_pool *pool,
                       double code_timeout, or1_scored *out, double *t_rollout, double *t_reward) {
@@ -42,16 +89,32 @@ int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_da
         req[i] = (or1_request){rows[i]->ids, rows[i]->n_ids, M, *s};
         req[i].s.seed = seeds[i];
     }
-    or1_engine_cfg cfg = {.max_slots = max_slots, .kv_cache_gb = 8.0};
+    reward_stream rs = {.tok = tok, .rows = rows, .M = M, .out = out, .pool = pool, .code_timeout = code_timeout};
+    rs.queue = or1_malloc(out->n * sizeof *rs.queue);
+    pthread_mutex_init(&rs.mu, NULL);
+    pthread_cond_init(&rs.cv, NULL);
+    pthread_t worker;
+    if (pthread_create(&worker, NULL, stream_worker, &rs) != 0) {
+        free(req);
+        free(rs.queue);
+        return or1_fail("rollout: cannot start the reward thread");
+    }
+    or1_engine_cfg cfg = {.max_slots = max_slots, .kv_cache_gb = 8.0, .on_done = stream_push, .ctx = &rs};
     double t0 = or1_now();
     int rc = or1_generate(m, req, (int)n_rows, &cfg, out->c);
     double t1 = or1_now();
+    pthread_mutex_lock(&rs.mu);
+    rs.closed = true;
+    pthread_cond_signal(&rs.cv);
+    pthread_mutex_unlock(&rs.mu);
+    pthread_join(worker, NULL);
+    pthread_cond_destroy(&rs.cv);
+    pthread_mutex_destroy(&rs.mu);
+    free(rs.queue);
     free(req);
-    if (rc != 0) return -1;
-    score_all(tok, rows, M, out, pool, code_timeout);
     if (t_rollout) *t_rollout += t1 - t0;
-    if (t_reward) *t_reward += or1_now() - t1;
-    return 0;
+    if (t_reward) *t_reward += or1_now() - t1; /* scoring left after the last sample */
+    return rc;
 }
 
 /* Frees completions and scores. */

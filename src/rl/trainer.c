@@ -15,27 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The stage of completed-step count `step` and the steps done inside it. */
-static size_t stage_at(const or1_train_config *c, long step, long *in_stage) {
-    long before = 0;
-    for (size_t s = 0; s < c->n_stages; s++) {
-        if (step < before + c->stages[s].steps || s + 1 == c->n_stages) {
-            *in_stage = step - before;
-            return s;
-        }
-        before += c->stages[s].steps;
-    }
-    *in_stage = 0;
-    return 0;
-}
-
-/* Total steps of the schedule. */
-static long total_steps(const or1_train_config *c) {
-    long t = 0;
-    for (size_t s = 0; s < c->n_stages; s++) t += c->stages[s].steps;
-    return t;
-}
-
 /* Assigns prompts to ranks, longest prompt first onto the least-loaded rank (expected
  * tokens ~ prompt length + T per sample), deterministically. owner[i] gets the rank. */
 static void assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner) {
@@ -117,7 +96,7 @@ static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double al
                        t->cfg->kl.estimator};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
-    int micro = t->cfg->train.micro_tokens > 0 ? t->cfg->train.micro_tokens : t->cfg->data.max_prompt_length + st->context_length;
+    int micro = or1_train_micro_tokens(t->cfg, (size_t)(st - t->cfg->stages));
     for (int e = 0; e < t->cfg->train.epochs; e++)
         for (int c = 0; c < n_sgd; c++) {
             or1_sample *s;
@@ -146,7 +125,7 @@ static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double al
 /* Runs one training step: collect, advantages, update, controller, metrics. */
 static int train_step(trainer *t) {
     long in_stage;
-    size_t si = stage_at(t->cfg, t->step, &in_stage);
+    size_t si = (size_t)or1_train_stage_of(t->cfg, t->step, &in_stage);
     const or1_stage_cfg *st = &t->cfg->stages[si];
     if (in_stage == 0 && si > 0 && si != t->filtered_stage) online_filter(t, si);
     step_batch b;
@@ -177,7 +156,7 @@ static int train_step(trainer *t) {
 
 /* The schedule: steps until the last stage ends, with validation and checkpoints. */
 static int train_loop(trainer *t) {
-    long total = total_steps(t->cfg);
+    long total = or1_train_total_steps(t->cfg);
     while (t->step < total) {
         if (train_step(t)) return -1;
         bool last = t->step == total;
@@ -197,7 +176,7 @@ int or1_train_run(const or1_train_config *cfg, const char *resume_dir, const or1
     }
     if (d->rank == 0)
         fprintf(stderr, "train: %zu prompts, %zu stages, %ld steps from step %ld, %d rank(s)\n", or1_data_active(t.data),
-                cfg->n_stages, total_steps(cfg), t.step, d->size);
+                cfg->n_stages, or1_train_total_steps(cfg), t.step, d->size);
     int rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
     if (rc == 0) rc = train_loop(&t);
     trainer_close(&t);
