@@ -94,9 +94,8 @@ int run_validation(trainer *t) {
     size_t n = or1_data_rows(t->eval_data);
     const or1_data_row **rows = or1_malloc(n * sizeof *rows);
     for (size_t i = 0; i < n; i++) rows[i] = or1_data_row_at(t->eval_data, (uint32_t)i);
-    long in_stage = 0;
-    (void)in_stage;
-    int T = t->cfg->eval.max_new_tokens > 0 ? t->cfg->eval.max_new_tokens : t->cfg->stages[0].context_length;
+    int stage = or1_train_stage_of(t->cfg, t->step > 0 ? t->step - 1 : 0, NULL);
+    int T = t->cfg->eval.max_new_tokens > 0 ? t->cfg->eval.max_new_tokens : t->cfg->stages[stage < 0 ? 0 : stage].context_length;
     for (size_t k = 0; k < t->cfg->eval.n_temperatures; k++) {
         or1_eval_opts o = {t->cfg->eval.n, (float)t->cfg->eval.temperatures[k], (float)t->cfg->eval.top_p, 0, T, 256,
                            (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.code_timeout};
