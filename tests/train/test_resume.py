@@ -5,6 +5,7 @@ be byte-identical and the metrics rows equal apart from timings. Three ways:
   - the issue's literal one: a run configured for 2 steps, resumed with 4 steps, same folder
     (the metrics file is trimmed at the checkpoint and appended);
   - from the middle of a 4-step run's schedule, into a new output folder and in place;
+  - a checkpoint missing its optimizer or trainer state must not resume;
   - across a stage boundary with the online filter (resumed at the end of stage 1, at step 1
     inside stage 1, and at step 3 inside stage 2).
 
@@ -75,6 +76,21 @@ def mid_run(ref):
     same_final(ref, inplace, 4, "resume in place")
 
 
+def incomplete_checkpoint(ref):
+    """A checkpoint lacking optimizer.safetensors or trainer_state.json cannot resume exactly:
+    the resume must fail naming the missing file (not restart AdamW from zero moments)."""
+    for missing in ("optimizer.safetensors", "trainer_state.json"):
+        broken = os.path.join(SCRATCH, "broken_" + missing.split(".")[0])
+        shutil.copytree(C.ckpt(ref, 2), broken)
+        os.remove(os.path.join(broken, missing))
+        out = os.path.join(SCRATCH, "from_broken")
+        shutil.rmtree(out, ignore_errors=True)
+        cfg = C.write_config(os.path.join(SCRATCH, "broken.yaml"), C.base_config(SFT, ROWS, out, train={"steps": 4}))
+        p = C.train(OR1, cfg, "--resume", broken, ok=False)
+        C.check(p.returncode != 0 and missing in p.stderr,
+                f"resume from a checkpoint without {missing}: exit {p.returncode}, stderr {p.stderr[-300:]!r}")
+
+
 def staged(out):
     """A 2-stage config (T and M change, online filter on) writing to out."""
     return C.base_config(SFT, ROWS, out, stages=[
@@ -103,6 +119,7 @@ def main():
     """All three resume scenarios."""
     ref = literal()
     mid_run(ref)
+    incomplete_checkpoint(ref)
     across_stages()
     C.finish("train_resume")
 
