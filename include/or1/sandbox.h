@@ -44,6 +44,10 @@ typedef struct {
     size_t n_files;
     const char *stdin_file;       /* name of one of files to use as stdin, or NULL for empty */
     or1_sandbox_limits limits;
+    /* Optional: receives fd 3's bytes as they arrive (they are then not kept in the result);
+     * returning nonzero ends the run at once with status OR1_RUN_STOPPED. */
+    int (*on_chan)(void *ctx, const char *data, size_t len);
+    void *on_chan_ctx;
 } or1_sandbox_spec;
 
 /* How a run ended, most specific first. */
@@ -54,6 +58,7 @@ typedef enum {
     OR1_RUN_WALL_LIMIT,
     OR1_RUN_OUTPUT_LIMIT,
     OR1_RUN_MEMORY_LIMIT, /* the tree's memory cgroup ran out (the OOM killer acted) */
+    OR1_RUN_STOPPED,      /* ended because on_chan asked */
 } or1_run_status;
 
 typedef struct {

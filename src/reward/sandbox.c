@@ -316,6 +316,9 @@ typedef struct {
     size_t len, cap, alloc; /* alloc: bytes allocated for buf (grows geometrically) */
     bool tail;     /* keep the last cap bytes instead of the first */
     bool overflow; /* more than cap bytes arrived */
+    int (*on_data)(void *ctx, const char *data, size_t len); /* streams instead of keeping */
+    void *ctx;
+    bool stop; /* on_data asked to end the run */
 } sink;
 
 /* Reads what is available from s->fd; returns false at end of file or error. */
@@ -325,6 +328,10 @@ static bool sink_read(sink *s) {
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
     if (n <= 0) return false;
     size_t k = (size_t)n;
+    if (s->on_data) {
+        if (!s->stop && s->on_data(s->ctx, tmp, k) != 0) s->stop = true;
+        return true;
+    }
     if (s->tail) {
         if (k >= s->cap) {
             memcpy(s->buf, tmp + k - s->cap, s->cap);
@@ -448,8 +455,8 @@ static void monitor(pid_t pid, int pidfd, sink *sinks, int n_sinks, const or1_sa
             if (!sink_read(s)) {
                 close(s->fd);
                 s->fd = -1;
-            } else if (s->overflow && !*limit_hit && map[k] == 0) {
-                *why = OR1_RUN_OUTPUT_LIMIT;
+            } else if ((s->stop || (s->overflow && map[k] == 0)) && !*limit_hit) {
+                *why = s->stop ? OR1_RUN_STOPPED : OR1_RUN_OUTPUT_LIMIT;
                 *limit_hit = true;
                 kill(-pid, SIGKILL);
                 kill(pid, SIGKILL);
@@ -464,10 +471,10 @@ static void monitor(pid_t pid, int pidfd, sink *sinks, int n_sinks, const or1_sa
 int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     memset(res, 0, sizeof *res);
     if (check_spec(spec) != 0) return -1;
-    const struct sock_fprog *filter = or1_sandbox_seccomp();
+    or1_isolation iso = or1_sandbox_isolation();
+    const struct sock_fprog *filter = or1_sandbox_seccomp(iso != OR1_ISOLATION_RLIMITS);
     if (!filter) return -1;
-    child_ctx c = {.spec = spec, .iso = or1_sandbox_isolation(), .filter = filter,
-                   .outer_uid = getuid(), .outer_gid = getgid()};
+    child_ctx c = {.spec = spec, .iso = iso, .filter = filter, .outer_uid = getuid(), .outer_gid = getgid()};
     bool root = geteuid() == 0;
     if (root) {
         c.uid = or1_sandbox_uid_acquire();
@@ -531,9 +538,9 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     if (write(p[4][1], "g", 1) != 1) kill(pid, SIGKILL);
     int pidfd = (int)syscall(SYS_pidfd_open, (long)pid, 0L);
     sink sinks[3] = {
-        {p[0][0], NULL, 0, spec->limits.output_bytes, 0, false, false},
-        {p[1][0], or1_malloc(ERR_TAIL + 1), 0, ERR_TAIL, ERR_TAIL + 1, true, false},
-        {p[2][0], NULL, 0, spec->limits.output_bytes, 0, false, false},
+        {p[0][0], NULL, 0, spec->limits.output_bytes, 0, false, false, NULL, NULL, false},
+        {p[1][0], or1_malloc(ERR_TAIL + 1), 0, ERR_TAIL, ERR_TAIL + 1, true, false, NULL, NULL, false},
+        {p[2][0], NULL, 0, spec->limits.output_bytes, 0, false, false, spec->on_chan, spec->on_chan_ctx, false},
     };
     for (int i = 0; i < 3; i++) fcntl(sinks[i].fd, F_SETFL, O_NONBLOCK);
     or1_run_status why = OR1_RUN_EXITED;

@@ -8,8 +8,9 @@
 #include <sys/types.h>
 
 /* The seccomp program every sandboxed process installs, built once (NULL with an error if
- * libseccomp failed). Built in the parent because the child may not allocate. */
-const struct sock_fprog *or1_sandbox_seccomp(void);
+ * libseccomp failed). Built in the parent because the child may not allocate. `ns`: the run
+ * has its own pid namespace. */
+const struct sock_fprog *or1_sandbox_seccomp(bool ns);
 
 /* Writes a short string to a /proc file (id maps); 0 on success, system calls only. */
 int or1_sandbox_write_proc(const char *path, const char *s);

@@ -35,8 +35,9 @@ static const char *const denied[] = {
     "setsid", "setpgid",
 };
 
-/* Adds the rules to ctx; any libseccomp failure is reported. */
-static int add_rules(scmp_filter_ctx ctx) {
+/* Adds the rules to ctx; any libseccomp failure is reported. `ns`: the run has its own pid
+ * namespace, where kill(-1) reaches only the run (the harness uses it to clean up). */
+static int add_rules(scmp_filter_ctx ctx, bool ns) {
     int rc = 0;
     for (size_t i = 0; i < sizeof denied / sizeof denied[0] && rc == 0; i++) {
         int nr = seccomp_syscall_resolve_name(denied[i]);
@@ -46,31 +47,31 @@ static int add_rules(scmp_filter_ctx ctx) {
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 0);
     /* clone3 passes its flags in memory a filter cannot read: make libc fall back to clone. */
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    static const unsigned long ns[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID, CLONE_NEWNET,
+    static const unsigned long ns_flags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID, CLONE_NEWNET,
                                        CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP};
-    for (size_t i = 0; i < sizeof ns / sizeof ns[0] && rc == 0; i++)
+    for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0] && rc == 0; i++)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                              SCMP_A0(SCMP_CMP_MASKED_EQ, ns[i], ns[i]));
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
     /* kill(-1, sig) would reach every process of the user where no pid namespace exists. */
-    if (rc == 0)
+    if (rc == 0 && !ns)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(kill), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, 0xffffffffu));
     return rc;
 }
 
-static struct sock_fprog filter;
+static struct sock_fprog filters[2];
 static int filter_ok;
 static char filter_err[256];
 static pthread_once_t filter_once = PTHREAD_ONCE_INIT;
 
-/* Builds the filter with libseccomp and exports its BPF through a memory file. */
-static void build_filter(void) {
+/* Builds one filter with libseccomp and exports its BPF through a memory file. */
+static int build_filter(struct sock_fprog *filter, bool ns) {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx) {
         snprintf(filter_err, sizeof filter_err, "seccomp_init failed");
-        return;
+        return -1;
     }
-    int rc = add_rules(ctx);
+    int rc = add_rules(ctx, ns);
     int fd = rc == 0 ? memfd_create("or1-seccomp", MFD_CLOEXEC) : -1;
     if (rc == 0 && fd >= 0) rc = seccomp_export_bpf(ctx, fd);
     seccomp_release(ctx);
@@ -78,7 +79,7 @@ static void build_filter(void) {
     if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 || size > 65536) {
         snprintf(filter_err, sizeof filter_err, "building the seccomp filter failed (rc %d)", rc);
         if (fd >= 0) close(fd);
-        return;
+        return -1;
     }
     struct sock_filter *prog = or1_malloc((size_t)size);
     ssize_t got = pread(fd, prog, (size_t)size, 0);
@@ -86,21 +87,26 @@ static void build_filter(void) {
     if (got != size) {
         free(prog);
         snprintf(filter_err, sizeof filter_err, "reading the seccomp filter back failed");
-        return;
+        return -1;
     }
-    filter.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
-    filter.filter = prog;
-    filter_ok = 1;
+    filter->len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
+    filter->filter = prog;
+    return 0;
 }
 
-/* The shared filter, built on first use. */
-const struct sock_fprog *or1_sandbox_seccomp(void) {
-    pthread_once(&filter_once, build_filter);
+/* Builds both variants once. */
+static void build_filters(void) {
+    filter_ok = build_filter(&filters[0], false) == 0 && build_filter(&filters[1], true) == 0;
+}
+
+/* The shared filter for runs with (ns) or without a pid namespace, built on first use. */
+const struct sock_fprog *or1_sandbox_seccomp(bool ns) {
+    pthread_once(&filter_once, build_filters);
     if (!filter_ok) {
         or1_fail("sandbox: %s", filter_err);
         return NULL;
     }
-    return &filter;
+    return &filters[ns ? 1 : 0];
 }
 
 /* Writes a short string to a /proc file; 0 on success. Only system calls: safe between clone
