@@ -54,7 +54,7 @@ def main():
         sys.exit(f"eval_arith: expected {len(rows) * a.n} samples, got {len(samples)}")
     golds = [json.loads(r["reward_model"]["ground_truth"]) for r in rows]
     ver = run([a.or1, "verify-math"] + threads,
-              "".join(json.dumps({"response": s["text"], "gold": golds[s["index"]]}) + "\n" for s in samples))
+              "".join(json.dumps({"response": s.get("text", ""), "gold": golds[s["index"]]}) + "\n" for s in samples))
     correct = [json.loads(v)["correct"] for v in ver]
     by_prompt, by_ops = {}, {}
     for s, c in zip(samples, correct):
@@ -73,7 +73,7 @@ def main():
         with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(a.samples)) or ".",
                                          delete=False) as f:
             for s, c in zip(samples, correct):
-                f.write(json.dumps({"index": s["index"], "sample": s["sample"], "text": s["text"],
+                f.write(json.dumps({"index": s["index"], "sample": s["sample"], "text": s.get("text", ""),
                                     "correct": c}) + "\n")
         os.replace(f.name, a.samples)
     print(json.dumps(out))

@@ -39,13 +39,24 @@ int or1_arith_generate(uint64_t seed, uint64_t index, int min_operands, int max_
  * number of more than 9 digits or a value outside int64. */
 int or1_arith_eval(const char *expr, int64_t *value);
 
+/* How traces are written. */
+typedef struct {
+    double noise;        /* probability that a step's result is replaced by a wrong one */
+    double guess;        /* probability that the trace skips the working and guesses wrong */
+    bool split_products; /* write products of multi-digit factors as partial products */
+    uint64_t seed, stream; /* the noise draws */
+} or1_arith_trace_cfg;
+
 /* The step-by-step trace of expr: "<think>\n", one line "a op b=c" per operation in the
  * order precedence and parentheses give (a negative right operand in parentheses), then
- * "</think>\n\\boxed{value}". With noise > 0 each step's result is, with that probability,
- * replaced by a wrong one (one digit changed) that later steps carry on with, so the trace
- * stays self-consistent but ends in a wrong answer; the draws come from (seed, stream).
+ * "</think>\n\\boxed{value}". With split_products, a product whose factors both have two or
+ * more digits shows the partial products of the factor with fewer digits, highest first,
+ * before its value ("48*69=2880+432=3312", "-52*13=-520-156=-676"). With noise > 0 each
+ * step's result is, with that probability, replaced by a wrong one (one digit changed) that
+ * later steps carry on with, so the trace stays self-consistent but ends in a wrong answer.
+ * With guess > 0 the whole trace is, with that probability, an answer without working:
+ * "<think>\n</think>\n\\boxed{g}" where g is the value with one digit changed.
  * Writes a new string to *out (free()) and the boxed value to *answer. */
-int or1_arith_trace(const char *expr, double noise, uint64_t seed, uint64_t stream, char **out,
-                    int64_t *answer);
+int or1_arith_trace(const char *expr, const or1_arith_trace_cfg *cfg, char **out, int64_t *answer);
 
 #endif

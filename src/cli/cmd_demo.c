@@ -19,8 +19,8 @@ typedef struct {
     int64_t n, seed, min_ops, max_ops;
     or1_arith_split split;
     const char *out;
-    bool traces;
-    double noise;
+    bool traces, split_products;
+    double noise, guess;
     or1_tokenizer *tok;
     char *eos; /* the tokenizer's EOS token text, appended to each trace */
 } gen_opts;
@@ -31,9 +31,11 @@ static int gen_flags(cli_args *a, gen_opts *o) {
     const char *split = cli_str(a, "split"), *tok = cli_str(a, "tokenizer");
     o->out = cli_str(a, "out");
     o->traces = cli_flag(a, "traces");
+    o->split_products = cli_flag(a, "split-products");
     if (!cli_need(a, "n") || cli_int(a, "n", 1, 100000000, &o->n) || cli_int(a, "seed", 0, INT64_MAX, &o->seed) ||
         cli_int(a, "min-ops", 2, OR1_ARITH_MAX_OPERANDS, &o->min_ops) ||
         cli_int(a, "max-ops", 2, OR1_ARITH_MAX_OPERANDS, &o->max_ops) || cli_double(a, "noise", 0, 1, &o->noise) ||
+        cli_double(a, "guess", 0, 1, &o->guess) ||
         cli_check_unused(a))
         return -1;
     if (o->min_ops > o->max_ops) return or1_fail("gen-arith: --min-ops %lld is over --max-ops %lld",
@@ -41,7 +43,8 @@ static int gen_flags(cli_args *a, gen_opts *o) {
     if (split && strcmp(split, "train") != 0 && strcmp(split, "test") != 0)
         return or1_fail("gen-arith: --split must be train or test, not \"%.32s\"", split);
     o->split = split && strcmp(split, "test") == 0 ? OR1_ARITH_TEST : OR1_ARITH_TRAIN;
-    if (!o->traces && (tok || o->noise > 0)) return or1_fail("gen-arith: --tokenizer and --noise go with --traces");
+    if (!o->traces && (tok || o->noise > 0 || o->guess > 0 || o->split_products))
+        return or1_fail("gen-arith: --tokenizer, --noise, --guess and --split-products go with --traces");
     if (!o->traces) return 0;
     if (!tok) return or1_fail("gen-arith: --traces needs --tokenizer PATH (its chat template and EOS token)");
     if (!(o->tok = or1_tokenizer_load(tok))) return -1;
@@ -82,7 +85,8 @@ static cJSON *trace_row(const gen_opts *o, const or1_arith_problem *p, int64_t i
     char *prompt, *trace, gold[32];
     int64_t answer;
     if (or1_tokenizer_chat(o->tok, NULL, &msg, 1, true, &prompt)) return NULL;
-    if (or1_arith_trace(p->expr, o->noise, (uint64_t)o->seed, (uint64_t)index, &trace, &answer)) {
+    or1_arith_trace_cfg tc = {o->noise, o->guess, o->split_products, (uint64_t)o->seed, (uint64_t)index};
+    if (or1_arith_trace(p->expr, &tc, &trace, &answer)) {
         free(prompt);
         return NULL;
     }
@@ -122,7 +126,7 @@ static int gen_rows(const gen_opts *o, FILE *f) {
 }
 
 /* or1 gen-arith --n N [--seed S] [--split train|test] [--min-ops 2] [--max-ops 4] [--out FILE]
- *   [--traces --tokenizer PATH [--noise P]] */
+ *   [--traces --tokenizer PATH [--noise P] [--guess P] [--split-products]] */
 int cmd_gen_arith(cli_args *a) {
     gen_opts o;
     int rc = gen_flags(a, &o) ? 2 : 0;

@@ -218,23 +218,54 @@ OR1_PRINTF(2, 3) static void put(text *t, const char *fmt, ...) {
     t->n += (size_t)k;
 }
 
-int or1_arith_trace(const char *expr, double noise, uint64_t seed, uint64_t stream, char **out,
-                    int64_t *answer) {
+/* Number of decimal digits of |v|. */
+static int digits_of(int64_t v) {
+    int d = 1;
+    for (uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; a >= 10; a /= 10) d++;
+    return d;
+}
+
+/* Writes "=P1+P2..." (or "=-P1-P2..." for a negative product): the partial products of a*b
+ * by the digits of the factor with fewer digits, highest first, zero digits skipped. Nothing
+ * when that factor has a single nonzero digit. */
+static void put_partials(text *t, int64_t a, int64_t b) {
+    if (a == INT64_MIN || b == INT64_MIN) return;
+    int64_t x = a < 0 ? -a : a, y = b < 0 ? -b : b;
+    if (digits_of(y) > digits_of(x)) {
+        int64_t s = x;
+        x = y, y = s;
+    }
+    int64_t part[20];
+    int n = 0;
+    for (int64_t scale = 1, r = y; r > 0; r /= 10, scale *= 10)
+        if (r % 10) part[n++] = x * (r % 10) * scale;
+    if (n < 2) return;
+    bool neg = (a < 0) != (b < 0);
+    put(t, "=");
+    for (int i = n - 1; i >= 0; i--)
+        put(t, neg ? "-%lld" : i == n - 1 ? "%lld" : "+%lld", (long long)part[i]);
+}
+
+int or1_arith_trace(const char *expr, const or1_arith_trace_cfg *cfg, char **out, int64_t *answer) {
     parser *p = or1_malloc(sizeof *p);
     int root = parse(p, expr), rc = root < 0 ? -1 : 0;
     text t = {0};
-    draws d = {seed, stream, 0};
+    draws d = {cfg->seed, cfg->stream, 0};
     put(&t, "<think>\n");
+    bool lazy = cfg->guess > 0 && or1_rand_uniform(cfg->seed, cfg->stream ^ 0x6e55ULL, 0) < cfg->guess;
     for (int k = 0; rc == 0 && k < p->nn; k++) {
         node *x = &p->n[k];
         if (!x->op) continue;
         int64_t a = p->n[x->l].v, b = p->n[x->r].v;
         rc = apply(x->op, a, b, &x->v);
-        if (rc == 0 && noise > 0 && or1_rand_uniform(seed, stream ^ 0x70157ULL, (uint64_t)k) < noise)
+        if (lazy) continue;
+        if (rc == 0 && cfg->noise > 0 && or1_rand_uniform(cfg->seed, cfg->stream ^ 0x70157ULL, (uint64_t)k) < cfg->noise)
             x->v = corrupt(x->v, &d);
-        if (b < 0) put(&t, "%lld%c(%lld)=%lld\n", (long long)a, x->op, (long long)b, (long long)x->v);
-        else put(&t, "%lld%c%lld=%lld\n", (long long)a, x->op, (long long)b, (long long)x->v);
+        put(&t, b < 0 ? "%lld%c(%lld)" : "%lld%c%lld", (long long)a, x->op, (long long)b);
+        if (rc == 0 && x->op == '*' && cfg->split_products) put_partials(&t, a, b);
+        put(&t, "=%lld\n", (long long)x->v);
     }
+    if (rc == 0 && lazy) p->n[root].v = corrupt(p->n[root].v, &d);
     if (rc == 0) {
         put(&t, "</think>\n\\boxed{%lld}", (long long)p->n[root].v);
         *answer = p->n[root].v;

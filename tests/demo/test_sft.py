@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""or1 sft on tiny models: the loss falls on a small learnable set; two steps over the whole
+set equal two chained `or1 grad --step` updates (same loss, clip and AdamW); text rows go
+through the tokenizer, whose files are carried into the saved checkpoint; bad input fails
+naming the file and line.
+
+Usage: test_sft.py OR1 REPO_ROOT SCRATCH_DIR
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+OR1, ROOT, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = []
+
+
+def check(ok, what):
+    """Records a failed check."""
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(*args, ok=True):
+    """Runs or1; returns the completed process (exits on unexpected failure)."""
+    p = subprocess.run([OR1, *args], capture_output=True, text=True)
+    if ok and p.returncode != 0:
+        sys.exit(f"or1 {' '.join(args[:1])} failed: {p.stderr}")
+    return p
+
+
+def write_jsonl(path, rows):
+    """Writes rows as JSON lines."""
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def tiny_model(name, vocab, seed=1):
+    """A random tiny Qwen2 checkpoint; returns its folder."""
+    cfg = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 32,
+           "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+           "tie_word_embeddings": True, "max_position_embeddings": 48, "hidden_act": "silu"}
+    path = os.path.join(SCRATCH, name + ".json")
+    json.dump(cfg, open(path, "w"))
+    out = os.path.join(SCRATCH, name)
+    run("init", "--config", path, "--out", out, "--seed", str(seed))
+    return out
+
+
+def weights(folder):
+    """The F32 tensors of model.safetensors by name."""
+    data = open(os.path.join(folder, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", t["dtype"]
+        a, b = t["data_offsets"]
+        out[name] = np.frombuffer(data[8 + n + a:8 + n + b], dtype=np.float32).reshape(t["shape"])
+    return out
+
+
+def learnable_rows(n, rng):
+    """Prompt: 4 random ids; response: the same ids in reverse, then id 1 (a rule to learn)."""
+    rows = []
+    for _ in range(n):
+        p = [int(x) for x in rng.integers(2, 20, size=4)]
+        rows.append({"prompt_ids": p, "response_ids": p[::-1] + [1]})
+    return rows
+
+
+def loss_falls(model, rng):
+    """Twenty steps on 16 rows lower the logged NLL well below where it started."""
+    data = os.path.join(SCRATCH, "learn.jsonl")
+    write_jsonl(data, learnable_rows(16, rng))
+    p = run("sft", "--model", model, "--data", data, "--out", os.path.join(SCRATCH, "learned"), "--steps", "20",
+            "--batch", "8", "--lr", "0.01", "--log-every", "5", "--seed", "3")
+    log = [json.loads(x) for x in p.stdout.split("\n") if x]
+    check([r["step"] for r in log] == [1, 5, 10, 15, 20], f"logged steps {[r['step'] for r in log]}")
+    check(log[-1]["nll"] < 0.6 * log[0]["nll"], f"NLL {log[0]['nll']:.3f} -> {log[-1]['nll']:.3f}: did not fall")
+    check("sft: step 20/20" in p.stderr, "no progress on stderr")
+
+
+def matches_grad_steps(model, rng):
+    """sft with the batch = the whole set equals chained `or1 grad --step` (same AdamW state)."""
+    rows = learnable_rows(6, rng)
+    data = os.path.join(SCRATCH, "six.jsonl")
+    write_jsonl(data, rows)
+    batch = os.path.join(SCRATCH, "six_batch.jsonl")
+    write_jsonl(batch, [dict(r, advantage=1.0) for r in rows])
+    common = ["--lr", "0.003", "--weight-decay", "0.01"]
+    sft = os.path.join(SCRATCH, "sft2")
+    run("sft", "--model", model, "--data", data, "--out", sft, "--steps", "2", "--batch", "6", "--log-every", "0", *common)
+    g1, g2 = os.path.join(SCRATCH, "g1"), os.path.join(SCRATCH, "g2")
+    run("grad", "--model", model, "--batch", batch, "--step", "--save", g1, *common)
+    run("grad", "--model", g1, "--batch", batch, "--step", "--save", g2, *common)
+    a, b, start = weights(sft), weights(g2), weights(model)
+    check(a.keys() == b.keys(), "sft and grad save different tensors")
+    worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+    moved = max(float(np.abs(a[k] - start[k]).max()) for k in a)
+    check(worst < 1e-5 and moved > 1e-3, f"sft vs grad --step: max difference {worst:g}, moved {moved:g}")
+
+
+def text_rows_and_carry(rng):
+    """Text rows through the demo tokenizer; the output folder gets tokenizer files."""
+    tok = os.path.join(SCRATCH, "tok")
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_tokenizer.py"), tok], check=True,
+                   capture_output=True)
+    n = len(json.load(open(os.path.join(tok, "tokenizer.json")))["model"]["vocab"]) + 4
+    model = tiny_model("textmodel", n)
+    data = os.path.join(SCRATCH, "traces.jsonl")
+    run("gen-arith", "--n", "12", "--min-ops", "2", "--max-ops", "2", "--traces", "--tokenizer", tok, "--out", data)
+    out = os.path.join(SCRATCH, "textsft")
+    p = run("sft", "--model", model, "--data", data, "--tokenizer", tok, "--out", out, "--steps", "2", "--batch", "4",
+            "--save-dtype", "bf16")
+    check(p.returncode == 0, "sft on text rows")
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        check(os.path.isfile(os.path.join(out, f)), f"saved checkpoint lacks {f}")
+    p = run("sft", "--model", model, "--data", data, "--out", out + "2", "--steps", "1", ok=False)
+    check(p.returncode != 0 and "needs a tokenizer" in p.stderr, f"text rows without a tokenizer: {p.stderr!r}")
+
+
+def bad_input(model):
+    """Malformed rows, over-long examples and bad flags fail, naming the place."""
+    cases = [
+        ([{"prompt_ids": [1, 2], "response_ids": [3]}, {"prompt_ids": [1]}], "bad.jsonl:2"),
+        ([{"prompt_ids": [1, 2], "response_ids": [3, 99]}], "bad.jsonl:1"),
+        ([{"prompt_ids": [1, 2], "response_ids": []}], "bad.jsonl:1"),
+        ([{"prompt_ids": [1] * 40, "response_ids": [2] * 20}], "positions"),
+    ]
+    path = os.path.join(SCRATCH, "bad.jsonl")
+    for rows, where in cases:
+        write_jsonl(path, rows)
+        p = run("sft", "--model", model, "--data", path, "--out", os.path.join(SCRATCH, "bad"), "--steps", "1",
+                ok=False)
+        check(p.returncode != 0 and where in p.stderr, f"bad rows {rows[-1]}: {p.stderr.strip()!r}")
+    open(path, "w").write("{not json\n")
+    p = run("sft", "--model", model, "--data", path, "--out", os.path.join(SCRATCH, "bad"), ok=False)
+    check(p.returncode != 0 and "bad.jsonl:1" in p.stderr, f"broken JSON: {p.stderr.strip()!r}")
+    write_jsonl(path, [{"prompt_ids": [1], "response_ids": [2]}])
+    for flags in (["--batch", "0"], ["--lr", "-1"], ["--save-dtype", "f8"], ["--steps", "x"], ["--bogus", "1"]):
+        p = run("sft", "--model", model, "--data", path, "--out", os.path.join(SCRATCH, "bad"), *flags, ok=False)
+        check(p.returncode != 0 and p.stderr.startswith("or1: "), f"flags {flags}: {p.stderr.strip()!r}")
+    check(not os.path.exists(os.path.join(SCRATCH, "bad")), "a failed run left a checkpoint")
+
+
+def main():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    rng = np.random.default_rng(0)
+    model = tiny_model("tiny", 24)
+    loss_falls(model, rng)
+    matches_grad_steps(model, rng)
+    text_rows_and_carry(rng)
+    bad_input(model)
+    if failures:
+        sys.exit(f"{len(failures)} checks failed")
+    print("sft: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

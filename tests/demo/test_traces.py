@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The demo tokenizer and the SFT traces of or1 gen-arith --traces.
+
+Builds the tokenizer with scripts/make_tokenizer.py, then checks: traces equal a reference
+built from Python's own parse tree (precedence and parentheses), end in </think>,
+\\boxed{answer} and EOS, and score as correct with or1 verify-math; the tokenizer round-trips
+prompt + response and gives the markers, digits and EOS one token each; noisy traces stay
+self-consistent and verify-math agrees with their trace_correct flag.
+
+Usage: test_traces.py OR1 REPO_ROOT SCRATCH_DIR
+"""
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+OR1, ROOT, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+TOK = os.path.join(SCRATCH, "tok")
+failures = []
+
+
+def check(ok, what):
+    """Records a failed check."""
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def or1(*args, stdin=None):
+    """Runs an or1 command; returns its stdout JSON lines."""
+    p = subprocess.run([OR1, *args], input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"or1 {' '.join(args[:3])} failed: {p.stderr}")
+    return [json.loads(line) for line in p.stdout.split("\n") if line]
+
+
+def partials(a, b):
+    """'=P1+P2' of a*b split by the digits of the factor with fewer digits ('' for one part)."""
+    x, y = abs(a), abs(b)
+    if len(str(y)) > len(str(x)):
+        x, y = y, x
+    parts = [x * int(d) * 10 ** k for k, d in enumerate(reversed(str(y))) if d != "0"][::-1]
+    if len(parts) < 2:
+        return ""
+    if (a < 0) != (b < 0):
+        return "=" + "".join(f"-{p}" for p in parts)
+    return "=" + "+".join(str(p) for p in parts)
+
+
+def reference_trace(expr, split=False):
+    """The expected trace: one line per operation in post-order of Python's parse tree."""
+    lines = []
+    sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+
+    def walk(node):
+        if isinstance(node, ast.Constant):
+            return node.value
+        a, b = walk(node.left), walk(node.right)
+        op = sym[type(node.op)]
+        v = a + b if op == "+" else a - b if op == "-" else a * b
+        mid = partials(a, b) if split and op == "*" else ""
+        lines.append(f"{a}{op}{'(%d)' % b if b < 0 else b}{mid}={v}\n")
+        return v
+
+    value = walk(ast.parse(expr, mode="eval").body)
+    return "<think>\n" + "".join(lines) + "</think>\n\\boxed{%d}<|endoftext|>" % value
+
+
+def split_products():
+    """--split-products: partial products as the reference writes them, still verified correct."""
+    check(reference_trace("(7-59)*13", True) == "<think>\n7-59=-52\n-52*13=-520-156=-676\n</think>\n"
+          "\\boxed{-676}<|endoftext|>", "the reference's own example")
+    rows = or1("gen-arith", "--n", "400", "--seed", "6", "--traces", "--tokenizer", TOK, "--split-products")
+    for i, r in enumerate(rows):
+        expr = r["extra_info"]["expression"]
+        want = reference_trace(expr, split=True)
+        check(r["response"] == want, f"split row {i}: {expr}: {r['response']!r} != {want!r}")
+    check(sum("+" in r["response"].split("*", 1)[-1] for r in rows) > 50, "few split products")
+    verdicts = or1("verify-math", stdin="".join(json.dumps({"response": r["response"], "gold": r["gold"]}) + "\n"
+                                                for r in rows))
+    check(all(v["correct"] for v in verdicts), "verify-math rejects split-product traces")
+
+
+def guesses():
+    """--guess: that share of traces answers without working, always wrongly; the rest are full."""
+    rows = or1("gen-arith", "--n", "400", "--seed", "5", "--traces", "--tokenizer", TOK, "--guess", "0.3")
+    lazy = [r for r in rows if r["response"].startswith("<think>\n</think>\n")]
+    check(0.2 * len(rows) < len(lazy) < 0.4 * len(rows), f"{len(lazy)} of {len(rows)} traces guess")
+    for i, r in enumerate(rows):
+        full = r["response"] == reference_trace(r["extra_info"]["expression"])
+        check(full != (r in lazy) and r["extra_info"]["trace_correct"] == full, f"guess row {i}: {r['response']!r}")
+    verdicts = or1("verify-math", stdin="".join(json.dumps({"response": r["response"], "gold": r["gold"]}) + "\n"
+                                                for r in lazy))
+    check(not any(v["correct"] for v in verdicts), "a guess verifies as correct")
+
+
+def main():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_tokenizer.py"), TOK], check=True)
+    rows = or1("gen-arith", "--n", "400", "--seed", "5", "--traces", "--tokenizer", TOK)
+    for i, r in enumerate(rows):
+        expr = r["extra_info"]["expression"]
+        check(r["prompt"] == f"User: {expr}\nAssistant:", f"row {i}: prompt {r['prompt']!r}")
+        check(r["response"] == reference_trace(expr), f"row {i}: {expr}: {r['response']!r} != {reference_trace(expr)!r}")
+        check(r["gold"] == [str(eval(expr, {"__builtins__": {}}))], f"row {i}: gold {r['gold']}")  # noqa: S307
+        check(r["extra_info"]["trace_correct"] is True, f"row {i}: a noise-free trace marked wrong")
+    verdicts = or1("verify-math", stdin="".join(json.dumps({"response": r["response"], "gold": r["gold"]}) + "\n"
+                                                for r in rows))
+    check(all(v["correct"] for v in verdicts), f"verify-math rejects {sum(not v['correct'] for v in verdicts)} traces")
+    # The tokenizer round-trips every prompt + response, with one token per marker and digit.
+    texts = [r["prompt"] + r["response"] for r in rows]
+    enc = or1("tokenize", "--tokenizer", TOK, stdin="".join(json.dumps({"text": t}) + "\n" for t in texts))
+    dec = or1("detokenize", "--tokenizer", TOK, stdin="".join(json.dumps({"ids": e["ids"]}) + "\n" for e in enc))
+    check([d["text"] for d in dec] == texts, "detokenize(tokenize(text)) != text")
+    pieces = ["<think>", "</think>", "\\boxed{", "<|endoftext|>", "User", "Assistant"] + [str(d) for d in range(10)]
+    single = or1("tokenize", "--tokenizer", TOK, stdin="".join(json.dumps({"text": p}) + "\n" for p in pieces))
+    for p, e in zip(pieces, single):
+        check(len(e["ids"]) == 1, f"{p!r} is {len(e['ids'])} tokens")
+    eos = single[3]["ids"][0]
+    check(all(e["ids"][-1] == eos for e in enc), "a trace does not end in the EOS id")
+    cfg = json.load(open(os.path.join(TOK, "tokenizer_config.json")))
+    check(cfg["eos_token"] == "<|endoftext|>" and "chat_template" not in cfg, "tokenizer_config.json")
+    n_tok = len(json.load(open(os.path.join(TOK, "tokenizer.json")))["model"]["vocab"]) + 4
+    check(260 <= n_tok <= 512 and eos < n_tok, f"vocabulary of {n_tok} tokens")
+    # Noisy traces: wrong at some steps, consistent after them, and verify-math agrees.
+    noisy = or1("gen-arith", "--n", "400", "--seed", "5", "--traces", "--tokenizer", TOK, "--noise", "0.5")
+    wrong = sum(not r["extra_info"]["trace_correct"] for r in noisy)
+    check(0.2 * len(noisy) < wrong < 0.9 * len(noisy), f"{wrong} of {len(noisy)} noisy traces are wrong")
+    verdicts = or1("verify-math", stdin="".join(json.dumps({"response": r["response"], "gold": r["gold"]}) + "\n"
+                                                for r in noisy))
+    for i, (r, v) in enumerate(zip(noisy, verdicts)):
+        check(v["correct"] == r["extra_info"]["trace_correct"], f"noisy row {i}: verify-math {v['correct']}")
+        results = re.findall(r"=(-?\d+)\n", r["response"])
+        check(results and v["extracted"] == results[-1], f"noisy row {i}: boxed {v['extracted']} != last step")
+    check([r["prompt"] for r in noisy] == [r["prompt"] for r in rows], "noise changed the problems")
+    split_products()
+    guesses()
+    if failures:
+        sys.exit(f"{len(failures)} checks failed")
+    print("traces: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
