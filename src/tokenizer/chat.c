@@ -72,12 +72,27 @@ static const char *recognise(const char *tpl, char **default_system) {
     return NULL;
 }
 
-/* Reads tokenizer_config.json in dir when present: BOS/EOS ids and the chat template. */
+/* Recognises the template in dir/chat_template.jinja, where newer checkpoints keep it
+ * outside tokenizer_config.json; nothing happens when the file is absent. */
+static int load_jinja_file(or1_tokenizer *t, const char *dir) {
+    char *path = or1_path_join(dir, "chat_template.jinja"), *text = NULL;
+    size_t len;
+    int rc = 0;
+    if (or1_is_file(path) && (rc = or1_read_file(path, MAX_CONFIG, &text, &len)) == 0)
+        t->chat_name = recognise(text, &t->chat_default_system);
+    free(text);
+    free(path);
+    return rc;
+}
+
+/* Reads tokenizer_config.json in dir when present: BOS/EOS ids and the chat template
+ * (or chat_template.jinja beside it). */
 int tok_load_config(or1_tokenizer *t, const char *dir) {
     t->chat_name = "plain";
     char *path = or1_path_join(dir, "tokenizer_config.json"), *text = NULL;
     size_t len;
     int rc = 0;
+    bool have_tpl = false;
     if (!or1_is_file(path)) goto done;
     if ((rc = or1_read_file(path, MAX_CONFIG, &text, &len)) != 0) goto done;
     cJSON *cfg = or1_json_parse(text, len, path);
@@ -94,11 +109,12 @@ int tok_load_config(or1_tokenizer *t, const char *dir) {
     }
     if (eos) t->eos_id = or1_tokenizer_token_id(t, eos);
     const char *tpl = config_template(cfg);
-    if (tpl) t->chat_name = recognise(tpl, &t->chat_default_system);
+    if ((have_tpl = tpl != NULL)) t->chat_name = recognise(tpl, &t->chat_default_system);
     cJSON_Delete(cfg);
 done:
     free(text);
     free(path);
+    if (rc == 0 && !have_tpl) rc = load_jinja_file(t, dir);
     return rc;
 }
 

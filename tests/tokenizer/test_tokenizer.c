@@ -489,6 +489,7 @@ static void test_chat(void) {
     cJSON *j = small_json();
     char *text = cJSON_PrintUnformatted(j);
     write_file("chat", "tokenizer.json", text, strlen(text));
+    remove(write_file("chat", "chat_template.jinja", "", 0)); /* left by an earlier run */
     free(text);
     cJSON_Delete(j);
     const char *cfg =
@@ -556,6 +557,16 @@ static void test_chat(void) {
           "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
     free(out);
     or1_tokenizer_free(t);
+    const char *jinja = "{{ bos_token }}{% for m in messages %}<｜User｜>{{ m['content'] }}{% endfor %}"
+                        "{{ '<｜Assistant｜><think>\\n' }}";
+    const char *nocfg = "{\"bos_token\": \"<|bos|>\"}";
+    write_file("chat", "tokenizer_config.json", nocfg, strlen(nocfg));
+    write_file("chat", "chat_template.jinja", jinja, strlen(jinja));
+    t = or1_tokenizer_load(d);
+    name = t ? or1_tokenizer_chat_template(t) : NULL;
+    CHECK(name && !strcmp(name, "deepseek-r1"), "template from chat_template.jinja: %s", name ? name : "NULL");
+    or1_tokenizer_free(t);
+    remove(write_file("chat", "chat_template.jinja", "", 0));
     write_file("chat", "tokenizer_config.json", "{", 1);
     CHECK(!or1_tokenizer_load(d) && strstr(or1_error(), "tokenizer_config.json"), "malformed config refused");
 }
