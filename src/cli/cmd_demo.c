@@ -209,28 +209,45 @@ static int read_examples(const char *path, const or1_tokenizer *tok, int vocab, 
     return 0;
 }
 
-/* Prints a JSON line on stdout and a readable one on stderr at each measured step. */
-static void sft_progress(void *ctx, const or1_sft_progress *p) {
-    const or1_sft_cfg *c = ctx;
-    if (isnan(p->nll)) return;
-    printf("{\"step\":%d,\"nll\":%.6f,\"grad_norm\":%.6f,\"lr\":%.6g,\"seconds\":%.3f}\n", p->step, p->nll,
-           p->grad_norm, p->lr, p->seconds);
-    fflush(stdout);
-    fprintf(stderr, "sft: step %d/%d  nll %.4f  grad-norm %.3f  lr %.3g  %.1f s\n", p->step, c->steps, p->nll,
-            p->grad_norm, p->lr, p->seconds);
-}
-
 /* Options of `or1 sft`. */
 typedef struct {
     const char *dir, *data, *out, *tokenizer;
     or1_sft_cfg cfg;
     or1_dtype dtype;
+    int64_t save_every;
+    const or1_model *m;
+    int save_rc;
 } sft_opts;
+
+/* Saves an intermediate checkpoint as <out>/step-<k>. */
+static int save_step(sft_opts *o, int step) {
+    char name[32];
+    snprintf(name, sizeof name, "step-%d", step);
+    char *dir = or1_path_join(o->out, name);
+    int rc = or1_mkdir_p(dir) == 0 && or1_model_save(o->m, dir, o->dtype, o->dir) == 0 ? 0 : -1;
+    free(dir);
+    return rc;
+}
+
+/* Prints a JSON line on stdout and a readable one on stderr at each measured step, and saves
+ * the checkpoints --save-every asks for (a failed save stops later ones and fails the run). */
+static void sft_progress(void *ctx, const or1_sft_progress *p) {
+    sft_opts *o = ctx;
+    if (o->save_every && p->step % o->save_every == 0 && p->step < o->cfg.steps && o->save_rc == 0)
+        o->save_rc = save_step(o, p->step);
+    if (isnan(p->nll)) return;
+    printf("{\"step\":%d,\"nll\":%.6f,\"grad_norm\":%.6f,\"lr\":%.6g,\"seconds\":%.3f}\n", p->step, p->nll,
+           p->grad_norm, p->lr, p->seconds);
+    fflush(stdout);
+    fprintf(stderr, "sft: step %d/%d  nll %.4f  grad-norm %.3f  lr %.3g  %.1f s\n", p->step, o->cfg.steps, p->nll,
+            p->grad_norm, p->lr, p->seconds);
+}
 
 /* Parses the flags of `or1 sft`. */
 static int sft_flags(cli_args *a, sft_opts *o) {
     int64_t steps = 200, batch = 32, warmup = 0, micro = 8192, seed = 0, log_every = 10;
     double lr = 1e-3, wd = 0.0, clip = 1.0;
+    *o = (sft_opts){0};
     o->dir = cli_need(a, "model");
     o->data = o->dir ? cli_need(a, "data") : NULL;
     o->out = o->data ? cli_need(a, "out") : NULL;
@@ -239,8 +256,9 @@ static int sft_flags(cli_args *a, sft_opts *o) {
     if (!o->out || cli_int(a, "steps", 0, 10000000, &steps) || cli_int(a, "batch", 1, 1 << 20, &batch) ||
         cli_int(a, "warmup", 0, 10000000, &warmup) || cli_int(a, "micro-batch-tokens", 1, 1 << 30, &micro) ||
         cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "log-every", 0, 10000000, &log_every) ||
-        cli_double(a, "lr", 0, 10, &lr) || cli_double(a, "weight-decay", 0, 10, &wd) ||
-        cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) || cli_check_unused(a))
+        cli_int(a, "save-every", 0, 10000000, &o->save_every) || cli_double(a, "lr", 0, 10, &lr) ||
+        cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) ||
+        cli_check_unused(a))
         return -1;
     if (dt && strcmp(dt, "f32") != 0 && strcmp(dt, "bf16") != 0) return or1_fail("sft: --save-dtype must be f32 or bf16");
     o->dtype = dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32;
@@ -286,7 +304,7 @@ static int sft_tokenizer(const char *path, const char *dir, or1_tokenizer **tok)
 }
 
 /* or1 sft --model DIR --data FILE --out DIR [--steps K] [--lr X] [--batch N] [--warmup W] [--seed S]
- *   [--micro-batch-tokens T] [--weight-decay D] [--max-grad-norm C] [--log-every L]
+ *   [--micro-batch-tokens T] [--weight-decay D] [--max-grad-norm C] [--log-every L] [--save-every K]
  *   [--tokenizer PATH] [--save-dtype f32|bf16] */
 int cmd_sft(cli_args *a) {
     sft_opts o;
@@ -296,12 +314,13 @@ int cmd_sft(cli_args *a) {
     or1_tokenizer *tok = NULL;
     example_list l = {0};
     int rc = 1;
+    o.m = &m;
     if (sft_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, m.cfg.vocab, &l) == 0) {
         long tokens = 0;
         for (int i = 0; i < l.n; i++) tokens += l.ex[i].n_resp;
         fprintf(stderr, "sft: %d examples, %ld response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
                 o.cfg.batch);
-        if (or1_sft_train(&m, l.ex, l.n, &o.cfg, sft_progress, &o.cfg) == 0 && or1_mkdir_p(o.out) == 0 &&
+        if (or1_sft_train(&m, l.ex, l.n, &o.cfg, sft_progress, &o) == 0 && o.save_rc == 0 && or1_mkdir_p(o.out) == 0 &&
             or1_model_save(&m, o.out, o.dtype, o.dir) == 0 && carry_tokenizer(o.tokenizer, o.out) == 0)
             rc = 0;
     }

@@ -82,8 +82,12 @@ def loss_falls(model, rng):
     """Twenty steps on 16 rows lower the logged NLL well below where it started."""
     data = os.path.join(SCRATCH, "learn.jsonl")
     write_jsonl(data, learnable_rows(16, rng))
-    p = run("sft", "--model", model, "--data", data, "--out", os.path.join(SCRATCH, "learned"), "--steps", "20",
-            "--batch", "8", "--lr", "0.01", "--log-every", "5", "--seed", "3")
+    out = os.path.join(SCRATCH, "learned")
+    p = run("sft", "--model", model, "--data", data, "--out", out, "--steps", "20",
+            "--batch", "8", "--lr", "0.01", "--log-every", "5", "--seed", "3", "--save-every", "10")
+    check(sorted(os.listdir(out)) == ["config.json", "model.safetensors", "step-10"], f"saved {os.listdir(out)}")
+    mid = weights(os.path.join(out, "step-10"))
+    check(any(np.abs(mid[k] - weights(out)[k]).max() > 0 for k in mid), "step-10 equals the final weights")
     log = [json.loads(x) for x in p.stdout.split("\n") if x]
     check([r["step"] for r in log] == [1, 5, 10, 15, 20], f"logged steps {[r['step'] for r in log]}")
     check(log[-1]["nll"] < 0.6 * log[0]["nll"], f"NLL {log[0]['nll']:.3f} -> {log[-1]['nll']:.3f}: did not fall")
