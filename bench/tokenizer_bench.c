@@ -85,6 +85,7 @@ static void *run_job(void *arg) {
     return NULL;
 }
 
+/* Loads the tokenizer and corpus, times the passes, prints the figures. */
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: tokenizer_bench TOKENIZER CORPUS.jsonl [REPS] [THREADS]\n");

@@ -38,6 +38,7 @@ void tok_trie_add(tok_trie *tr, const char *s, size_t n, int32_t added) {
     tr->first[(uint8_t)s[0] >> 3] |= (uint8_t)(1u << ((uint8_t)s[0] & 7));
 }
 
+/* Frees the trie's nodes and empties it. */
 void tok_trie_free(tok_trie *tr) {
     free(tr->node);
     memset(tr, 0, sizeof *tr);

@@ -118,6 +118,7 @@ done:
     return rc;
 }
 
+/* The template family recognised at load. */
 const char *or1_tokenizer_chat_template(const or1_tokenizer *t) { return t->chat_name; }
 
 /* A growable string. */

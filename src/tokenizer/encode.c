@@ -161,10 +161,10 @@ int32_t or1_tokenizer_token_id(const or1_tokenizer *t, const char *token) {
     return byte_level ? tok_strmap_get(&t->vocab, t, raw, k) : tok_strmap_get(&t->vocab, t, token, n);
 }
 
+/* Special flag, vocabulary size and the BOS/EOS ids read from tokenizer_config.json. */
 bool or1_tokenizer_is_special(const or1_tokenizer *t, int32_t id) {
     return id >= 0 && (size_t)id < t->n_ids && (t->tok_flags[id] & TOKF_SPECIAL);
 }
-
 size_t or1_tokenizer_vocab_size(const or1_tokenizer *t) { return t->n_ids; }
 int32_t or1_tokenizer_bos_id(const or1_tokenizer *t) { return t->bos_id; }
 int32_t or1_tokenizer_eos_id(const or1_tokenizer *t) { return t->eos_id; }

@@ -21,6 +21,7 @@ void tok_strmap_init(tok_strmap *m, size_t n) {
     m->mask = s - 1;
 }
 
+/* Frees the string map's table. */
 void tok_strmap_free(tok_strmap *m) {
     free(m->slot);
     m->slot = NULL;
@@ -58,6 +59,7 @@ void tok_pairmap_init(tok_pairmap *m, size_t n) {
     m->mask = s - 1;
 }
 
+/* Frees the pair map's tables. */
 void tok_pairmap_free(tok_pairmap *m) {
     free(m->key);
     free(m->val);

@@ -628,6 +628,7 @@ static void test_threads(const char *path) {
     or1_tokenizer_free(t);
 }
 
+/* Runs every group of checks on a scratch directory; exits non-zero on any failure. */
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_tokenizer SCRATCH_DIR\n");
