@@ -47,8 +47,9 @@ typedef struct {
 } or1_eval_opts;
 
 /* Samples n responses per row and returns the avg@n / pass@k report (per data_source and
- * overall) as JSON; every sample is written to dump (JSONL) when it is not NULL. Rows are
- * split over ranks and the counts summed, so every rank returns the same report. */
+ * overall) as JSON. Rows are split over ranks and the counts summed, so every rank returns
+ * the same report. With dump (non-NULL on every rank, or on none), every sample of every rank
+ * is written as a JSON line to rank 0's dump. */
 cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                 const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct);
 

@@ -3,6 +3,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "or1/core.h"
 
 #ifdef OR1_MPI
 #include <mpi.h>
@@ -37,6 +40,27 @@ static void allreduce(const or1_dist *d, void *buf, size_t n, MPI_Datatype t, si
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { allreduce(d, buf, n, MPI_FLOAT, sizeof(float)); }
 void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n) { allreduce(d, buf, n, MPI_DOUBLE, sizeof(double)); }
 
+/* MPI_Gather of the lengths, then MPI_Gatherv of the bytes to rank 0. */
+void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len) {
+    *all = NULL, *all_len = 0;
+    if (d->size <= 1) {
+        *all = or1_malloc(len + 1);
+        memcpy(*all, mine, len);
+        *all_len = len;
+        return;
+    }
+    int n = (int)len, *lens = d->rank == 0 ? or1_calloc((size_t)d->size, sizeof *lens) : NULL;
+    int *offs = d->rank == 0 ? or1_calloc((size_t)d->size, sizeof *offs) : NULL;
+    MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (d->rank == 0) {
+        for (int r = 0; r < d->size; r++) offs[r] = (int)*all_len, *all_len += (size_t)lens[r];
+        *all = or1_malloc(*all_len + 1);
+    }
+    MPI_Gatherv(mine, n, MPI_CHAR, *all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+    free(lens);
+    free(offs);
+}
+
 /* Prints and takes the whole job down (MPI_Abort reaches every rank). */
 _Noreturn void or1_dist_abort(const or1_dist *d, const char *msg) {
     fprintf(stderr, "or1: rank %d of %d: %s\n", d->rank, d->size, msg);
@@ -60,6 +84,14 @@ void or1_dist_finalize(void) {}
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { (void)d, (void)buf, (void)n; }
 
 void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n) { (void)d, (void)buf, (void)n; }
+
+/* One rank: a copy of its own bytes. */
+void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len) {
+    (void)d;
+    *all = or1_malloc(len + 1);
+    memcpy(*all, mine, len);
+    *all_len = len;
+}
 
 /* Prints and exits. */
 _Noreturn void or1_dist_abort(const or1_dist *d, const char *msg) {

@@ -126,15 +126,15 @@ void or1_scored_free(or1_scored *s) {
 }
 
 /* Writes one evaluated sample as a JSON line. */
-static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r, int j, const or1_completion *c,
-                        float score) {
+static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r, size_t row, int j,
+                        const or1_completion *c, float score) {
     char *text = NULL;
     size_t len;
     if (or1_tokenizer_decode(tok, c->ids, (size_t)c->n, false, &text, &len) != 0) text = or1_strdup("");
     fprintf(f, "{\"data_source\":");
     or1_json_write_string(f, r->data_source);
-    fprintf(f, ",\"index\":%lld,\"sample\":%d,\"correct\":%s,\"finish_reason\":\"%s\",\"tokens\":%d,\"response\":",
-            (long long)r->index, j, score > 0.5f ? "true" : "false", c->stopped ? "stop" : "length", c->n);
+    fprintf(f, ",\"row\":%zu,\"index\":%lld,\"sample\":%d,\"correct\":%s,\"finish_reason\":\"%s\",\"tokens\":%d,\"response\":",
+            row, (long long)r->index, j, score > 0.5f ? "true" : "false", c->stopped ? "stop" : "length", c->n);
     or1_json_write_string(f, text);
     fputs("}\n", f);
     free(text);
@@ -155,17 +155,29 @@ cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row
     or1_scored sc;
     int rc = or1_rollout_score(m, tok, sub, mine, o->n, &s, seeds, o->max_slots, pool, o->code_timeout, &sc, NULL, NULL);
     double *counts = or1_calloc(n_rows ? n_rows : 1, sizeof *counts);
+    char *lines = NULL;
+    size_t lines_len = 0;
+    FILE *mem = dump ? open_memstream(&lines, &lines_len) : NULL;
     for (size_t k = 0; rc == 0 && k < mine; k++) {
         size_t row = (size_t)d->rank + k * (size_t)d->size;
         for (int j = 0; j < o->n; j++) {
             float score = sc.scores[k * (size_t)o->n + (size_t)j];
             counts[row] += score > 0.5f;
-            if (dump) dump_sample(dump, tok, sub[k], j, &sc.c[k * (size_t)o->n + (size_t)j], score);
+            if (mem) dump_sample(mem, tok, sub[k], row, j, &sc.c[k * (size_t)o->n + (size_t)j], score);
         }
     }
     or1_scored_free(&sc);
     free(seeds);
     free(sub);
+    if (mem) {
+        fclose(mem);
+        char *all;
+        size_t all_len;
+        or1_dist_gather_bytes(d, lines, lines_len, &all, &all_len); /* every rank's samples to rank 0 */
+        if (all && all_len) fwrite(all, 1, all_len, dump);
+        free(all);
+        free(lines);
+    }
     or1_dist_sum_f64(d, counts, n_rows);
     cJSON *report = NULL;
     if (rc == 0) {

@@ -194,8 +194,11 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
     }
     or1_adamw_init(&t->opt, t->m.n_floats);
     or1_entropy_init(&t->ent, &cfg->entropy);
-    if (resume_dir && (or1_adamw_load(&t->opt, &t->m, resume_dir) < 0 || load_state(t, resume_dir)))
-        return or1_fail_ctx("resume from %s", resume_dir);
+    if (resume_dir) {
+        int got = or1_adamw_load(&t->opt, &t->m, resume_dir);
+        if (got == 0) or1_fail("%s: optimizer.safetensors is missing: the AdamW state cannot be resumed", resume_dir);
+        if (got <= 0 || load_state(t, resume_dir)) return or1_fail_ctx("resume from %s", resume_dir);
+    }
     if (has_code(t->data) || has_code(t->eval_data)) {
         t->pool = or1_sandbox_pool_new(cfg->reward.workers);
         if (!t->pool) return -1;
