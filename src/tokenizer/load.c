@@ -168,7 +168,7 @@ static int load_added(loader *L, const cJSON *added) {
             return -1;
         t->tok_off[a->id] = pool_add(t, a->content, a->len);
         t->tok_len[a->id] = (uint32_t)a->len;
-        t->tok_flags[a->id] = TOKF_PRESENT | TOKF_ADDED | (a->special ? TOKF_SPECIAL : 0);
+        t->tok_flags[a->id] = TOKF_PRESENT | (a->special ? TOKF_SPECIAL : 0);
     }
     return 0;
 }

@@ -20,7 +20,7 @@ enum {
 };
 
 /* Per-id flags. */
-enum { TOKF_PRESENT = 1, TOKF_ADDED = 2, TOKF_SPECIAL = 4 };
+enum { TOKF_PRESENT = 1, TOKF_SPECIAL = 2 };
 
 /* A growable array of token ids. */
 typedef struct {
