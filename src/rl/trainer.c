@@ -87,7 +87,8 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
 }
 
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
- * chunk's loss is normalised by its global kept-token count (eq. 3.1). */
+ * chunk's loss is normalised by its global kept-token count (eq. 3.1). *grad_norm gets the
+ * mean pre-clip norm over the updates. */
 static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double alpha, or1_loss_stats *total,
                    double *grad_norm) {
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
@@ -96,7 +97,8 @@ static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double al
                        t->cfg->kl.estimator};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
-    int micro = or1_train_micro_tokens(t->cfg, (size_t)(st - t->cfg->stages));
+    int micro = or1_train_micro_tokens(t->cfg, (size_t)(st - t->cfg->stages)), updates = 0;
+    *grad_norm = 0;
     for (int e = 0; e < t->cfg->train.epochs; e++)
         for (int c = 0; c < n_sgd; c++) {
             or1_sample *s;
@@ -116,10 +118,12 @@ static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double al
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             double norm = or1_grad_norm(t->m.grads, t->m.n_floats);
-            *grad_norm = norm;
+            *grad_norm += norm;
+            updates++;
             if (t->cfg->train.grad_clip > 0) or1_clip_grad_norm(t->m.grads, t->m.n_floats, norm, t->cfg->train.grad_clip);
             or1_adamw_step(&t->opt, t->m.params, t->m.grads, &ac);
         }
+    if (updates > 0) *grad_norm /= updates;
 }
 
 /* Runs one training step: collect, advantages, update, controller, metrics. */

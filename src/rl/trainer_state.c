@@ -114,7 +114,7 @@ int run_validation(trainer *t) {
         cJSON *row = cJSON_CreateObject();
         cJSON_AddStringToObject(row, "type", "eval");
         cJSON_AddNumberToObject(row, "step", (double)t->step);
-        cJSON_AddNumberToObject(row, "temperature", o.temperature);
+        cJSON_AddNumberToObject(row, "temperature", t->cfg->eval.temperatures[k]);
         cJSON_AddItemToObject(row, "report", rep);
         if (t->d->rank == 0) emit(t, row);
         else cJSON_Delete(row);
