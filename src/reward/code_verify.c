@@ -137,9 +137,8 @@ static or1_code_verdict batch_verdict(const char *status, int code, const char *
 }
 
 /* Grades one complete record: "T i status code cpu_ms out_len res_len\n" + stdout + result. */
-static int batch_record(batch_state *b, const char *head, const char *out, size_t out_len, const char *res_text,
-                        size_t res_len, const char *status, int code) {
-    (void)head;
+static int batch_record(batch_state *b, const char *out, size_t out_len, const char *res_text, size_t res_len,
+                        const char *status, int code) {
     char *o = or1_malloc(out_len + 1), *r = or1_malloc(res_len + 1);
     memcpy(o, out, out_len);
     o[out_len] = '\0';
@@ -202,7 +201,7 @@ static int batch_chan(void *ctx, const char *data, size_t len) {
         }
         size_t need = (size_t)(nl - p) + 1 + out_len + res_len;
         if (avail < need) break;
-        if (batch_record(b, head, nl + 1, out_len, nl + 1 + out_len, res_len, status, code) != 0) break;
+        if (batch_record(b, nl + 1, out_len, nl + 1 + out_len, res_len, status, code) != 0) break;
         used += need;
     }
     memmove(b->buf, b->buf + used, b->len - used);
