@@ -61,11 +61,13 @@ static char *chatml_default_system(const char *tpl) {
     return NULL;
 }
 
-/* Names the template family from markers of its source, or NULL when unknown. */
-static const char *recognise(const char *tpl, char **default_system) {
+/* Names the template family from markers of its source, or NULL when unknown; for ChatML
+ * also reads the default system prompt and whether generation opens with <think>. */
+static const char *recognise(or1_tokenizer *t, const char *tpl) {
     if (strstr(tpl, "<｜Assistant｜>")) return strstr(tpl, "<think>") ? "deepseek-r1" : "deepseek";
     if (strstr(tpl, "<|im_start|>")) {
-        *default_system = chatml_default_system(tpl);
+        t->chat_default_system = chatml_default_system(tpl);
+        t->chat_opens_think = strstr(tpl, "<|im_start|>assistant\\n<think>\\n") != NULL;
         return "chatml";
     }
     if (strstr(tpl, "<|start_header_id|>") && !strstr(tpl, "Cutting Knowledge")) return "llama3";
@@ -79,7 +81,7 @@ static int load_jinja_file(or1_tokenizer *t, const char *dir) {
     size_t len;
     int rc = 0;
     if (or1_is_file(path) && (rc = or1_read_file(path, MAX_CONFIG, &text, &len)) == 0)
-        t->chat_name = recognise(text, &t->chat_default_system);
+        t->chat_name = recognise(t, text);
     free(text);
     free(path);
     return rc;
@@ -109,7 +111,7 @@ int tok_load_config(or1_tokenizer *t, const char *dir) {
     }
     if (eos) t->eos_id = or1_tokenizer_token_id(t, eos);
     const char *tpl = config_template(cfg);
-    if ((have_tpl = tpl != NULL)) t->chat_name = recognise(tpl, &t->chat_default_system);
+    if ((have_tpl = tpl != NULL)) t->chat_name = recognise(t, tpl);
     cJSON_Delete(cfg);
 done:
     free(text);
@@ -186,7 +188,8 @@ static void render_deepseek(const or1_tokenizer *t, bool r1, const or1_chat_mess
 }
 
 /* ChatML (Qwen): <|im_start|>role\ncontent<|im_end|>\n per message, after the template's
- * default system prompt when the conversation does not open with one. */
+ * default system prompt when the conversation does not open with one; the generation
+ * prompt opens <think> when the template's does. */
 static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
                           sbuf *b) {
     if (t->chat_default_system && (n == 0 || strcmp(m[0].role, "system") != 0)) {
@@ -201,7 +204,7 @@ static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, siz
         put(b, m[i].content);
         put(b, "<|im_end|>\n");
     }
-    if (gen) put(b, "<|im_start|>assistant\n");
+    if (gen) put(b, t->chat_opens_think ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n");
 }
 
 /* True for the whitespace Jinja's trim removes (ASCII). */

@@ -122,6 +122,7 @@ struct or1_tokenizer {
     char *bos_token;
     const char *chat_name; /* recognised template, NULL if unknown */
     char *chat_default_system;
+    bool chat_opens_think; /* the ChatML generation prompt opens <think> (QwQ) */
 
     /* Scratch spaces of finished encodes, reused by the next ones. */
     pthread_mutex_t work_lock;

@@ -557,6 +557,15 @@ static void test_chat(void) {
           "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
     free(out);
     or1_tokenizer_free(t);
+    const char *qwq = "{\"chat_template\": \"{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\\\n' + "
+                      "m['content'] + '<|im_end|>\\\\n'}}{% endfor %}{{ '<|im_start|>assistant\\\\n<think>\\\\n' }}\"}";
+    write_file("chat", "tokenizer_config.json", qwq, strlen(qwq));
+    t = or1_tokenizer_load(d);
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, true, &out) == 0 &&
+              !strcmp(out, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n"),
+          "ChatML generation that opens <think>: %s", out ? out : or1_error());
+    free(out);
+    or1_tokenizer_free(t);
     const char *jinja = "{{ bos_token }}{% for m in messages %}<｜User｜>{{ m['content'] }}{% endfor %}"
                         "{{ '<｜Assistant｜><think>\\n' }}";
     const char *nocfg = "{\"bos_token\": \"<|bos|>\"}";
