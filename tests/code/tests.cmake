@@ -15,3 +15,20 @@ add_test(NAME code_real_problems
          COMMAND ${OR1_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/real_problems.py $<TARGET_FILE:or1>
                  ${CMAKE_SOURCE_DIR}/../shared/data)
 set_tests_properties(code_real_problems PROPERTIES RUN_SERIAL TRUE)
+
+# Malformed input rows: the CLI fails and names the file, the line and what is wrong.
+foreach(case json:malformed_json.jsonl:2:.invalid.JSON
+             missing_tests:malformed_missing_tests.jsonl:3:.missing.key.\"tests\"
+             time_limit:malformed_time_limit.jsonl:1:.\"time_limit_s\".must.be
+             counts:malformed_counts.jsonl:1:.2.inputs.and.1.outputs
+             response:malformed_response.jsonl:1:.key.\"response\".must.be.a.string)
+  string(REPLACE ":" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 file)
+  list(GET parts 2 line)
+  list(GET parts 3 what)
+  add_test(NAME code_cli_malformed_${name}
+           COMMAND $<TARGET_FILE:or1> verify-code --input ${CMAKE_CURRENT_LIST_DIR}/${file})
+  set_tests_properties(code_cli_malformed_${name} PROPERTIES WILL_FAIL FALSE
+                       PASS_REGULAR_EXPRESSION "or1: .*${file}:${line}:${what}")
+endforeach()
