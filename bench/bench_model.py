@@ -1,6 +1,7 @@
-"""Forward+backward throughput of `or1 grad --bench-iters` against PyTorch fp32, same batch, same run.
+"""Forward+backward tokens/s of `or1 grad --bench-iters` against PyTorch fp32 on the same batch.
 
-usage: bench_model.py --or1 build/or1 [--sgemm build/bench_sgemm] [--threads 2] [--shapes small,qwen]
+usage: bench_model.py --or1 build/or1 [--sgemm build/bench_sgemm] [--threads 2]
+                      [--shapes small,qwen]
 
 For each shape a random F32 checkpoint and a packed batch are written to a temporary directory;
 or1 times N iterations after one warm-up; then PyTorch (torch.set_num_threads = or1's --threads)
@@ -115,7 +116,7 @@ class TorchModel:
 
 
 def packed(batch):
-    """Packed tensors of a batch: ids, positions, sequence bounds, head rows, targets, advantages."""
+    """Packed tensors: ids, positions, sequence bounds, head rows, targets, advantages."""
     ids, pos, bounds, rows, targets, adv = [], [], [], [], [], []
     for r in batch:
         seq = r["prompt_ids"] + r["response_ids"]

@@ -232,7 +232,7 @@ def load_checkpoint(path):
 
 
 def new_checkpoint(path, seed=0, dtype="F32", shards=1, **cfg_kw):
-    """Generates, saves and re-reads a random checkpoint; returns (cfg, float64 params as stored)."""
+    """Generates, saves and re-reads a random checkpoint: (cfg, float64 params as stored)."""
     cfg = make_config(**cfg_kw)
     save_checkpoint(path, cfg, random_params(cfg, seed), dtype, shards)
     return load_checkpoint(path)

@@ -2,17 +2,19 @@
 
 usage: test_adamw.py OR1
 
-Chain A (qwen2, untied, F32): three steps `--model prev --save next` with a max grad norm of 0.3
-times the current gradient norm (so clipping triggers) and weight decay 0.1, then a fourth step with the
-default weight decay / max norm and --save-dtype bf16. Chain B (llama, tied, BF16 input): two steps.
+Chain A (qwen2, untied, F32): three steps `--model prev --save next`, each with a max grad norm
+of 0.3 times the current gradient norm (so clipping triggers) and weight decay 0.1, then a fourth
+step with the default weight decay / max norm and --save-dtype bf16. Chain B (llama, tied, BF16
+input): two steps.
 
 At every step or1's own unclipped gradient (a plain `or1 grad` on the same directory, which also
 holds the previous optimizer.safetensors) is checked against the float64 reference, then fed to
 torch.nn.utils.clip_grad_norm_ + torch.optim.AdamW in float64. The saved weights must match that
-optimizer to fp32 rounding: 1e-6 relative + 1e-7, plus, per element and step, the move of the
-AdamW direction under a gradient noise of 1e-5 of the tensor's largest entry (lr * noise /
-sqrt(v_hat), at most 2 lr): an element with a near-zero gradient may flip its update's sign. Saved files are re-read with this module's own safetensors reader and
-re-loaded by `or1 logprobs`.
+optimizer to fp32 rounding: 1e-6 relative + 1e-7, plus, per element and step, how far the AdamW
+direction moves under a gradient noise of 1e-5 of the tensor's largest entry (lr * noise /
+sqrt(v_hat), at most 2 lr): an element with a near-zero gradient may flip its update's sign.
+Saved files are re-read with this module's own safetensors reader and re-loaded by
+`or1 logprobs`; optimizer.safetensors must hold both moments of every parameter and the step.
 """
 import json
 import os

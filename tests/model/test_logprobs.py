@@ -40,8 +40,9 @@ def check_output(chk, what, stdout, want):
         return
     for k, (line, (lp, ent)) in enumerate(zip(lines, want)):
         row = ref.parse_json_line(line, f"{what} line {k + 1}")
-        chk.close(f"{what} seq {k} (len {len(lp) + 1}) logprobs", row.get("logprobs"), lp, ATOL, RTOL)
-        chk.close(f"{what} seq {k} (len {len(lp) + 1}) entropy", row.get("entropy"), ent, ATOL, RTOL)
+        seq = f"{what} seq {k} (len {len(lp) + 1})"
+        chk.close(f"{seq} logprobs", row.get("logprobs"), lp, ATOL, RTOL)
+        chk.close(f"{seq} entropy", row.get("entropy"), ent, ATOL, RTOL)
 
 
 def check_variant(chk, or1, tmp, arch, k, tied, dtype, shards):

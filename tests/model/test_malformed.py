@@ -21,7 +21,7 @@ GROUPS = {"safetensors": [], "config": [], "batch": []}
 
 
 def case(group):
-    """Registers a case: a function (Base) -> (or1 args, stdin text or None, expected substrings)."""
+    """Registers a case: a function (Base) -> (or1 args, stdin text or None, expected strings)."""
     def register(fn):
         GROUPS[group].append(fn)
         return fn
@@ -107,31 +107,37 @@ ST = ("model.safetensors",)
 
 @case("safetensors")
 def truncated_data(b):
+    """The file ends 100 bytes early, inside the last tensor's data."""
     return b.logprobs_args(edit_bytes(b, lambda x: x[:len(x) - 100])), None, ST
 
 
 @case("safetensors")
 def shorter_than_length_prefix(b):
+    """Only 5 bytes: not even the 8-byte header length."""
     return b.logprobs_args(edit_bytes(b, lambda x: x[:5])), None, ST
 
 
 @case("safetensors")
 def empty_file(b):
+    """A zero-byte weights file."""
     return b.logprobs_args(edit_bytes(b, lambda x: b"")), None, ST
 
 
 @case("safetensors")
 def header_length_beyond_file(b):
+    """The header length prefix points past the end of the file."""
     return b.logprobs_args(edit_bytes(b, lambda x: struct.pack("<Q", len(x)) + x[8:])), None, ST
 
 
 @case("safetensors")
 def header_length_absurd(b):
+    """Header length 2^64-1 (an overflow trap for 8 + n)."""
     return b.logprobs_args(edit_bytes(b, lambda x: b"\xff" * 8 + x[8:])), None, ST
 
 
 @case("safetensors")
 def header_not_json(b):
+    """The header bytes are not JSON."""
     def fn(x):
         (n,) = struct.unpack("<Q", x[:8])
         return x[:8] + b"{not json" + b" " * (n - 9) + x[8 + n:]
@@ -140,6 +146,7 @@ def header_not_json(b):
 
 @case("safetensors")
 def header_not_object(b):
+    """The header is JSON but an array, not an object."""
     def fn(x):
         (n,) = struct.unpack("<Q", x[:8])
         return x[:8] + b"[1,2,3]" + b" " * (n - 7) + x[8 + n:]
@@ -148,6 +155,7 @@ def header_not_object(b):
 
 @case("safetensors")
 def offsets_beyond_data(b):
+    """One tensor's end offset lies past the data section."""
     _, _, data = raw_file(b.src)
     begin = raw_file(b.src)[1][T]["data_offsets"][0]
     d = edit_header(b, set_entry(T, "data_offsets", [begin, len(data) + 64]))
@@ -156,12 +164,14 @@ def offsets_beyond_data(b):
 
 @case("safetensors")
 def offsets_huge(b):
+    """Offsets near 2^63 (an overflow trap for data + offset)."""
     d = edit_header(b, set_entry(T, "data_offsets", [2 ** 63, 2 ** 63 + 16]))
     return b.logprobs_args(d), None, ST + (T,)
 
 
 @case("safetensors")
 def offsets_reversed(b):
+    """begin > end."""
     begin, end = raw_file(b.src)[1][T]["data_offsets"]
     d = edit_header(b, set_entry(T, "data_offsets", [end, begin]))
     return b.logprobs_args(d), None, ST + (T,)
@@ -169,6 +179,7 @@ def offsets_reversed(b):
 
 @case("safetensors")
 def offsets_disagree_with_shape(b):
+    """The byte range is 4 bytes shorter than shape x dtype size."""
     begin, end = raw_file(b.src)[1][T]["data_offsets"]
     d = edit_header(b, set_entry(T, "data_offsets", [begin, end - 4]))
     return b.logprobs_args(d), None, ST + (T,)
@@ -176,26 +187,31 @@ def offsets_disagree_with_shape(b):
 
 @case("safetensors")
 def offsets_not_a_list(b):
+    """data_offsets is a string."""
     return b.logprobs_args(edit_header(b, set_entry(T, "data_offsets", "0-16"))), None, ST + (T,)
 
 
 @case("safetensors")
 def unknown_dtype(b):
+    """A dtype name that does not exist."""
     return b.logprobs_args(edit_header(b, set_entry(T, "dtype", "F9"))), None, ST + (T,)
 
 
 @case("safetensors")
 def unsupported_dtype(b):
+    """A real safetensors dtype the model cannot use (I32)."""
     return b.logprobs_args(edit_header(b, set_entry(T, "dtype", "I32"))), None, ST + (T,)
 
 
 @case("safetensors")
 def missing_tensor(b):
+    """A required tensor is absent from the header."""
     return b.logprobs_args(edit_header(b, lambda h: h.pop(T))), None, (T,)
 
 
 @case("safetensors")
 def wrong_shape_same_size(b):
+    """Right element count, wrong shape (an extra unit axis)."""
     def fn(h):
         h[Q]["shape"] = list(reversed(h[Q]["shape"])) + [1]
     return b.logprobs_args(edit_header(b, fn)), None, (Q,)
@@ -203,30 +219,35 @@ def wrong_shape_same_size(b):
 
 @case("safetensors")
 def wrong_shape_transposed(b):
+    """An [I, H] weight stored as [H, I]."""
     rows, cols = b.cfg["intermediate_size"], b.cfg["hidden_size"]
     return b.logprobs_args(edit_header(b, set_entry(T, "shape", [cols, rows]))), None, (T,)
 
 
 @case("safetensors")
 def negative_dim(b):
+    """A negative dimension."""
     H = b.cfg["hidden_size"]
     return b.logprobs_args(edit_header(b, set_entry(T, "shape", [-1, H]))), None, ST + (T,)
 
 
 @case("safetensors")
 def absurd_dims(b):
+    """Dimensions whose product overflows 64 bits."""
     d = edit_header(b, set_entry(T, "shape", [2 ** 62, 2 ** 62, 2 ** 40]))
     return b.logprobs_args(d), None, ST + (T,)
 
 
 @case("safetensors")
 def fractional_dim(b):
+    """A non-integer dimension."""
     H = b.cfg["hidden_size"]
     return b.logprobs_args(edit_header(b, set_entry(T, "shape", [64.5, H]))), None, ST + (T,)
 
 
 @case("safetensors")
 def weights_file_missing(b):
+    """config.json without any weights file."""
     d = b.model()
     os.remove(os.path.join(d, "model.safetensors"))
     return b.logprobs_args(d), None, ST
@@ -234,6 +255,7 @@ def weights_file_missing(b):
 
 @case("safetensors")
 def index_names_missing_shard(b):
+    """The index maps tensors to a shard file that does not exist."""
     d = b.model(shards=2)
     os.remove(os.path.join(d, ref.shard_file_name(2, 2)))
     return b.logprobs_args(d), None, (ref.shard_file_name(2, 2),)
@@ -241,6 +263,7 @@ def index_names_missing_shard(b):
 
 @case("safetensors")
 def index_not_json(b):
+    """The shard index is truncated JSON."""
     d = b.model(shards=2)
     with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
         f.write('{"weight_map": {"model.norm.weight": ')
@@ -249,6 +272,7 @@ def index_not_json(b):
 
 @case("safetensors")
 def index_lacks_tensor(b):
+    """A tensor is neither in the index nor in any shard."""
     d = b.model(shards=2)
     path = os.path.join(d, "model.safetensors.index.json")
     with open(path) as f:
@@ -266,6 +290,7 @@ def index_lacks_tensor(b):
 
 @case("safetensors")
 def index_shard_path_escapes(b):
+    """The index names a shard outside the checkpoint directory."""
     d = b.model(shards=2)
     path = os.path.join(d, "model.safetensors.index.json")
     with open(path) as f:
@@ -302,6 +327,7 @@ def set_key(key, value):
 
 @case("config")
 def config_not_json(b):
+    """config.json is truncated JSON."""
     d = b.model()
     with open(os.path.join(d, "config.json"), "w") as f:
         f.write('{"model_type": "qwen2", "hidden_size": 32,')
@@ -310,6 +336,7 @@ def config_not_json(b):
 
 @case("config")
 def config_missing(b):
+    """No config.json."""
     d = b.model()
     os.remove(os.path.join(d, "config.json"))
     return b.logprobs_args(d), None, CFG
@@ -317,6 +344,7 @@ def config_missing(b):
 
 @case("config")
 def config_not_object(b):
+    """config.json is an array."""
     d = b.model()
     with open(os.path.join(d, "config.json"), "w") as f:
         f.write("[32, 64]")
@@ -325,74 +353,88 @@ def config_not_object(b):
 
 @case("config")
 def missing_key(b):
+    """A required key is absent."""
     d = edit_config(b, lambda c: c.pop("num_attention_heads"))
     return b.logprobs_args(d), None, CFG + ("num_attention_heads",)
 
 
 @case("config")
 def wrong_type(b):
-    return b.logprobs_args(edit_config(b, set_key("hidden_size", "32"))), None, CFG + ("hidden_size",)
+    """An integer key given as a string."""
+    d = edit_config(b, set_key("hidden_size", "32"))
+    return b.logprobs_args(d), None, CFG + ("hidden_size",)
 
 
 @case("config")
 def wrong_type_bool(b):
+    """A boolean key given as a string."""
     d = edit_config(b, set_key("tie_word_embeddings", "yes"))
     return b.logprobs_args(d), None, CFG + ("tie_word_embeddings",)
 
 
 @case("config")
 def fractional_size(b):
+    """An integer key given as 64.5."""
     d = edit_config(b, set_key("intermediate_size", 64.5))
     return b.logprobs_args(d), None, CFG + ("intermediate_size",)
 
 
 @case("config")
 def heads_do_not_divide_hidden(b):
+    """hidden_size 32 with 5 heads and no head_dim."""
     return b.logprobs_args(edit_config(b, set_key("num_attention_heads", 5))), None, CFG
 
 
 @case("config")
 def kv_heads_do_not_divide_heads(b):
+    """4 query heads over 3 KV heads."""
     return b.logprobs_args(edit_config(b, set_key("num_key_value_heads", 3))), None, CFG
 
 
 @case("config")
 def zero_layers(b):
+    """num_hidden_layers = 0."""
     d = edit_config(b, set_key("num_hidden_layers", 0))
     return b.logprobs_args(d), None, CFG + ("num_hidden_layers",)
 
 
 @case("config")
 def zero_kv_heads(b):
+    """num_key_value_heads = 0 (a division by zero trap)."""
     return b.logprobs_args(edit_config(b, set_key("num_key_value_heads", 0))), None, CFG
 
 
 @case("config")
 def negative_vocab(b):
+    """A negative vocabulary size."""
     d = edit_config(b, set_key("vocab_size", -97))
     return b.logprobs_args(d), None, CFG + ("vocab_size",)
 
 
 @case("config")
 def absurd_hidden(b):
+    """hidden_size 2^40: must fail before allocating."""
     d = edit_config(b, set_key("hidden_size", 2 ** 40))
     return b.logprobs_args(d), None, (("config.json", "model.safetensors"),)
 
 
 @case("config")
 def unknown_model_type(b):
+    """A model_type other than qwen2 or llama."""
     d = edit_config(b, set_key("model_type", "gpt2"))
     return b.logprobs_args(d), None, CFG + ("model_type",)
 
 
 @case("config")
 def vocab_disagrees_with_weights(b):
+    """config.json says one more token than the embedding has."""
     d = edit_config(b, set_key("vocab_size", b.cfg["vocab_size"] + 1))
     return b.logprobs_args(d), None, ("model.embed_tokens.weight",)
 
 
 @case("config")
 def untied_without_lm_head(b):
+    """tie_word_embeddings false but no lm_head.weight."""
     d = b.model()
     cfg = dict(b.cfg)
     params = {n: t for n, t in b.params.items() if n != "lm_head.weight"}
@@ -402,7 +444,9 @@ def untied_without_lm_head(b):
 
 @case("config")
 def non_positive_eps(b):
-    return b.logprobs_args(edit_config(b, set_key("rms_norm_eps", -1.0))), None, CFG + ("rms_norm_eps",)
+    """A negative rms_norm_eps."""
+    d = edit_config(b, set_key("rms_norm_eps", -1.0))
+    return b.logprobs_args(d), None, CFG + ("rms_norm_eps",)
 
 
 # --- batch / input lines and flags --------------------------------------------------------------
@@ -423,38 +467,45 @@ def row(b, k=0, **changes):
 
 @case("batch")
 def batch_truncated_json(b):
+    """Line 2 of the batch is cut in the middle."""
     text = json.dumps(b.batch[1])
     return b.grad_args([b.batch[0], text[:len(text) // 2]]), None, BATCH
 
 
 @case("batch")
 def batch_not_object(b):
+    """A batch line that is an array."""
     return b.grad_args([b.batch[0], "[1, 2, 3]"]), None, BATCH
 
 
 @case("batch")
 def response_id_out_of_vocab(b):
+    """A response id equal to the vocabulary size."""
     bad = row(b, 1, response_ids=[1, b.cfg["vocab_size"], 2], old_logprobs=None)
     return b.grad_args([b.batch[0], bad]), None, BATCH
 
 
 @case("batch")
 def prompt_id_negative(b):
+    """A negative prompt id."""
     return b.grad_args([row(b, 0, prompt_ids=[3, -1, 2])]), None, BATCH
 
 
 @case("batch")
 def id_not_integer(b):
+    """A fractional token id."""
     return b.grad_args([row(b, 0, prompt_ids=[3, 1.5, 2])]), None, BATCH
 
 
 @case("batch")
 def id_huge(b):
+    """A token id of 2^64."""
     return b.grad_args([row(b, 0, prompt_ids=[3, 2 ** 64, 2])]), None, BATCH
 
 
 @case("batch")
 def old_logprobs_too_short(b):
+    """One old log-prob fewer than response tokens."""
     r = row(b, 1)
     r["old_logprobs"] = r["old_logprobs"][:-1]
     return b.grad_args([b.batch[0], r]), None, BATCH + ("old_logprobs",)
@@ -462,6 +513,7 @@ def old_logprobs_too_short(b):
 
 @case("batch")
 def old_logprobs_too_long(b):
+    """One old log-prob more than response tokens."""
     r = row(b, 0)
     r["old_logprobs"] = r["old_logprobs"] + [-1.0]
     return b.grad_args([r]), None, BATCH + ("old_logprobs",)
@@ -469,33 +521,39 @@ def old_logprobs_too_long(b):
 
 @case("batch")
 def empty_response(b):
+    """An empty response."""
     return b.grad_args([row(b, 0, response_ids=[], old_logprobs=[])]), None, \
         BATCH + ("response_ids",)
 
 
 @case("batch")
 def empty_prompt(b):
+    """An empty prompt (the first response token would have no position)."""
     return b.grad_args([row(b, 0, prompt_ids=[])]), None, BATCH + ("prompt_ids",)
 
 
 @case("batch")
 def missing_response(b):
+    """No response_ids key."""
     return b.grad_args([row(b, 0, response_ids=None, old_logprobs=None)]), None, \
         BATCH + ("response_ids",)
 
 
 @case("batch")
 def missing_advantage(b):
+    """No advantage key."""
     return b.grad_args([row(b, 0, advantage=None)]), None, BATCH + ("advantage",)
 
 
 @case("batch")
 def advantage_not_number(b):
+    """A string advantage."""
     return b.grad_args([row(b, 0, advantage="high")]), None, BATCH + ("advantage",)
 
 
 @case("batch")
 def batch_file_missing(b):
+    """--batch names a file that does not exist."""
     args = b.grad_args([b.batch[0]])
     args[args.index("--batch") + 1] = os.path.join(b.tmp, "no-such-batch.jsonl")
     return args, None, ("no-such-batch.jsonl",)
@@ -503,12 +561,14 @@ def batch_file_missing(b):
 
 @case("batch")
 def logprobs_truncated_json(b):
+    """logprobs input on /dev/stdin cut in the middle of a line."""
     return ["logprobs", "--model", b.src, "--input", "/dev/stdin"], '{"ids": [1, 2\n', \
         ("/dev/stdin",)
 
 
 @case("batch")
 def logprobs_id_out_of_vocab(b):
+    """A logprobs id beyond the vocabulary."""
     inp = os.path.join(b.tmp, "in-oov.jsonl")
     ref.write_jsonl(inp, [{"ids": [1, 2]}, {"ids": [3, b.cfg["vocab_size"] + 5]}])
     return ["logprobs", "--model", b.src, "--input", inp], None, ("in-oov.jsonl",)
@@ -516,6 +576,7 @@ def logprobs_id_out_of_vocab(b):
 
 @case("batch")
 def logprobs_empty_ids(b):
+    """A logprobs line with no ids."""
     inp = os.path.join(b.tmp, "in-empty.jsonl")
     ref.write_jsonl(inp, [{"ids": []}])
     return ["logprobs", "--model", b.src, "--input", inp], None, ("in-empty.jsonl",)
@@ -523,26 +584,31 @@ def logprobs_empty_ids(b):
 
 @case("batch")
 def flag_temperature_zero(b):
+    """--temperature 0 (division by zero)."""
     return b.grad_args([b.batch[0]]) + ["--temperature", "0"], None, ("temperature",)
 
 
 @case("batch")
 def flag_temperature_not_number(b):
+    """--temperature that is not a number."""
     return b.grad_args([b.batch[0]]) + ["--temperature", "hot"], None, ("temperature",)
 
 
 @case("batch")
 def flag_micro_batch_zero(b):
+    """--micro-batch-tokens 0."""
     return b.grad_args([b.batch[0]]) + ["--micro-batch-tokens", "0"], None, ("micro-batch-tokens",)
 
 
 @case("batch")
 def flag_unknown(b):
+    """A misspelt flag."""
     return b.grad_args([b.batch[0]]) + ["--bogus-flag", "1"], None, ("bogus-flag",)
 
 
 @case("batch")
 def flag_model_missing(b):
+    """No --model."""
     args = b.grad_args([b.batch[0]])
     i = args.index("--model")
     return args[:i] + args[i + 2:], None, ("model",)
@@ -550,6 +616,7 @@ def flag_model_missing(b):
 
 @case("batch")
 def flag_model_not_a_dir(b):
+    """--model names a directory that does not exist."""
     args = b.grad_args([b.batch[0]])
     args[args.index("--model") + 1] = os.path.join(b.tmp, "no-such-model")
     return args, None, ("no-such-model",)
@@ -557,6 +624,7 @@ def flag_model_not_a_dir(b):
 
 @case("batch")
 def flag_step_without_save(b):
+    """--step with nowhere to save the result."""
     return b.grad_args([b.batch[0]]) + ["--step", "--lr", "1e-3"], None, ("save",)
 
 
