@@ -4,6 +4,7 @@
 #include "or1/sandbox.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,8 +244,19 @@ static void *pool_thread(void *p) {
     return NULL;
 }
 
+/* Open descriptors of this process: a sandbox run must not leak any. */
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
 /* Two threads share one pool; every job gets its own verdict. */
 static void test_pool(void) {
+    int fds_before = open_fds();
     or1_code_tests t;
     check(parse_text("{\"inputs\": [\"1\\n\", \"41\\n\"], \"outputs\": [\"2\\n\", \"42\\n\"]}", &t) == 0, "pool tests");
     or1_sandbox_pool *pool = or1_sandbox_pool_new(0);
@@ -266,6 +278,7 @@ static void test_pool(void) {
     check(or1_sandbox_pool_run(pool, NULL, NULL, 0) == 0, "empty batch");
     or1_sandbox_pool_free(pool);
     or1_code_tests_free(&t);
+    check(open_fds() == fds_before, "no descriptor leaked by the pool's jobs");
 }
 
 int main(void) {
