@@ -61,10 +61,14 @@ static char *chatml_default_system(const char *tpl) {
     return NULL;
 }
 
-/* Names the template family from markers of its source, or NULL when unknown; for ChatML
- * also reads the default system prompt and whether generation opens with <think>. */
+/* Names the template family from markers of its source, or NULL when unknown; also reads
+ * how DeepSeek templates treat several system messages (accumulate or keep the last), and
+ * for ChatML the default system prompt and whether generation opens with <think>. */
 static const char *recognise(or1_tokenizer *t, const char *tpl) {
-    if (strstr(tpl, "<｜Assistant｜>")) return strstr(tpl, "<think>") ? "deepseek-r1" : "deepseek";
+    if (strstr(tpl, "<｜Assistant｜>")) {
+        t->chat_join_systems = strstr(tpl, "ns.system_prompt = ns.system_prompt +") != NULL;
+        return strstr(tpl, "<think>") ? "deepseek-r1" : "deepseek";
+    }
     if (strstr(tpl, "<|im_start|>")) {
         t->chat_default_system = chatml_default_system(tpl);
         t->chat_opens_think = strstr(tpl, "<|im_start|>assistant\\n<think>\\n") != NULL;
@@ -91,6 +95,7 @@ static int load_jinja_file(or1_tokenizer *t, const char *dir) {
  * (or chat_template.jinja beside it). */
 int tok_load_config(or1_tokenizer *t, const char *dir) {
     t->chat_name = "plain";
+    t->chat_join_systems = -1;
     char *path = or1_path_join(dir, "tokenizer_config.json"), *text = NULL;
     size_t len;
     int rc = 0;
@@ -158,19 +163,24 @@ static int check_role(const or1_chat_message *m, size_t i, const char *tpl) {
     return 0;
 }
 
-/* DeepSeek: BOS, the system prompts joined by blank lines, then <｜User｜>/<｜Assistant｜>
- * turns; the R1 variant drops the reasoning of earlier assistant turns (up to the last
- * </think>) and opens the generation with <think>\n. */
+/* DeepSeek: BOS, the system prompt, then <｜User｜>/<｜Assistant｜> turns. Several system
+ * messages are joined by blank lines (V3) or the last one is kept (R1), as the template
+ * says or else as the named family does. The R1 variant drops the reasoning of earlier
+ * assistant turns (up to the last </think>) and opens the generation with <think>\n. */
 static void render_deepseek(const or1_tokenizer *t, bool r1, const or1_chat_message *m, size_t n,
                             bool gen, sbuf *b) {
     put(b, t->bos_token ? t->bos_token : DS_BOS);
-    bool first = true;
+    bool join = t->chat_join_systems >= 0 ? t->chat_join_systems == 1 : !r1, first = true;
+    const char *last = NULL;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(m[i].role, "system") != 0) continue;
+        last = m[i].content;
+        if (!join) continue;
         if (!first) put(b, "\n\n");
         put(b, m[i].content);
         first = false;
     }
+    if (!join && last) put(b, last);
     for (size_t i = 0; i < n; i++) {
         if (strcmp(m[i].role, "user") == 0) {
             put(b, "<｜User｜>");

@@ -49,10 +49,15 @@ function makeR1Distill(dir) {
   // The R1 template also drops an earlier assistant turn's reasoning (content after the
   // last </think>); the reference Jinja has no str.split, so main() applies that cut to
   // the reference's messages instead of the template doing it.
+  // R1 also keeps only the last system message where V3 joins them.
   let tpl = ds.chat_template;
   const gen = "{{'<｜Assistant｜>'}}{% endif %}";
-  if (!tpl.includes(gen)) throw new Error('deepseek_v3 template changed');
-  tpl = tpl.replace(gen, "{{'<｜Assistant｜><think>\\n'}}{% endif %}");
+  const sys = "{%- if ns.is_first_sp %}{% set ns.system_prompt = ns.system_prompt + message['content'] %}" +
+    "{% set ns.is_first_sp = false %}{%- else %}{% set ns.system_prompt = ns.system_prompt + '\n\n' + " +
+    "message['content'] %}{%- endif %}";
+  if (!tpl.includes(gen) || !tpl.includes(sys)) throw new Error('deepseek_v3 template changed');
+  tpl = tpl.replace(gen, "{{'<｜Assistant｜><think>\\n'}}{% endif %}")
+    .replace(sys, "{% set ns.system_prompt = message['content'] %}");
   const cfg = {
     add_bos_token: true, bos_token: bos, eos_token: '<｜end▁of▁sentence｜>',
     clean_up_tokenization_spaces: false, tokenizer_class: 'LlamaTokenizerFast', chat_template: tpl,
@@ -132,6 +137,8 @@ function conversations(texts) {
     [{ role: 'user', content: t(3) }, { role: 'assistant', content: '<think>\nfirst\n</think>\n\nIt is 2.' },
       { role: 'user', content: t(8) }],
     [{ role: 'user', content: '  padded with spaces \n' }],
+    [{ role: 'system', content: 'First rule.' }, { role: 'system', content: 'Second rule.' },
+      { role: 'user', content: t(5) }],
   ];
 }
 

@@ -529,6 +529,8 @@ static void test_chat(void) {
     char *out = NULL;
     CHECK(or1_tokenizer_chat(t, "deepseek", sys, 3, true, &out) == 0 && !strcmp(out, "<|bos|>S1\n\nS2<｜User｜>u<｜Assistant｜>"), "deepseek system prompts");
     free(out);
+    CHECK(or1_tokenizer_chat(t, "deepseek-r1", sys, 3, true, &out) == 0 && !strcmp(out, "<|bos|>S2<｜User｜>u<｜Assistant｜><think>\n"), "deepseek-r1 keeps the last system prompt");
+    free(out);
     CHECK(or1_tokenizer_chat(t, NULL, sys, 2, true, &out) == 0 && !strcmp(out, "<|im_start|>system\nS1<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"), "chatml with its own system prompt");
     free(out);
     or1_chat_message odd[] = {{"tool", "x"}};
