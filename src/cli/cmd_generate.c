@@ -110,11 +110,12 @@ static int read_request(const cJSON *row, const char *where, const or1_tokenizer
 }
 
 /* Reads every request of the input file. */
-static int read_requests(const char *path, const or1_tokenizer *tok, int vocab, request_list *l) {
+static int read_requests(const char *path, const or1_tokenizer *tok, const or1_config *c, int max_new, request_list *l) {
     or1_jsonl_reader rd;
     if (or1_jsonl_open(&rd, path)) return -1;
     cJSON *row;
     int rc;
+    size_t *lines = NULL;
     while ((rc = or1_jsonl_next(&rd, &row)) == 1) {
         char where[600];
         snprintf(where, sizeof where, "%s:%zu", path, rd.line);
@@ -123,12 +124,18 @@ static int read_requests(const char *path, const or1_tokenizer *tok, int vocab, 
             l->r = or1_realloc(l->r, (size_t)l->cap * sizeof *l->r);
         }
         memset(&l->r[l->n], 0, sizeof l->r[l->n]);
-        rc = read_request(row, where, tok, vocab, &l->r[l->n]);
+        rc = read_request(row, where, tok, c->vocab, &l->r[l->n]);
         cJSON_Delete(row);
         if (rc) break;
-        l->n++;
+        lines = or1_realloc(lines, (size_t)l->cap * sizeof *lines);
+        lines[l->n++] = rd.line;
     }
     or1_jsonl_close(&rd);
+    for (int i = 0; rc == 0 && i < l->n; i++) /* after every line parsed, so format errors come first */
+        if ((long)l->r[i].n_prompt + max_new > c->max_pos)
+            rc = or1_fail("%s:%zu: %d prompt + %d new tokens exceed max_position_embeddings %d", path, lines[i],
+                          l->r[i].n_prompt, max_new, c->max_pos);
+    free(lines);
     return rc < 0 ? -1 : 0;
 }
 
@@ -184,7 +191,7 @@ int cmd_generate(cli_args *a) {
     request_list l = {0};
     int rc = 1, n_stop = 0;
     if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && cli_check_unused(a) == 0 && load_tokenizer(a, dir, &tok) == 0 &&
-        read_requests(input, tok, m.cfg.vocab, &l) == 0) {
+        read_requests(input, tok, &m.cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};
         rc = generate(&m, &l, &s, n, &cfg, tok) ? 1 : 0;

@@ -43,6 +43,15 @@ typedef struct {
 /* Floats of KV for n tokens of every layer. */
 static size_t kv_floats(const or1_config *c, size_t n) { return (size_t)c->layers * 2 * n * c->kv_heads * c->head_dim; }
 
+/* Formats a byte count with a unit that keeps three significant figures visible. */
+static const char *human_bytes(double b, char *buf, size_t cap) {
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) b /= 1024, u++;
+    snprintf(buf, cap, "%.3g %s", b, units[u]);
+    return buf;
+}
+
 /* Picks the slot count that fits the KV budget; fails if not even one sequence fits. */
 static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
     const or1_config *c = &e->m->cfg;
@@ -53,10 +62,12 @@ static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
         double bytes = 4.0 * ((double)(s + 1) * kv_floats(c, (size_t)e->pcap) + (double)s * kv_floats(c, (size_t)e->ncap));
         if (bytes <= budget) break;
     }
-    if (s < 1)
-        return or1_fail("generate: a %d-token prompt with %d new tokens needs %.2f GiB of KV cache, over the %.2f GiB budget",
-                        e->pcap, e->ncap, 4.0 * (2.0 * kv_floats(c, (size_t)e->pcap) + kv_floats(c, (size_t)e->ncap)) / 1073741824.0,
-                        budget / 1073741824.0);
+    if (s < 1) {
+        char need[32], have[32];
+        double bytes = 4.0 * (2.0 * kv_floats(c, (size_t)e->pcap) + kv_floats(c, (size_t)e->ncap));
+        return or1_fail("generate: a %d-token prompt with %d new tokens needs %s of KV cache, over the %s budget",
+                        e->pcap, e->ncap, human_bytes(bytes, need, sizeof need), human_bytes(budget, have, sizeof have));
+    }
     e->n_slots = s;
     e->n_prefix = s + 1; /* live prompts: those of active slots plus the one being admitted */
     return 0;
