@@ -20,6 +20,7 @@
 #include <linux/securebits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { ERR_TAIL = 4096, PATH_MAX_SB = 512 };
+enum { ERR_TAIL = 4096, PATH_MAX_SB = 1024, CHILD_STACK = 256 << 10 };
 
 /* Everything the child needs, prepared by the parent so the child never allocates. */
 typedef struct {
@@ -46,7 +47,8 @@ typedef struct {
     const char *dir;       /* working directory: "/work" inside the namespace or a host temp dir */
     char tmpfs_opts[64];
     char uid_map[64], gid_map[64];
-    int out_w, err_w, chan_w, status_w, go_r;
+    int out_w, err_w, chan_w, status_w;
+    const or1_cgroup *cg; /* groups the child joins first, or NULL */
     const struct sock_fprog *filter;
 } child_ctx;
 
@@ -286,11 +288,29 @@ static void child_drop(child_ctx *c) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_die(c, 16);
 }
 
-/* The child: isolate, limit, filter, exec. Never returns. */
+/* Joins the run slot's cgroups (writing 0 moves the writer). Best effort: without them the
+ * rlimits still bound every process. */
+static void child_cgroups(const child_ctx *c) {
+    for (int i = 0; c->cg && i < OR1_CGROUP_N; i++) {
+        char path[PATH_MAX_SB];
+        cat2(path, c->cg->dir[i], "/cgroup.procs");
+        or1_sandbox_write_proc(path, "0");
+    }
+}
+
+/* The child: isolate, limit, filter, exec. Never returns. It shares the parent's memory
+ * (CLONE_VM, the parent thread waits until exec), so it touches only its own stack and c. */
 static _Noreturn void child_main(child_ctx *c) {
-    /* Wait until the parent has put us in our cgroups (end of file: the parent is gone). */
-    char go;
-    if (read(c->go_r, &go, 1) != 1) _exit(127);
+    /* Default dispositions, then the signals the parent blocked around clone. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    child_cgroups(c);
     /* Lift the pipe ends above the standard descriptors so the dup2s below cannot clobber them. */
     int *fds[] = {&c->status_w, &c->out_w, &c->err_w, &c->chan_w};
     for (int i = 0; i < 4; i++) {
@@ -308,6 +328,9 @@ static _Noreturn void child_main(child_ctx *c) {
     execve(c->spec->argv[0], (char *const *)c->spec->argv, child_env);
     child_die(c, 18);
 }
+
+/* clone()'s entry point. */
+static int child_entry(void *arg) { child_main(arg); }
 
 /* Output collected from one pipe: either the head up to cap (stdout, channel) or the tail. */
 typedef struct {
@@ -501,11 +524,12 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     } else {
         c.dir = "/work";
     }
-    int p[5][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    int p[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
     int rc = -1;
     /* Run slots are the per-run uids, which exist only as root, as do writable cgroups. */
     or1_cgroup *cg = root ? or1_cgroup_get(c.uid % OR1_CGROUP_SLOTS, &spec->limits) : NULL;
-    for (int i = 0; i < 5; i++)
+    c.cg = cg;
+    for (int i = 0; i < 4; i++)
         if (pipe2(p[i], O_CLOEXEC) != 0) {
             or1_fail("sandbox: pipe: %s", strerror(errno));
             goto done;
@@ -514,28 +538,31 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     c.err_w = p[1][1];
     c.chan_w = p[2][1];
     c.status_w = p[3][1];
-    c.go_r = p[4][0];
     long flags = SIGCHLD;
     if (c.iso != OR1_ISOLATION_RLIMITS)
         flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
     if (c.iso == OR1_ISOLATION_USERNS) flags |= CLONE_NEWUSER;
+    /* CLONE_VM | CLONE_VFORK, as posix_spawn does: no copy of the (possibly huge) parent's page
+     * tables and no copy-on-write faults afterwards; this thread resumes once the child has
+     * executed the program or failed. Signals stay blocked until the child has reset them. */
+    flags |= CLONE_VM | CLONE_VFORK;
+    char *stack = or1_malloc(CHILD_STACK);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     double t0 = or1_now();
-    pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0L);
+    pid_t pid = clone(child_entry, stack + CHILD_STACK, (int)flags, &c);
+    int clone_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    free(stack);
     if (pid < 0) {
-        or1_fail("sandbox: clone: %s", strerror(errno));
+        or1_fail("sandbox: clone: %s", strerror(clone_errno));
         goto done;
     }
-    if (pid == 0) child_main(&c);
     for (int i = 0; i < 4; i++) {
         close(p[i][1]);
         p[i][1] = -1;
     }
-    /* Without its cgroups the run would still be bounded per process: go on regardless. */
-    if (cg && or1_cgroup_attach(cg, pid) != 0) {
-        or1_cgroup_put(cg);
-        cg = NULL;
-    }
-    if (write(p[4][1], "g", 1) != 1) kill(pid, SIGKILL);
     int pidfd = (int)syscall(SYS_pidfd_open, (long)pid, 0L);
     sink sinks[3] = {
         {p[0][0], NULL, 0, spec->limits.output_bytes, 0, false, false, NULL, NULL, false},
@@ -601,7 +628,7 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     if (!limit_hit && cg && or1_cgroup_oom(cg)) res->status = OR1_RUN_MEMORY_LIMIT;
     rc = 0;
 done:
-    close_pipes(p, 5);
+    close_pipes(p, 4);
     /* With a pid namespace the kernel has already killed every descendant. */
     if (cg && c.iso == OR1_ISOLATION_RLIMITS) or1_cgroup_put(cg);
     if (tmpdir) {

@@ -8,6 +8,7 @@
 #include "or1/core.h"
 #include "sandbox_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,6 +24,29 @@ static const char root[] = "/sys/fs/cgroup";
 static bool available;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
+static void own_group(const char *controller, char *out, size_t cap);
+
+/* Removes groups left by an or1 process that died without its exit handler (killed). */
+static void sweep_stale(void) {
+    for (int i = 0; i < OR1_CGROUP_N; i++) {
+        char own[512], parent[768];
+        own_group(controllers[i], own, sizeof own);
+        snprintf(parent, sizeof parent, "%s/%s%s", root, controllers[i], own);
+        DIR *d = opendir(parent);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            int pid;
+            unsigned slot;
+            if (sscanf(e->d_name, "or1-sandbox-%d-%u", &pid, &slot) != 2 || pid <= 0) continue;
+            if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s/%s", parent, e->d_name);
+            rmdir(dir); /* fails, harmlessly, while anything still runs in it */
+        }
+        if (d) closedir(d);
+    }
+}
+
 /* Usable only as root with all three v1 hierarchies mounted writable. */
 static void probe(void) {
     if (geteuid() != 0 || getenv("OR1_SANDBOX_NO_CGROUP")) return;
@@ -32,6 +56,7 @@ static void probe(void) {
         if (access(path, W_OK) != 0) return;
     }
     available = true;
+    sweep_stale();
 }
 
 /* Writes a decimal or string value into one control file. */
@@ -69,9 +94,9 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Kills whatever is still in a group's pids controller (a descendant that outlived its run);
  * waits briefly until it is empty. */
-static void empty_group(const or1_cgroup *cg) {
-    char path[768];
-    snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[2]);
+static void empty_group_dir(const char *dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
     for (int attempt = 0; attempt < 50; attempt++) {
         bool busy = false;
         FILE *f = fopen(path, "re");
@@ -85,6 +110,9 @@ static void empty_group(const or1_cgroup *cg) {
         usleep(2000);
     }
 }
+
+/* Empties a slot's pids group. */
+static void empty_group(const or1_cgroup *cg) { empty_group_dir(cg->dir[2]); }
 
 /* Removes every slot's groups at exit (they must be empty: runs have ended). */
 static void remove_all(void) {
@@ -152,15 +180,6 @@ or1_cgroup *or1_cgroup_get(unsigned slot, const or1_sandbox_limits *l) {
     if (put(cg->dir[2], "pids.max", value) != 0) return NULL;
     cg->oom_base = oom_kills(cg);
     return cg;
-}
-
-/* Moves pid (not yet running untrusted code) into every group. */
-int or1_cgroup_attach(const or1_cgroup *cg, pid_t pid) {
-    char value[32];
-    snprintf(value, sizeof value, "%d", (int)pid);
-    for (int i = 0; i < OR1_CGROUP_N; i++)
-        if (put(cg->dir[i], "cgroup.procs", value) != 0) return -1;
-    return 0;
 }
 
 /* True if the kernel's OOM killer acted inside the memory group during this run. */

@@ -28,7 +28,6 @@ typedef struct {
 
 /* The slot's groups with this run's limits, or NULL (then rlimits alone bound the run). */
 or1_cgroup *or1_cgroup_get(unsigned slot, const or1_sandbox_limits *l);
-int or1_cgroup_attach(const or1_cgroup *cg, pid_t pid);
 bool or1_cgroup_oom(const or1_cgroup *cg);
 void or1_cgroup_put(or1_cgroup *cg);
 
