@@ -301,15 +301,19 @@ static void child_cgroups(const child_ctx *c) {
 /* The child: isolate, limit, filter, exec. Never returns. It shares the parent's memory
  * (CLONE_VM, the parent thread waits until exec), so it touches only its own stack and c. */
 static _Noreturn void child_main(child_ctx *c) {
-    /* Default dispositions, then the signals the parent blocked around clone. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Default dispositions (an ignored signal would stay ignored across exec), then unblock what
+     * the parent blocked around clone. Raw system calls: a libc or sanitizer wrapper would
+     * update bookkeeping in the memory this child shares with the parent. */
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } dfl = {SIG_DFL, 0, NULL, 0};
+    for (long sig = 1; sig <= 64; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8L);
+    uint64_t none = 0;
+    syscall(SYS_rt_sigprocmask, (long)SIG_SETMASK, &none, NULL, 8L);
     child_cgroups(c);
     /* Lift the pipe ends above the standard descriptors so the dup2s below cannot clobber them. */
     int *fds[] = {&c->status_w, &c->out_w, &c->err_w, &c->chan_w};
