@@ -17,7 +17,7 @@ build: deps
 	@cmake --build build -j$(JOBS)
 
 build-asan: deps
-	@$(CMAKE_CONFIGURE) build-asan -DCMAKE_BUILD_TYPE=Debug -DOR1_SANITIZE=ON >/dev/null
+	@$(CMAKE_CONFIGURE) build-asan -DCMAKE_BUILD_TYPE=Debug -DOR1_SANITIZE=ON -DOR1_NATIVE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 
 # The main job on the built-in default.
