@@ -10,9 +10,12 @@ alone versus followed by the other four. So that identity is not trivially met, 
 checks that samples differ between seeds, between the samples of one prompt, and between two copies
 of one prompt at different indexes (each request has its own seed), and that the stop list did end
 samples at different lengths. A wider model (hidden 256, 300-token prompts, where OpenBLAS runs the
-prefill on several threads) checks --threads 1 vs 2 and --max-slots 1 vs 64 once more.
+prefill on several threads) checks --threads 1 vs 2 and --max-slots 1 vs 64 once more. With stderr
+a terminal, a progress bar appears there and stdout stays the same.
 """
 import os
+import pty
+import subprocess
 import sys
 import tempfile
 
@@ -117,6 +120,31 @@ def check_wide(chk, or1, tmp):
                f"wide model: --threads {key[0]} --max-slots {key[1]} differs from --threads 1 --max-slots 1")
 
 
+def check_progress(chk, or1, model, inp, n_prompts, want):
+    """stderr on a pseudo-terminal: a progress bar there, the same JSON lines on stdout."""
+    master, slave = pty.openpty()
+    args = [or1, "generate", "--model", model, "--input", inp, "--n", str(N), "--seed", "11",
+            "--max-new-tokens", str(NEW), "--temperature", "1.0"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closes when or1 exits
+            break
+        if not chunk:
+            break
+        err += chunk
+    out = p.communicate(timeout=600)[0]
+    os.close(master)
+    text = err.decode(errors="replace")
+    chk.ok(p.returncode == 0 and not ref.sanitizer_report(text), f"progress bar run: exit {p.returncode}: {text[-500:]}")
+    chk.ok(f"{n_prompts * N}/{n_prompts * N}" in text,
+           f"stderr on a terminal should show a progress bar ending at {n_prompts * N} samples: {text[-300:]!r}")
+    chk.ok(out.splitlines() == want, "stdout differs when stderr is a terminal")
+
+
 def main():
     or1 = sys.argv[1]
     chk = ref.Checker("rollout invariance")
@@ -125,6 +153,9 @@ def main():
         cfg, _ = ref.new_checkpoint(model, seed=5, hidden=48, heads=6, kv_heads=2, vocab=40)
         prompts = prompts_for(cfg["vocab_size"])
         inp = common.write_prompts(os.path.join(tmp, "all.jsonl"), prompts)
+        plain = common.generate_lines(chk, or1, model, inp, len(prompts), n=N, seed=11, temperature=1.0,
+                                      **{"max-new-tokens": NEW})[1]
+        check_progress(chk, or1, model, inp, len(prompts), plain)
         stop = stop_tokens(chk, or1, model, inp, len(prompts))
         print(f"stop list: {stop}")
         for setting in SETTINGS:

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Rollout engine: or1 generate tokens/s against a PyTorch fp32 sampler with a KV cache, same run.
+# OR1_BENCH_THREADS (default 2) sets or1's --threads, torch.set_num_threads and the thread count
+# of the OpenBLAS that Debian's PyTorch calls (OPENBLAS_NUM_THREADS) alike.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+threads=${OR1_BENCH_THREADS:-2}
+OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 "$root/bench/bench_rollout.py" --or1 "$root/build/or1" \
+    --sgemm "$root/build/bench_sgemm" --threads "$threads" "$@"
