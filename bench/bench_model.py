@@ -243,6 +243,11 @@ def main():
         frac = "n/a" if peak is None else f"{go / peak:.2f}"
         print(f"| {name} | {tokens} | {o:.0f} | {t:.0f} | {o / t:.2f} | {go:.1f} | {gt:.1f} | "
               f"{frac} |")
+    load, cores = os.getloadavg()[0], os.cpu_count()
+    if load > cores:
+        print(f"\nnote: load average {load:.1f} on {cores} cores: other processes shared the CPUs, "
+              "and multi-threaded runs (PyTorch's many small OpenMP regions above all) wait on "
+              "descheduled threads; these figures are not representative.")
 
 
 if __name__ == "__main__":
