@@ -1,8 +1,8 @@
-/* Code rewards: one response graded against its tests, one sandboxed process per test. */
+/* Code rewards: one response graded against its tests. Stdin and call-based tests share one
+ * sandbox per response (the harness forks a child per test); assert-style tests get one each. */
 #include "or1/core.h"
 #include "sandbox_internal.h"
 
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
