@@ -1,21 +1,20 @@
 # or1 code harness. The sandbox runs this (python3 -c) around one untrusted solution.
 #
-#   batch stdin SOLUTION N CPU WALL CAP         N tests, test i's input in the file in_<i>: the
-#   batch call  SOLUTION N CPU WALL CAP FN_NAME program runs as __main__ on that stdin, or
-#                                               Solution().FN_NAME(*args) (or a top-level
-#                                               FN_NAME) gets one JSON argument per input line
-#   script SOLUTION PROGRAM                     PROGRAM (prefix + solution + test statement)
-#                                               runs as __main__
+#   batch KIND SOLUTION N CPU WALL CAP [FN_NAME]   N tests; test i's data is the file in_<i>:
+#     stdin   the program runs as __main__ with in_<i> on stdin
+#     call    Solution().FN_NAME(*args) (or a top-level FN_NAME), one JSON argument per line
+#     script  prefix.py + SOLUTION + "\n" + in_<i> runs as __main__ (assert-style tests)
 #
-# Batch mode imports the prelude once and forks one child per test, so Python's start-up is
-# paid once per response; each child gets CPU seconds CPU, wall seconds WALL and CAP bytes of
-# stdout. This process never runs untrusted code; the children cannot reach fd 3.
+# The harness compiles the solution and imports once (LiveCodeBench's prelude for stdin and
+# call; the prefix's own imports for script), then forks one child per test, so Python's
+# start-up is paid once per response; each child gets CPU seconds CPU, wall seconds WALL and
+# CAP bytes of stdout. This process never runs untrusted code; the children cannot reach fd 3.
 #
 # Records on fd 3: "S" a syntax error (nothing else follows); per test "T i status code cpu_ms
 # out_len res_len\n" + stdout + result, where status is exit|signal|cpu|wall|output and the
-# result is "R<json>" (a call's value), "U" (a value JSON cannot carry), "M" (MemoryError) or
-# empty; in script mode "M" or "P" (the program ran to its end). Grading happens in C, against
-# expected values this process never sees.
+# result is "R<json>" (a call's value), "U" (a value JSON cannot carry), "M" (MemoryError),
+# "A" (an assertion failed), "P" (a script ran to its end) or empty. Grading happens in C,
+# against expected values this process never sees.
 import builtins
 import json
 import math
@@ -87,15 +86,22 @@ def child(i, kind, code, scope, fn_name, res_w, out_fd, cpu, cap):
     status = 1
     try:
         os.close(3)
-        fd = os.open("in_%d" % i, os.O_RDONLY)
-        os.dup2(fd, 0)
+        if kind != "script":
+            fd = os.open("in_%d" % i, os.O_RDONLY)
+            os.dup2(fd, 0)
+            os.close(fd)
         os.dup2(out_fd, 1)
-        os.close(fd)
         os.close(out_fd)
         limit = max(1, math.ceil(cpu))
         resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
-        if kind == "stdin":
+        if kind == "script":
+            prefix, source = code
+            with open("in_%d" % i, "rb") as f:
+                program = compile(prefix + source + b"\n" + f.read(), "program.py", "exec")
+            exec(program, {"__name__": "__main__", "__builtins__": builtins})
+            os.write(res_w, b"P")
+        elif kind == "stdin":
             scope["__name__"] = "__main__"
             exec(code, scope)
         else:
@@ -121,6 +127,9 @@ def child(i, kind, code, scope, fn_name, res_w, out_fd, cpu, cap):
             os.write(res_w, b"M")
         except OSError:
             pass
+    except AssertionError:
+        traceback.print_exc()
+        os.write(res_w, b"A")
     except BaseException:
         traceback.print_exc()
     finally:
@@ -150,7 +159,7 @@ def clean_up():
     """Kills what a test left behind (pid 1 of a namespace only), reaps every zombie and removes
     the files it wrote, so that each test starts from the same state."""
     for name in os.listdir("."):
-        if name != "solution.py" and not name.startswith("in_"):
+        if name not in ("solution.py", "prefix.py") and not name.startswith("in_"):
             try:
                 if os.path.isdir(name) and not os.path.islink(name):
                     import shutil
@@ -215,35 +224,30 @@ def run_test(i, kind, code, scope, fn_name, cpu, wall, cap):
 
 
 def batch(kind, path, n, cpu, wall, cap, fn_name):
-    """Imports the prelude once, then runs every test in its own child."""
+    """Compiles and imports once, then runs every test in its own child."""
     code = load(path)
     scope = {"__builtins__": builtins}
-    exec(PRELUDE, scope)
+    if kind == "script":
+        with open(path, "rb") as f:
+            source = f.read()
+        with open("prefix.py", "rb") as f:
+            prefix = f.read()
+        # Run the prefix once here so that its imports are cached for every child.
+        try:
+            exec(compile(prefix, "prefix.py", "exec"), {"__builtins__": builtins})
+        except BaseException:
+            pass
+        code = (prefix, source)
+    else:
+        exec(PRELUDE, scope)
     for i in range(n):
         run_test(i, kind, code, scope, fn_name, cpu, wall, cap)
 
 
-def script(path, prog_path):
-    """Assert-style tests: the whole program, then the success marker."""
-    load(path)
-    with open(prog_path, "rb") as f:
-        prog = compile(f.read(), prog_path, "exec")
-    scope = {"__name__": "__main__", "__builtins__": builtins}
-    try:
-        exec(prog, scope)
-    except MemoryError:
-        report(b"M")
-        raise
-    report(b"P")
-
-
 def main():
-    if sys.argv[1] == "batch":
-        kind, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
-        cpu, wall, cap = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
-        batch(kind, path, n, cpu, wall, cap, sys.argv[8] if len(sys.argv) > 8 else None)
-    elif sys.argv[1] == "script":
-        script(sys.argv[2], sys.argv[3])
+    kind, path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    cpu, wall, cap = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
+    batch(kind, path, n, cpu, wall, cap, sys.argv[8] if len(sys.argv) > 8 else None)
 
 
 main()

@@ -1,5 +1,5 @@
-/* Code rewards: one response graded against its tests. Stdin and call-based tests share one
- * sandbox per response (the harness forks a child per test); assert-style tests get one each. */
+/* Code rewards: one response graded against its tests, all of them in one sandbox (the harness
+ * forks a child per test). */
 #include "or1/core.h"
 #include "sandbox_internal.h"
 
@@ -16,18 +16,6 @@ const char *or1_code_verdict_name(or1_code_verdict v) {
         "accepted", "wrong_answer", "time_limit", "memory_limit", "runtime_error",
         "output_limit", "no_code", "syntax_error", "not_run"};
     return (unsigned)v < sizeof names / sizeof names[0] ? names[v] : "?";
-}
-
-/* Maps how the run ended to a verdict; ACCEPTED means "ran cleanly, now grade the output". */
-static or1_code_verdict run_verdict(const or1_sandbox_result *r) {
-    if (r->chan[0] == 'S') return OR1_CODE_SYNTAX_ERROR;
-    if (r->status == OR1_RUN_CPU_LIMIT || r->status == OR1_RUN_WALL_LIMIT) return OR1_CODE_TIME_LIMIT;
-    if (r->status == OR1_RUN_OUTPUT_LIMIT) return OR1_CODE_OUTPUT_LIMIT;
-    if (r->status == OR1_RUN_MEMORY_LIMIT || r->chan[0] == 'M' || strstr(r->err, "MemoryError"))
-        return OR1_CODE_MEMORY_LIMIT;
-    if (r->status == OR1_RUN_SIGNALED) return r->signal == SIGXCPU ? OR1_CODE_TIME_LIMIT : OR1_CODE_RUNTIME_ERROR;
-    if (r->exit_code != 0) return strstr(r->err, "AssertionError") ? OR1_CODE_WRONG_ANSWER : OR1_CODE_RUNTIME_ERROR;
-    return OR1_CODE_ACCEPTED;
 }
 
 /* Runs the problem's checker on one test: accepted iff it exits 0 within the limits. */
@@ -71,35 +59,6 @@ static int grade(const or1_code_tests *t, size_t i, const or1_sandbox_result *r,
     return or1_fail("code: unknown test kind");
 }
 
-/* Runs assert-style test i (prefix + code + statement) in its own sandbox and grades it. */
-static int run_script(const or1_code_job *job, const char *code, size_t i, const or1_sandbox_limits *lim,
-                      or1_code_verdict *v) {
-    const or1_code_tests *t = job->tests;
-    size_t lp = strlen(t->prefix), lc = strlen(code), la = strlen(t->asserts[i]);
-    size_t ls = t->suffix ? strlen(t->suffix) : 0;
-    char *program = or1_malloc(lp + lc + la + ls + 2);
-    memcpy(program, t->prefix, lp);
-    memcpy(program + lp, code, lc);
-    program[lp + lc] = '\n';
-    memcpy(program + lp + lc + 1, t->asserts[i], la);
-    if (ls) memcpy(program + lp + lc + 1 + la, t->suffix, ls);
-    program[lp + lc + 1 + la + ls] = '\0';
-    or1_sandbox_file files[2] = {{"solution.py", code, lc}, {"program.py", program, strlen(program)}};
-    const char *argv[] = {python, "-s", "-B", "-c", or1_code_driver_py, "script", "solution.py", "program.py", NULL};
-    or1_sandbox_spec spec = {.argv = argv, .files = files, .n_files = 2, .limits = *lim};
-    or1_sandbox_result r;
-    int rc = or1_sandbox_run(&spec, &r);
-    free(program);
-    if (rc != 0) return -1;
-    *v = run_verdict(&r);
-    if (getenv("OR1_CODE_DEBUG"))
-        fprintf(stderr, "or1 code: test %zu: status %d exit %d signal %d cpu %.3f s wall %.3f s -> %s\n%s\n", i,
-                (int)r.status, r.exit_code, r.signal, r.cpu_s, r.wall_s, or1_code_verdict_name(*v), r.err);
-    if (*v == OR1_CODE_ACCEPTED) rc = grade(t, i, &r, lim, v);
-    or1_sandbox_result_free(&r);
-    return rc;
-}
-
 /* Records a test's verdict in the result; true if grading should stop here. */
 static bool record(const or1_code_job *job, or1_code_result *res, size_t i, or1_code_verdict v) {
     res->per_test[i] = v;
@@ -131,6 +90,7 @@ static or1_code_verdict batch_verdict(const char *status, int code, const char *
     if (strcmp(status, "wall") == 0 || strcmp(status, "cpu") == 0) return OR1_CODE_TIME_LIMIT;
     if (strcmp(status, "output") == 0) return OR1_CODE_OUTPUT_LIMIT;
     if (res[0] == 'M') return OR1_CODE_MEMORY_LIMIT;
+    if (res[0] == 'A') return OR1_CODE_WRONG_ANSWER; /* an assert-style test's assertion failed */
     if (strcmp(status, "signal") == 0) return code == SIGXCPU ? OR1_CODE_TIME_LIMIT : OR1_CODE_RUNTIME_ERROR;
     if (strcmp(status, "exit") != 0 || code != 0) return OR1_CODE_RUNTIME_ERROR;
     return OR1_CODE_ACCEPTED;
@@ -209,28 +169,47 @@ static int batch_chan(void *ctx, const char *data, size_t len) {
     return b->stopped || b->broken || b->syntax || b->failed;
 }
 
-/* Runs every stdin or call-based test of a job in one sandbox (the harness forks a child per
- * test after importing once) and grades the records as they stream in. */
+/* Test i's data file: its stdin or arguments, or for assert-style tests the statement (and
+ * Skywork's "check(entry)") that follows the solution; a new string. */
+static char *test_data(const or1_code_tests *t, size_t i) {
+    if (t->kind == OR1_TESTS_STDIO || t->kind == OR1_TESTS_CALL) return or1_strdup(t->inputs[i]);
+    const char *suffix = t->suffix ? t->suffix : "";
+    size_t la = strlen(t->asserts[i]), ls = strlen(suffix);
+    char *s = or1_malloc(la + ls + 1);
+    memcpy(s, t->asserts[i], la);
+    memcpy(s + la, suffix, ls + 1);
+    return s;
+}
+
+/* The harness's name for a kind of tests. */
+static const char *kind_name(or1_tests_kind k) {
+    return k == OR1_TESTS_STDIO ? "stdin" : k == OR1_TESTS_CALL ? "call" : "script";
+}
+
+/* Runs every test of a job in one sandbox (the harness forks a child per test after compiling
+ * and importing once) and grades the records as they stream in. */
 static int run_batch(const or1_code_job *job, const char *code, const or1_sandbox_limits *lim,
                      or1_code_result *res) {
     const or1_code_tests *t = job->tests;
     size_t n = t->n;
-    or1_sandbox_file *files = or1_calloc(n + 1, sizeof *files);
-    char **names = or1_calloc(n, sizeof *names);
+    or1_sandbox_file *files = or1_calloc(n + 2, sizeof *files);
+    char **names = or1_calloc(n, sizeof *names), **data = or1_calloc(n, sizeof *data);
     files[0] = (or1_sandbox_file){"solution.py", code, strlen(code)};
+    size_t n_files = 1;
+    if (t->prefix) files[n_files++] = (or1_sandbox_file){"prefix.py", t->prefix, strlen(t->prefix)};
     for (size_t i = 0; i < n; i++) {
         names[i] = or1_malloc(32);
         snprintf(names[i], 32, "in_%zu", i);
-        files[i + 1] = (or1_sandbox_file){names[i], t->inputs[i], strlen(t->inputs[i])};
+        data[i] = test_data(t, i);
+        files[n_files++] = (or1_sandbox_file){names[i], data[i], strlen(data[i])};
     }
     char nbuf[32], cpu[32], wall[32], cap[32];
     snprintf(nbuf, sizeof nbuf, "%zu", n);
     snprintf(cpu, sizeof cpu, "%.3f", lim->cpu_s);
     snprintf(wall, sizeof wall, "%.3f", lim->wall_s);
     snprintf(cap, sizeof cap, "%zu", lim->output_bytes);
-    const char *argv[] = {python, "-s", "-B", "-c", or1_code_driver_py, "batch",
-                          t->kind == OR1_TESTS_STDIO ? "stdin" : "call", "solution.py", nbuf, cpu, wall, cap,
-                          t->kind == OR1_TESTS_CALL ? t->fn_name : NULL, NULL};
+    const char *argv[] = {python, "-s", "-B", "-c", or1_code_driver_py, "batch", kind_name(t->kind), "solution.py",
+                          nbuf, cpu, wall, cap, t->kind == OR1_TESTS_CALL ? t->fn_name : NULL, NULL};
     /* The harness process itself: its start-up, plus every test's worst case. */
     or1_sandbox_limits outer = *lim;
     outer.cpu_s = (double)n * (lim->cpu_s + 1.0) + 30.0;
@@ -238,12 +217,16 @@ static int run_batch(const or1_code_job *job, const char *code, const or1_sandbo
     if (outer.cpu_s > 3600) outer.cpu_s = 3600;
     if (outer.wall_s > 7200) outer.wall_s = 7200;
     batch_state b = {.job = job, .lim = lim, .res = res};
-    or1_sandbox_spec spec = {.argv = argv, .files = files, .n_files = n + 1, .limits = outer,
+    or1_sandbox_spec spec = {.argv = argv, .files = files, .n_files = n_files, .limits = outer,
                              .on_chan = batch_chan, .on_chan_ctx = &b};
     or1_sandbox_result r;
     int rc = or1_sandbox_run(&spec, &r);
-    for (size_t i = 0; i < n; i++) free(names[i]);
+    for (size_t i = 0; i < n; i++) {
+        free(names[i]);
+        free(data[i]);
+    }
     free(names);
+    free(data);
     free(files);
     free(b.buf);
     if (rc != 0) return -1;
@@ -297,26 +280,10 @@ int or1_code_verify(const or1_code_job *job, or1_code_result *res) {
         return 0;
     }
     or1_sandbox_limits lim = job_limits(job);
-    if (job->tests->kind == OR1_TESTS_STDIO || job->tests->kind == OR1_TESTS_CALL) {
-        if (run_batch(job, code, &lim, res) != 0) {
-            free(code);
-            res->verdict = OR1_CODE_RUNTIME_ERROR;
-            return -1;
-        }
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            or1_code_verdict v;
-            if (run_script(job, code, i, &lim, &v) != 0) {
-                free(code);
-                res->verdict = OR1_CODE_RUNTIME_ERROR;
-                return or1_fail_ctx("test %zu", i);
-            }
-            if (v == OR1_CODE_SYNTAX_ERROR) {
-                res->verdict = v;
-                break;
-            }
-            if (record(job, res, i, v)) break;
-        }
+    if (run_batch(job, code, &lim, res) != 0) {
+        free(code);
+        res->verdict = OR1_CODE_RUNTIME_ERROR;
+        return -1;
     }
     free(code);
     res->correct = res->verdict == OR1_CODE_ACCEPTED && res->passed == res->total;
