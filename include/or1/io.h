@@ -53,6 +53,10 @@ int or1_jsonl_open(or1_jsonl_reader *r, const char *path);
 int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out);
 void or1_jsonl_close(or1_jsonl_reader *r);
 
+/* Rewrites a JSONL file row by row into out (atomically; out may equal in): edit returns 1 to
+ * keep the (possibly changed) row, 0 to drop it, -1 to fail. */
+int or1_jsonl_rewrite(const char *in, const char *out, int (*edit)(cJSON *row, void *ctx), void *ctx);
+
 /* Parses JSON text; on error names `where` and the byte offset of the fault. */
 cJSON *or1_json_parse(const char *text, size_t len, const char *where);
 

@@ -153,39 +153,36 @@ int cmd_eval(cli_args *a) {
     return rep ? 0 : 1;
 }
 
+/* What the difficulty rewrite needs: the model's name and each row's count, in order. */
+typedef struct {
+    const char *name;
+    const int *correct;
+    size_t n, next;
+} difficulty_ctx;
+
+/* Sets extra_info.model_difficulty[name] of the next row to its correct count. */
+static int set_difficulty(cJSON *row, void *ctx) {
+    difficulty_ctx *d = ctx;
+    if (d->next >= d->n) return or1_fail("difficulty: the data file has more rows than were scored");
+    cJSON *extra = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
+    if (!cJSON_IsObject(extra)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(row, "extra_info");
+        extra = cJSON_AddObjectToObject(row, "extra_info");
+    }
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(extra, "model_difficulty");
+    if (!cJSON_IsObject(md)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(extra, "model_difficulty");
+        md = cJSON_AddObjectToObject(extra, "model_difficulty");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(md, d->name);
+    cJSON_AddNumberToObject(md, d->name, d->correct[d->next++]);
+    return 1;
+}
+
 /* Writes the data file again with extra_info.model_difficulty[name] = correct count. */
 static int write_difficulty(const char *in, const char *out, const char *name, const int *correct, size_t n) {
-    or1_jsonl_reader r;
-    or1_atomic_file af;
-    if (or1_jsonl_open(&r, in)) return -1;
-    if (or1_atomic_open(&af, out)) {
-        or1_jsonl_close(&r);
-        return -1;
-    }
-    cJSON *row;
-    int rc;
-    size_t i = 0;
-    while ((rc = or1_jsonl_next(&r, &row)) == 1 && i < n) {
-        cJSON *extra = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
-        if (!cJSON_IsObject(extra)) extra = cJSON_AddObjectToObject(row, "extra_info");
-        cJSON *md = cJSON_GetObjectItemCaseSensitive(extra, "model_difficulty");
-        if (!cJSON_IsObject(md)) {
-            cJSON_DeleteItemFromObjectCaseSensitive(extra, "model_difficulty");
-            md = cJSON_AddObjectToObject(extra, "model_difficulty");
-        }
-        cJSON_DeleteItemFromObjectCaseSensitive(md, name);
-        cJSON_AddNumberToObject(md, name, correct[i++]);
-        char *text = cJSON_PrintUnformatted(row);
-        fprintf(af.f, "%s\n", text);
-        free(text);
-        cJSON_Delete(row);
-    }
-    or1_jsonl_close(&r);
-    if (rc < 0) {
-        or1_atomic_abort(&af);
-        return -1;
-    }
-    return or1_atomic_commit(&af);
+    difficulty_ctx d = {name, correct, n, 0};
+    return or1_jsonl_rewrite(in, out, set_difficulty, &d);
 }
 
 /* or1 difficulty --model DIR --data FILE --n N [--name NAME] [--out FILE] [sampling flags]:

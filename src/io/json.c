@@ -55,6 +55,38 @@ void or1_jsonl_close(or1_jsonl_reader *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* Reads every row of in, lets edit change or drop it, and commits out only if all went well. */
+int or1_jsonl_rewrite(const char *in, const char *out, int (*edit)(cJSON *row, void *ctx), void *ctx) {
+    or1_jsonl_reader r;
+    or1_atomic_file a;
+    if (or1_jsonl_open(&r, in)) return -1;
+    if (or1_atomic_open(&a, out)) {
+        or1_jsonl_close(&r);
+        return -1;
+    }
+    cJSON *row;
+    int rc;
+    while ((rc = or1_jsonl_next(&r, &row)) == 1) {
+        int keep = edit(row, ctx);
+        if (keep > 0) {
+            char *text = cJSON_PrintUnformatted(row);
+            fprintf(a.f, "%s\n", text);
+            free(text);
+        }
+        cJSON_Delete(row);
+        if (keep < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    or1_jsonl_close(&r);
+    if (rc < 0) {
+        or1_atomic_abort(&a);
+        return -1;
+    }
+    return or1_atomic_commit(&a);
+}
+
 /* Parses text as one JSON value; the error gives the byte offset of the fault. */
 cJSON *or1_json_parse(const char *text, size_t len, const char *where) {
     const char *end = NULL;

@@ -392,6 +392,11 @@ void or1_swiglu_bwd(float *dgu, const float *da, const float *gu, int T, int int
     }
 }
 
+/* Logits of vocabulary rows [c0, c0+vc) for n hidden rows, already divided by the temperature. */
+static void chunk_logits(float *z, const float *h, const float *w, int n, int H, int c0, int vc, float inv_t) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, vc, H, inv_t, h, H, w + (size_t)c0 * H, H, 0.0f, z, vc);
+}
+
 /* Scratch floats for the head: one [n x VOCAB_CHUNK] logits block. */
 long or1_head_scratch(int n) { return (long)n * VOCAB_CHUNK; }
 
@@ -405,8 +410,7 @@ void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h
     float inv_t = 1.0f / temperature;
     for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
         int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, vc, H, inv_t, h, H, w + (size_t)c0 * H, H,
-                    0.0f, scratch, vc);
+        chunk_logits(scratch, h, w, n, H, c0, vc, inv_t);
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++) {
             const float *z = scratch + (size_t)i * vc;
@@ -442,8 +446,7 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const in
     memset(dh, 0, (size_t)n * H * sizeof *dh);
     for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
         int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, vc, H, inv_t, h, H, w + (size_t)c0 * H, H,
-                    0.0f, scratch, vc);
+        chunk_logits(scratch, h, w, n, H, c0, vc, inv_t);
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++) {
             float *z = scratch + (size_t)i * vc;

@@ -118,33 +118,15 @@ static int load_state(trainer *t, const char *dir) {
     return rc;
 }
 
+/* Keeps a metrics row when its step is at most *ctx. */
+static int up_to_step(cJSON *row, void *ctx) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, "step");
+    return cJSON_IsNumber(s) && s->valuedouble <= (double)*(const long *)ctx;
+}
+
 /* Keeps the metrics rows of steps up to the resumed one (rewritten atomically). */
 static int trim_metrics(const char *path, long step) {
-    if (!or1_is_file(path)) return 0;
-    or1_jsonl_reader r;
-    or1_atomic_file a;
-    if (or1_jsonl_open(&r, path)) return -1;
-    if (or1_atomic_open(&a, path)) {
-        or1_jsonl_close(&r);
-        return -1;
-    }
-    cJSON *row;
-    int rc;
-    while ((rc = or1_jsonl_next(&r, &row)) == 1) {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(row, "step");
-        if (cJSON_IsNumber(s) && s->valuedouble <= (double)step) {
-            char *text = cJSON_PrintUnformatted(row);
-            fprintf(a.f, "%s\n", text);
-            free(text);
-        }
-        cJSON_Delete(row);
-    }
-    or1_jsonl_close(&r);
-    if (rc < 0) {
-        or1_atomic_abort(&a);
-        return -1;
-    }
-    return or1_atomic_commit(&a);
+    return or1_is_file(path) ? or1_jsonl_rewrite(path, path, up_to_step, &step) : 0;
 }
 
 /* Opens metrics.jsonl on rank 0: trimmed on resume, fresh on a new run. */
