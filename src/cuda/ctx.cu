@@ -1,0 +1,236 @@
+/* The CUDA context: device, stream, cuBLAS, scratch, errors, memory and the GEMM wrapper. */
+#include "internal.h"
+
+extern "C" {
+#include "or1/core.h"
+}
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Keeps the first message; later failures are usually its consequences. */
+void cu_error(or1_cuda *g, const char *fmt, ...) {
+    if (g->err[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->err, sizeof g->err, fmt, ap);
+    va_end(ap);
+}
+
+/* Records e if it is a failure. */
+int cu_check(or1_cuda *g, cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return 0;
+    cu_error(g, "cuda: %s: %s", what, cudaGetErrorString(e));
+    return 1;
+}
+
+/* Picks up a failed launch (bad configuration, too much shared memory). */
+void cu_launched(or1_cuda *g, const char *kernel) { cu_check(g, cudaGetLastError(), kernel); }
+
+/* Zero when no device or driver is present; clears the runtime's sticky error either way. */
+int or1_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+/* Context on device 0 with its own stream and cuBLAS handle bound to it. */
+or1_cuda *or1_cuda_new(or1_cuda_prec prec) {
+    if (or1_cuda_device_count() < 1) {
+        or1_fail("cuda: no GPU is visible (cudaGetDeviceCount found none)");
+        return NULL;
+    }
+    or1_cuda *g = (or1_cuda *)or1_calloc(1, sizeof *g);
+    g->prec = prec;
+    cudaDeviceProp p;
+    cudaError_t e = cudaSetDevice(0);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&p, 0);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        or1_fail("cuda: device 0: %s", cudaGetErrorString(e));
+        free(g);
+        return NULL;
+    }
+    snprintf(g->name, sizeof g->name, "%s (sm_%d%d, %.1f GiB)", p.name, p.major, p.minor,
+             (double)p.totalGlobalMem / (1 << 30));
+    if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) {
+        or1_fail("cuda: cublasCreate failed");
+        cudaStreamDestroy(g->stream);
+        free(g);
+        return NULL;
+    }
+    cublasSetStream(g->blas, g->stream);
+    cublasSetMathMode(g->blas, CUBLAS_PEDANTIC_MATH);
+    return g;
+}
+
+void or1_cuda_free(or1_cuda *g) {
+    if (!g) return;
+    cudaStreamSynchronize(g->stream);
+    cudaFree(g->cast);
+    cudaFree(g->scratch);
+    cudaFree(g->red);
+    cublasDestroy(g->blas);
+    cudaStreamDestroy(g->stream);
+    free(g);
+}
+
+void or1_cuda_set_prec(or1_cuda *g, or1_cuda_prec prec) { g->prec = prec; }
+or1_cuda_prec or1_cuda_get_prec(const or1_cuda *g) { return g->prec; }
+const char *or1_cuda_device_name(const or1_cuda *g) { return g->name; }
+
+/* Drains the stream and turns the first recorded or pending failure into or1_fail. */
+int or1_cuda_sync(or1_cuda *g) {
+    cu_check(g, cudaStreamSynchronize(g->stream), "stream");
+    cu_launched(g, "kernel");
+    if (!g->err[0]) return 0;
+    or1_fail("%s", g->err);
+    g->err[0] = 0;
+    return -1;
+}
+
+/* cudaMalloc + zero fill. */
+void *or1_cuda_alloc(size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e == cudaSuccess) e = cudaMemset(p, 0, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(p);
+        or1_fail("cuda: cannot allocate %.1f MiB of device memory: %s", (double)bytes / (1 << 20),
+                 cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+void or1_cuda_release(void *p) { cudaFree(p); }
+
+/* Copies in either direction and waits, so host buffers may be reused at once. */
+static int copy(or1_cuda *g, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if (!bytes) return 0;
+    cu_check(g, cudaMemcpyAsync(dst, src, bytes, kind, g->stream), "memcpy");
+    return or1_cuda_sync(g);
+}
+
+int or1_cuda_upload(or1_cuda *g, void *dst, const void *src, size_t bytes) {
+    return copy(g, dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+int or1_cuda_download(or1_cuda *g, void *dst, const void *src, size_t bytes) {
+    return copy(g, dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+void or1_cuda_zero(or1_cuda *g, void *p, size_t bytes) {
+    cu_check(g, cudaMemsetAsync(p, 0, bytes, g->stream), "memset");
+}
+
+/* Grows a device buffer (contents are not kept). */
+static int grow(or1_cuda *g, void **buf, size_t *have, size_t want, size_t elem) {
+    if (*have >= want) return 0;
+    cudaStreamSynchronize(g->stream);
+    cudaFree(*buf);
+    *buf = NULL;
+    *have = 0;
+    if (cu_check(g, cudaMalloc(buf, want * elem), "scratch allocation")) return -1;
+    *have = want;
+    return 0;
+}
+
+int cu_reserve(or1_cuda *g, size_t n, size_t nd) {
+    if (grow(g, (void **)&g->scratch, &g->scratch_n, n, sizeof(float))) return -1;
+    return grow(g, (void **)&g->red, &g->red_n, nd, sizeof(double));
+}
+
+/* bf16 copy of a column-major rows x cols operand with leading dimension ld (packed). */
+__global__ void k_to_bf16(__nv_bfloat16 *dst, const float *src, int rows, int cols, int ld) {
+    size_t n = (size_t)rows * cols;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t c = i / rows, r = i % rows;
+        dst[i] = __float2bfloat16(src[c * ld + r]);
+    }
+}
+
+/* Rows x cols of op(X): the stored shape before transposition. */
+static void stored_shape(bool t, int m, int k, int *rows, int *cols) {
+    *rows = t ? k : m;
+    *cols = t ? m : k;
+}
+
+/* fp32: cublasSgemm (pedantic math: no TF32). bf16: operands without a bf16 copy (Ab, Bb) are
+ * cast into the context's cast buffer, then cublasGemmEx with fp32 compute and an fp32 C. */
+void cu_gemm_ex(or1_cuda *g, bool ta, bool tb, int m, int n, int k, float alpha, const float *A,
+                const __nv_bfloat16 *Ab, int lda, const float *B, const __nv_bfloat16 *Bb, int ldb, float beta,
+                float *C, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t s;
+    if (g->prec == OR1_CUDA_FP32) {
+        s = cublasSgemm(g->blas, oa, ob, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+    } else {
+        int ar, ac, br, bc;
+        stored_shape(ta, m, k, &ar, &ac);
+        stored_shape(tb, k, n, &br, &bc);
+        size_t na = Ab ? 0 : (size_t)ar * ac, nb = Bb ? 0 : (size_t)br * bc;
+        if (grow(g, (void **)&g->cast, &g->cast_n, na + nb, sizeof(__nv_bfloat16))) return;
+        if (!Ab) k_to_bf16<<<cu_blocks(na, 256), 256, 0, g->stream>>>(g->cast, A, ar, ac, lda);
+        if (!Bb) k_to_bf16<<<cu_blocks(nb, 256), 256, 0, g->stream>>>(g->cast + na, B, br, bc, ldb);
+        cu_launched(g, "to_bf16");
+        const __nv_bfloat16 *a = Ab ? Ab : g->cast, *b = Bb ? Bb : g->cast + na;
+        s = cublasGemmEx(g->blas, oa, ob, m, n, k, &alpha, a, CUDA_R_16BF, Ab ? lda : ar, b, CUDA_R_16BF,
+                         Bb ? ldb : br, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS)
+        cu_error(g, "cublas: gemm %dx%dx%d failed: %s", m, n, k, cublasGetStatusString(s));
+}
+
+void cu_gemm(or1_cuda *g, bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
+             const float *B, int ldb, float beta, float *C, int ldc) {
+    cu_gemm_ex(g, ta, tb, m, n, k, alpha, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
+}
+
+/* y[T,out] = x W^T (+ b): column-major y^T = W^T' x^T, i.e. gemm(T, N) over the raw buffers. */
+void cu_matmul(or1_cuda *g, float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
+               int T, int in, int out) {
+    if (b) cu_bias_rows(g, y, b, T, out);
+    cu_gemm_ex(g, true, false, out, T, in, 1.0f, w, wb, in, x, NULL, in, b ? 1.0f : 0.0f, y, out);
+}
+
+void or1_cuda_matmul(or1_cuda *g, float *y, const float *x, const float *w, const float *b, int T, int in,
+                     int out) {
+    cu_matmul(g, y, x, w, NULL, b, T, in, out);
+}
+
+/* dx[T,in] (+)= dy W. */
+void cu_matmul_dx(or1_cuda *g, float *dx, const float *dy, const float *w, const __nv_bfloat16 *wb, int T, int in,
+                  int out, int acc) {
+    cu_gemm_ex(g, false, false, in, T, out, 1.0f, w, wb, in, dy, NULL, out, acc ? 1.0f : 0.0f, dx, in);
+}
+
+void or1_cuda_matmul_dx(or1_cuda *g, float *dx, const float *dy, const float *w, int T, int in, int out,
+                        int acc) {
+    cu_matmul_dx(g, dx, dy, w, NULL, T, in, out, acc);
+}
+
+/* dW[out,in] += dy^T x; db += column sums of dy. */
+void or1_cuda_matmul_dw(or1_cuda *g, float *dw, float *db, const float *dy, const float *x, int T, int in,
+                        int out) {
+    cu_gemm(g, false, true, in, out, T, 1.0f, x, in, dy, out, 1.0f, dw, in);
+    if (db) cu_colsum(g, db, dy, NULL, NULL, T, out);
+}
+
+__global__ void k_flat_bf16(__nv_bfloat16 *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16(src[i]);
+}
+
+/* bf16 copy of n floats (the model's weight shadow). */
+void cu_to_bf16(or1_cuda *g, __nv_bfloat16 *dst, const float *src, size_t n) {
+    k_flat_bf16<<<cu_blocks(n, 256), 256, 0, g->stream>>>(dst, src, n);
+    cu_launched(g, "to_bf16");
+}

@@ -1,0 +1,286 @@
+/* Every CUDA kernel against its CPU kernel (src/kernels/cpu.c) on random inputs.
+ * Tolerances are on the error scaled by the reference's largest magnitude:
+ *   fp32 everywhere: 2e-5 for element-wise ops, 1e-4 for matmuls, attention and the head
+ *   (different summation orders over up to 20k terms);
+ *   bf16 GEMM operands (fp32 accumulation): 2e-2 for matmuls and head gradients, whose
+ *   inputs are rounded to 8 significant bits; 1e-2 on log-probs and entropies.
+ * Exits 77 (ctest's skip) when no GPU is visible. */
+#include "common.h"
+
+#include "or1/kernels.h"
+#include "or1/model.h"
+
+/* Linear layer forward, input gradient (overwrite and accumulate) and weight/bias gradients. */
+static void check_matmul(or1_cuda *g, double tol, const char *tag) {
+    int T = 37, in = 70, out = 53;
+    char name[64];
+    float *x = rand_floats((size_t)T * in, 1, 1), *w = rand_floats((size_t)out * in, 2, 0.3f);
+    float *b = rand_floats(out, 3, 1), *dy = rand_floats((size_t)T * out, 4, 1);
+    float *y = or1_alloc_floats((size_t)T * out), *dx = rand_floats((size_t)T * in, 5, 1);
+    float *dw = rand_floats((size_t)out * in, 6, 1), *db = rand_floats(out, 7, 1);
+    float *dx_d = to_dev(g, dx, (size_t)T * in * 4), *dw_d = to_dev(g, dw, (size_t)out * in * 4);
+    float *db_d = to_dev(g, db, (size_t)out * 4), *x_d = to_dev(g, x, (size_t)T * in * 4);
+    float *w_d = to_dev(g, w, (size_t)out * in * 4), *b_d = to_dev(g, b, (size_t)out * 4);
+    float *dy_d = to_dev(g, dy, (size_t)T * out * 4), *y_d = or1_cuda_alloc((size_t)T * out * 4);
+
+    or1_matmul(y, x, w, b, T, in, out);
+    or1_cuda_matmul(g, y_d, x_d, w_d, b_d, T, in, out);
+    snprintf(name, sizeof name, "matmul+bias %s", tag);
+    expect_dev(g, name, y_d, y, (size_t)T * out, tol);
+    or1_matmul(y, x, w, NULL, T, in, out);
+    or1_cuda_matmul(g, y_d, x_d, w_d, NULL, T, in, out);
+    snprintf(name, sizeof name, "matmul %s", tag);
+    expect_dev(g, name, y_d, y, (size_t)T * out, tol);
+
+    or1_matmul_dx(dx, dy, w, T, in, out, 1);
+    or1_cuda_matmul_dx(g, dx_d, dy_d, w_d, T, in, out, 1);
+    snprintf(name, sizeof name, "matmul_dx acc %s", tag);
+    expect_dev(g, name, dx_d, dx, (size_t)T * in, tol);
+    or1_matmul_dx(dx, dy, w, T, in, out, 0);
+    or1_cuda_matmul_dx(g, dx_d, dy_d, w_d, T, in, out, 0);
+    snprintf(name, sizeof name, "matmul_dx %s", tag);
+    expect_dev(g, name, dx_d, dx, (size_t)T * in, tol);
+
+    or1_matmul_dw(dw, db, dy, x, T, in, out);
+    or1_cuda_matmul_dw(g, dw_d, db_d, dy_d, x_d, T, in, out);
+    snprintf(name, sizeof name, "matmul_dw %s", tag);
+    expect_dev(g, name, dw_d, dw, (size_t)out * in, tol);
+    snprintf(name, sizeof name, "matmul_db %s", tag);
+    expect_dev(g, name, db_d, db, out, 2e-5);
+
+    void *dev[] = {dx_d, dw_d, db_d, x_d, w_d, b_d, dy_d, y_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    float *host[] = {x, w, b, dy, y, dx, dw, db};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+}
+
+/* Embedding gather and scatter-add with repeated ids. */
+static void check_embed(or1_cuda *g) {
+    int T = 50, H = 40, V = 13;
+    int32_t ids[50];
+    for (int t = 0; t < T; t++) ids[t] = (t * 7) % V;
+    float *emb = rand_floats((size_t)V * H, 10, 1), *dx = rand_floats((size_t)T * H, 11, 1);
+    float *demb = rand_floats((size_t)V * H, 12, 1), *x = or1_alloc_floats((size_t)T * H);
+    int32_t *ids_d = to_dev(g, ids, sizeof ids);
+    float *emb_d = to_dev(g, emb, (size_t)V * H * 4), *dx_d = to_dev(g, dx, (size_t)T * H * 4);
+    float *demb_d = to_dev(g, demb, (size_t)V * H * 4), *x_d = or1_cuda_alloc((size_t)T * H * 4);
+    for (int t = 0; t < T; t++) {
+        memcpy(x + (size_t)t * H, emb + (size_t)ids[t] * H, (size_t)H * 4);
+        for (int k = 0; k < H; k++) demb[(size_t)ids[t] * H + k] += dx[(size_t)t * H + k];
+    }
+    or1_cuda_embed(g, x_d, emb_d, ids_d, T, H);
+    or1_cuda_embed_bwd(g, demb_d, dx_d, ids_d, T, H);
+    expect_dev(g, "embed", x_d, x, (size_t)T * H, 0);
+    expect_dev(g, "embed_bwd (scatter-add)", demb_d, demb, (size_t)V * H, 2e-6);
+    void *dev[] = {ids_d, emb_d, dx_d, demb_d, x_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(emb), free(dx), free(demb), free(x);
+}
+
+/* RMSNorm forward (output, rstd) and backward (dx accumulated, dw accumulated). */
+static void check_rmsnorm(or1_cuda *g) {
+    int T = 45, H = 300;
+    float *x = rand_floats((size_t)T * H, 20, 2), *w = rand_floats(H, 21, 1), *dy = rand_floats((size_t)T * H, 22, 1);
+    float *dx = rand_floats((size_t)T * H, 23, 1), *dw = rand_floats(H, 24, 1);
+    float *y = or1_alloc_floats((size_t)T * H), *r = or1_alloc_floats(T);
+    float *x_d = to_dev(g, x, (size_t)T * H * 4), *w_d = to_dev(g, w, (size_t)H * 4);
+    float *dy_d = to_dev(g, dy, (size_t)T * H * 4), *dx_d = to_dev(g, dx, (size_t)T * H * 4);
+    float *dw_d = to_dev(g, dw, (size_t)H * 4), *y_d = or1_cuda_alloc((size_t)T * H * 4);
+    float *r_d = or1_cuda_alloc((size_t)T * 4);
+    or1_rmsnorm(y, r, x, w, T, H, 1e-6f);
+    or1_rmsnorm_bwd(dx, dw, dy, x, r, w, T, H);
+    or1_cuda_rmsnorm(g, y_d, r_d, x_d, w_d, T, H, 1e-6f);
+    or1_cuda_rmsnorm_bwd(g, dx_d, dw_d, dy_d, x_d, r_d, w_d, T, H);
+    expect_dev(g, "rmsnorm", y_d, y, (size_t)T * H, 2e-5);
+    expect_dev(g, "rmsnorm rstd", r_d, r, T, 2e-5);
+    expect_dev(g, "rmsnorm_bwd dx", dx_d, dx, (size_t)T * H, 2e-5);
+    expect_dev(g, "rmsnorm_bwd dw", dw_d, dw, H, 2e-5);
+    void *dev[] = {x_d, w_d, dy_d, dx_d, dw_d, y_d, r_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(x), free(w), free(dy), free(dx), free(dw), free(y), free(r);
+}
+
+/* RoPE forward and inverse on strided rows with the same tables. */
+static void check_rope(or1_cuda *g) {
+    int T = 30, nh = 6, hd = 16, stride = nh * hd + 8, maxpos = 64, half = hd / 2;
+    int32_t pos[30];
+    for (int t = 0; t < T; t++) pos[t] = (t * 11) % maxpos;
+    float *x = rand_floats((size_t)T * stride, 30, 1), *c = or1_alloc_floats((size_t)maxpos * half);
+    float *s = or1_alloc_floats((size_t)maxpos * half);
+    or1_rope_table(c, s, maxpos, hd, 10000.0f);
+    float *x_d = to_dev(g, x, (size_t)T * stride * 4), *c_d = to_dev(g, c, (size_t)maxpos * half * 4);
+    float *s_d = to_dev(g, s, (size_t)maxpos * half * 4);
+    int32_t *pos_d = to_dev(g, pos, sizeof pos);
+    for (int inv = 0; inv < 2; inv++) {
+        or1_rope(x, stride, nh, hd, pos, T, c, s, inv);
+        or1_cuda_rope(g, x_d, stride, nh, hd, pos_d, T, c_d, s_d, inv);
+        expect_dev(g, inv ? "rope inverse" : "rope", x_d, x, (size_t)T * stride, 2e-6);
+    }
+    void *dev[] = {x_d, c_d, s_d, pos_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(x), free(c), free(s);
+}
+
+/* Packed causal GQA attention forward (out, lse) and backward (dqkv) for one head width. */
+static void check_attention(or1_cuda *g, int hd) {
+    int32_t seq_start[] = {0, 1, 38, 118, 123};
+    int n_seqs = 4, T = 123, max_len = 80, nh = 4, nkv = 2, stride = (nh + 2 * nkv) * hd;
+    char name[64];
+    float *qkv = rand_floats((size_t)T * stride, 40 + hd, 2), *dout = rand_floats((size_t)T * nh * hd, 41, 1);
+    float *out = or1_alloc_floats((size_t)T * nh * hd), *lse = or1_alloc_floats((size_t)T * nh);
+    float *dqkv = or1_alloc_floats((size_t)T * stride);
+    float *qkv_d = to_dev(g, qkv, (size_t)T * stride * 4), *dout_d = to_dev(g, dout, (size_t)T * nh * hd * 4);
+    int32_t *ss_d = to_dev(g, seq_start, sizeof seq_start);
+    float *out_d = or1_cuda_alloc((size_t)T * nh * hd * 4), *lse_d = or1_cuda_alloc((size_t)T * nh * 4);
+    float *dqkv_d = or1_cuda_alloc((size_t)T * stride * 4);
+    or1_attention(out, lse, qkv, seq_start, n_seqs, nh, nkv, hd);
+    or1_attention_bwd(dqkv, dout, qkv, out, lse, seq_start, n_seqs, nh, nkv, hd);
+    or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, n_seqs, max_len, nh, nkv, hd);
+    or1_cuda_attention_bwd(g, dqkv_d, dout_d, qkv_d, out_d, lse_d, ss_d, n_seqs, max_len, nh, nkv, hd);
+    snprintf(name, sizeof name, "attention out hd=%d", hd);
+    expect_dev(g, name, out_d, out, (size_t)T * nh * hd, 1e-4);
+    snprintf(name, sizeof name, "attention lse hd=%d", hd);
+    expect_dev(g, name, lse_d, lse, (size_t)T * nh, 1e-4);
+    snprintf(name, sizeof name, "attention_bwd dqkv hd=%d", hd);
+    expect_dev(g, name, dqkv_d, dqkv, (size_t)T * stride, 1e-4);
+    void *dev[] = {qkv_d, dout_d, ss_d, out_d, lse_d, dqkv_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(qkv), free(dout), free(out), free(lse), free(dqkv);
+}
+
+/* Decode attention against per-row caches of different lengths. */
+static void check_decode(or1_cuda *g) {
+    int B = 5, nh = 6, nkv = 2, hd = 64, cap = 70, kvd = nkv * hd, stride = (nh + 2 * nkv) * hd;
+    int n_ctx[5] = {1, 70, 33, 32, 64}, zero[5] = {0};
+    int32_t n_ctx32[5];
+    float *qkv = rand_floats((size_t)B * stride, 50, 2), *kc = rand_floats((size_t)B * cap * kvd, 51, 2);
+    float *vc = rand_floats((size_t)B * cap * kvd, 52, 1), *out = or1_alloc_floats((size_t)B * nh * hd);
+    const float *kp[5], *vp[5];
+    for (int b = 0; b < B; b++) {
+        kp[b] = kc + (size_t)b * cap * kvd, vp[b] = vc + (size_t)b * cap * kvd;
+        n_ctx32[b] = n_ctx[b];
+    }
+    or1_attention_decode(out, qkv, B, kp, vp, n_ctx, kp, vp, zero, nh, nkv, hd);
+    float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, (size_t)B * cap * kvd * 4);
+    float *vc_d = to_dev(g, vc, (size_t)B * cap * kvd * 4), *out_d = or1_cuda_alloc((size_t)B * nh * hd * 4);
+    int32_t *n_d = to_dev(g, n_ctx32, sizeof n_ctx32);
+    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, (size_t)cap * kvd, n_d, nh, nkv, hd);
+    expect_dev(g, "attention_decode", out_d, out, (size_t)B * nh * hd, 1e-4);
+    void *dev[] = {qkv_d, kc_d, vc_d, out_d, n_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(qkv), free(kc), free(vc), free(out);
+}
+
+/* SwiGLU forward and backward. */
+static void check_swiglu(or1_cuda *g) {
+    int T = 33, I = 90;
+    float *gu = rand_floats((size_t)T * 2 * I, 60, 4), *da = rand_floats((size_t)T * I, 61, 1);
+    float *a = or1_alloc_floats((size_t)T * I), *dgu = or1_alloc_floats((size_t)T * 2 * I);
+    float *gu_d = to_dev(g, gu, (size_t)T * 2 * I * 4), *da_d = to_dev(g, da, (size_t)T * I * 4);
+    float *a_d = or1_cuda_alloc((size_t)T * I * 4), *dgu_d = or1_cuda_alloc((size_t)T * 2 * I * 4);
+    or1_swiglu(a, gu, T, I);
+    or1_swiglu_bwd(dgu, da, gu, T, I);
+    or1_cuda_swiglu(g, a_d, gu_d, T, I);
+    or1_cuda_swiglu_bwd(g, dgu_d, da_d, gu_d, T, I);
+    expect_dev(g, "swiglu", a_d, a, (size_t)T * I, 2e-5);
+    expect_dev(g, "swiglu_bwd", dgu_d, dgu, (size_t)T * 2 * I, 2e-5);
+    void *dev[] = {gu_d, da_d, a_d, dgu_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(gu), free(da), free(a), free(dgu);
+}
+
+/* The streaming head over two vocabulary chunks, forward and backward, at temperature 0.7. */
+static void check_head(or1_cuda *g, double tol_fwd, double tol_bwd, const char *tag) {
+    int n = 19, H = 64, V = 20000;
+    float temp = 0.7f;
+    char name[64];
+    int32_t tgt[19];
+    for (int i = 0; i < n; i++) tgt[i] = (int32_t)((i * 7919) % V);
+    tgt[0] = V - 1;
+    float *h = rand_floats((size_t)n * H, 70, 1), *w = rand_floats((size_t)V * H, 71, 0.5f);
+    float *glp = rand_floats(n, 72, 1), *gH = rand_floats(n, 73, 1), *dw = rand_floats((size_t)V * H, 74, 0.1f);
+    float *res = or1_alloc_floats((size_t)4 * n), *dh = or1_alloc_floats((size_t)n * H);
+    float *scratch = or1_alloc_floats((size_t)or1_head_scratch(n));
+    float *h_d = to_dev(g, h, (size_t)n * H * 4), *w_d = to_dev(g, w, (size_t)V * H * 4);
+    float *glp_d = to_dev(g, glp, (size_t)n * 4), *gH_d = to_dev(g, gH, (size_t)n * 4);
+    float *dw_d = to_dev(g, dw, (size_t)V * H * 4), *res_d = or1_cuda_alloc((size_t)4 * n * 4);
+    float *dh_d = or1_cuda_alloc((size_t)n * H * 4);
+    int32_t *tgt_d = to_dev(g, tgt, sizeof tgt);
+    or1_head(res, res + n, res + 2 * n, res + 3 * n, h, w, tgt, n, H, V, temp, scratch);
+    or1_head_bwd(dh, dw, h, w, tgt, res + 2 * n, res + 3 * n, glp, gH, n, H, V, temp, scratch);
+    or1_cuda_head(g, res_d, res_d + n, res_d + 2 * n, res_d + 3 * n, h_d, w_d, tgt_d, n, H, V, temp);
+    float *got = from_dev(g, res_d, (size_t)4 * n);
+    const char *parts[] = {"logp", "entropy", "lse", "E[z]"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(name, sizeof name, "head %s %s", parts[k], tag);
+        expect_close(name, got + (size_t)k * n, res + (size_t)k * n, n, tol_fwd);
+    }
+    or1_cuda_head_bwd(g, dh_d, dw_d, h_d, w_d, tgt_d, res_d + 2 * n, res_d + 3 * n, glp_d, gH_d, n, H, V, temp);
+    snprintf(name, sizeof name, "head_bwd dh %s", tag);
+    expect_dev(g, name, dh_d, dh, (size_t)n * H, tol_bwd);
+    snprintf(name, sizeof name, "head_bwd dW %s", tag);
+    expect_dev(g, name, dw_d, dw, (size_t)V * H, tol_bwd);
+    void *dev[] = {h_d, w_d, glp_d, gH_d, dw_d, res_d, dh_d, tgt_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(h), free(w), free(glp), free(gH), free(dw), free(res), free(dh), free(scratch), free(got);
+}
+
+/* Three AdamW steps, the global gradient norm and clipping. */
+static void check_optimizer(or1_cuda *g) {
+    size_t n = 300001;
+    or1_adamw_cfg c = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
+    float *p = rand_floats(n, 80, 1), *gr = rand_floats(n, 81, 1);
+    or1_adamw o;
+    or1_adamw_init(&o, n);
+    float *p_d = to_dev(g, p, n * 4), *gr_d = to_dev(g, gr, n * 4);
+    float *m_d = or1_cuda_alloc(n * 4), *v_d = or1_cuda_alloc(n * 4);
+    for (int s = 1; s <= 3; s++) {
+        or1_adamw_step(&o, p, gr, &c);
+        or1_cuda_adamw(g, p_d, m_d, v_d, gr_d, n, s, &c);
+    }
+    expect_dev(g, "adamw params (3 steps)", p_d, p, n, 1e-6);
+    expect_dev(g, "adamw exp_avg_sq", v_d, o.v, n, 1e-6);
+    double want = or1_grad_norm(gr, n), got = or1_cuda_grad_norm(g, gr_d, n);
+    bool ok = fabs(got - want) <= 1e-12 * want;
+    printf("%s grad_norm %.17g vs CPU %.17g (tol 1e-12 relative)\n", ok ? "ok  " : "FAIL", got, want);
+    n_failed += !ok;
+    or1_clip_grad_norm(gr, n, want, 1.0);
+    or1_cuda_clip(g, gr_d, n, got, 1.0);
+    expect_dev(g, "clip_grad_norm", gr_d, gr, n, 1e-7);
+    void *dev[] = {p_d, gr_d, m_d, v_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    or1_adamw_free(&o);
+    free(p), free(gr);
+}
+
+int main(void) {
+    require_gpu("cuda_kernels");
+    or1_set_threads(2);
+    or1_cuda *g = or1_cuda_new(OR1_CUDA_FP32);
+    if (!g) {
+        fprintf(stderr, "FAIL: %s\n", or1_error());
+        return 1;
+    }
+    printf("device: %s\n", or1_cuda_device_name(g));
+    check_matmul(g, 1e-4, "fp32");
+    check_embed(g);
+    check_rmsnorm(g);
+    check_rope(g);
+    check_attention(g, 8);
+    check_attention(g, 64);
+    check_attention(g, 128);
+    check_decode(g);
+    check_swiglu(g);
+    check_head(g, 1e-4, 1e-4, "fp32");
+    check_optimizer(g);
+    or1_cuda_set_prec(g, OR1_CUDA_BF16);
+    check_matmul(g, 2e-2, "bf16");
+    check_head(g, 1e-2, 2e-2, "bf16");
+    if (or1_cuda_sync(g)) {
+        printf("FAIL pending CUDA error: %s\n", or1_error());
+        n_failed++;
+    }
+    or1_cuda_free(g);
+    printf("%s: %d check(s) failed\n", n_failed ? "FAIL" : "ok", n_failed);
+    return n_failed ? 1 : 0;
+}
