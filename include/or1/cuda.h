@@ -14,11 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "or1/model.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "or1/model.h"
 
 typedef enum { OR1_CUDA_FP32, OR1_CUDA_BF16 } or1_cuda_prec;
 
@@ -99,6 +99,47 @@ void or1_cuda_adamw(or1_cuda *g, float *params, float *m, float *v, const float 
 double or1_cuda_grad_norm(or1_cuda *g, const float *grads, size_t n);
 /* grads *= min(1, max_norm / (norm + 1e-6)). */
 void or1_cuda_clip(or1_cuda *g, float *grads, size_t n, double norm, double max_norm);
+
+/* A model in GPU memory: fp32 master parameters and gradients in the host model's layout,
+ * AdamW moments, a bf16 copy of the parameters for bf16 matmuls (refreshed by
+ * or1_cuda_model_step and or1_cuda_model_upload), activations, and a KV cache for decode.
+ * Rollouts and training use the same parameters: nothing is copied between them. */
+typedef struct or1_cuda_model or1_cuda_model;
+
+/* Uploads m's parameters (gradients start at zero). NULL with or1_fail on error. */
+or1_cuda_model *or1_cuda_model_new(or1_cuda *g, const or1_model *m);
+void or1_cuda_model_free(or1_cuda_model *dm);
+/* Parameters host -> device (after the host model changed). */
+int or1_cuda_model_upload(or1_cuda_model *dm, const or1_model *m);
+/* Parameters and gradients device -> host into m (same config). */
+int or1_cuda_model_download(or1_cuda_model *dm, or1_model *m);
+/* Gradients host -> device (e.g. after an all-reduce across processes). */
+int or1_cuda_model_set_grads(or1_cuda_model *dm, const or1_model *m);
+void or1_cuda_model_zero_grad(or1_cuda_model *dm);
+
+/* or1_forward / or1_head_forward / or1_backward on the GPU for a host-packed batch; logp,
+ * entropy and the loss derivatives are host arrays of b->n_scored. Gradients accumulate
+ * in device memory. -1 with or1_fail on any device error. */
+int or1_cuda_model_forward(or1_cuda_model *dm, const or1_batch *b, bool train);
+int or1_cuda_model_head(or1_cuda_model *dm, const or1_batch *b, float temperature, float *logp, float *entropy);
+int or1_cuda_model_backward(or1_cuda_model *dm, const or1_batch *b, float temperature, const float *g_logp,
+                            const float *g_entropy);
+/* Clips the gradients to max_norm (<= 0: no clipping), one AdamW step, then zeroes them;
+ * *norm gets the norm before clipping. */
+int or1_cuda_model_step(or1_cuda_model *dm, const or1_adamw_cfg *c, double max_norm, double *norm);
+
+/* KV cache for `slots` sequences of up to cap tokens each (replaces any previous one). */
+int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap);
+/* Prefills slot s with ids[0..n) (positions 0..n-1): the slot's length becomes n. */
+int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n);
+/* One decode step for every slot: slot b takes tokens[b] at position len[b] (its length,
+ * which grows by one), then samples its next token at temperature (0: greedy) with a
+ * Gumbel-max draw from (seed, stream b, counter len[b]): next[b] and its log-prob at the
+ * temperature (at 1 when greedy) come back to the host. */
+int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, uint64_t seed,
+                          int32_t *next, float *logp);
+/* Current length of slot s. */
+int or1_cuda_model_slot_len(const or1_cuda_model *dm, int s);
 
 #ifdef __cplusplus
 }

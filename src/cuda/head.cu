@@ -74,18 +74,25 @@ __global__ void k_head_finish(float *logp, float *ent, float *lse, float *ez, co
 /* Scratch for an [n x CHUNK] block and 4 doubles of state per row. */
 static int head_reserve(or1_cuda *g, int n) { return cu_reserve(g, (size_t)n * CHUNK, (size_t)4 * n); }
 
-void or1_cuda_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, const float *h,
-                   const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
+/* The forward with an optional bf16 copy wb of the head weight (used by bf16 matmuls). */
+void cu_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
+             const __nv_bfloat16 *wb, const int32_t *tgt, int n, int H, int V, float temperature) {
     if (n <= 0 || head_reserve(g, n)) return;
     float inv_t = 1.0f / temperature;
     k_head_init<<<(n + 255) / 256, 256, 0, g->stream>>>(g->red, n);
     for (int c0 = 0; c0 < V; c0 += CHUNK) {
         int vc = V - c0 < CHUNK ? V - c0 : CHUNK;
-        cu_gemm(g, true, false, vc, n, H, inv_t, w + (size_t)c0 * H, H, h, H, 0.0f, g->scratch, vc);
+        cu_gemm_ex(g, true, false, vc, n, H, inv_t, w + (size_t)c0 * H, wb ? wb + (size_t)c0 * H : NULL, H, h,
+                   NULL, H, 0.0f, g->scratch, vc);
         k_head_fold<<<n, THREADS, 0, g->stream>>>(g->red, g->scratch, tgt, vc, c0);
     }
     k_head_finish<<<(n + 255) / 256, 256, 0, g->stream>>>(logp, entropy, lse, ez, g->red, n);
     cu_launched(g, "head");
+}
+
+void or1_cuda_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, const float *h,
+                   const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
+    cu_head(g, logp, entropy, lse, ez, h, w, NULL, tgt, n, H, V, temperature);
 }
 
 /* dz = (g_lp*(onehot - p) - g_H*p*(z - E[z])) / temperature, in place over the chunk. */
@@ -100,21 +107,29 @@ __global__ void k_head_dz(float *z, const int32_t *tgt, const float *lse, const 
     }
 }
 
-void or1_cuda_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
-                       const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n,
-                       int H, int V, float temperature) {
+/* The backward with an optional bf16 copy wb of the head weight. */
+void cu_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float *w, const __nv_bfloat16 *wb,
+                 const int32_t *tgt, const float *lse, const float *ez, const float *g_logp, const float *g_entropy,
+                 int n, int H, int V, float temperature) {
     if (n <= 0 || head_reserve(g, n)) return;
     float inv_t = 1.0f / temperature;
     or1_cuda_zero(g, dh, (size_t)n * H * sizeof(float));
     for (int c0 = 0; c0 < V; c0 += CHUNK) {
         int vc = V - c0 < CHUNK ? V - c0 : CHUNK;
         const float *wc = w + (size_t)c0 * H;
-        cu_gemm(g, true, false, vc, n, H, inv_t, wc, H, h, H, 0.0f, g->scratch, vc);
+        const __nv_bfloat16 *wbc = wb ? wb + (size_t)c0 * H : NULL;
+        cu_gemm_ex(g, true, false, vc, n, H, inv_t, wc, wbc, H, h, NULL, H, 0.0f, g->scratch, vc);
         k_head_dz<<<cu_blocks((size_t)n * vc, 256), 256, 0, g->stream>>>(g->scratch, tgt, lse, ez, g_logp,
                                                                         g_entropy, n, vc, c0, inv_t);
         /* dh[n,H] += dz[n,vc] W_c[vc,H];  dW_c[vc,H] += dz^T h */
-        cu_gemm(g, false, false, H, n, vc, 1.0f, wc, H, g->scratch, vc, 1.0f, dh, H);
+        cu_gemm_ex(g, false, false, H, n, vc, 1.0f, wc, wbc, H, g->scratch, NULL, vc, 1.0f, dh, H);
         cu_gemm(g, false, true, H, vc, n, 1.0f, h, H, g->scratch, vc, 1.0f, dw + (size_t)c0 * H, H);
     }
     cu_launched(g, "head_bwd");
+}
+
+void or1_cuda_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+                       const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n,
+                       int H, int V, float temperature) {
+    cu_head_bwd(g, dh, dw, h, w, NULL, tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature);
 }

@@ -45,6 +45,12 @@ void cu_matmul_dx(or1_cuda *g, float *dx, const float *dy, const float *w, const
                   int out, int acc);
 /* dst = bf16(src) over n floats. */
 void cu_to_bf16(or1_cuda *g, __nv_bfloat16 *dst, const float *src, size_t n);
+/* The head forward and backward with an optional bf16 copy of the head weight. */
+void cu_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
+             const __nv_bfloat16 *wb, const int32_t *tgt, int n, int H, int V, float temperature);
+void cu_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float *w, const __nv_bfloat16 *wb,
+                 const int32_t *tgt, const float *lse, const float *ez, const float *g_logp, const float *g_entropy,
+                 int n, int H, int V, float temperature);
 /* Column sums acc[j] += sum_t a[t,j] (* b[t,j] * scale[t] when b) over a [T, n] operand. */
 void cu_colsum(or1_cuda *g, float *acc, const float *a, const float *b, const float *scale, int T, int n);
 

@@ -3,7 +3,7 @@
 include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
-  foreach(name kernels)
+  foreach(name kernels model)
     add_executable(cuda_test_${name} ${CMAKE_CURRENT_LIST_DIR}/test_${name}.c)
     set_target_properties(cuda_test_${name} PROPERTIES LINKER_LANGUAGE C)
     target_link_libraries(cuda_test_${name} PRIVATE or1cuda)
