@@ -2,7 +2,7 @@
 # Remakes the demo's base model in models/arith-base with the project's own tools:
 #   1. the demo tokenizer (scripts/make_tokenizer.py),
 #   2. a random Qwen2-shaped checkpoint (or1 init) for the config below,
-#   3. SFT traces (or1 gen-arith --traces, some steps deliberately wrong, see NOISE),
+#   3. SFT traces (or1 gen-arith --traces; NOISE, GUESS and SPLIT choose the trace options),
 #   4. or1 sft on them, saved as BF16 with the tokenizer files,
 #   5. avg@8 at temperature 1 on held-out test rows (scripts/eval_arith.py), and greedy accuracy.
 # Work files go to runs/base/ (ignored); only models/arith-base is written in the tree.
@@ -14,10 +14,12 @@ OR1=${OR1:-build/or1}
 OUT=${OUT:-models/arith-base}
 WORK=${WORK:-runs/base}
 SEED=${SEED:-1}
-TRAIN_ROWS=${TRAIN_ROWS:-120000}
+TRAIN_ROWS=${TRAIN_ROWS:-100000}
 EVAL_ROWS=${EVAL_ROWS:-200}
-NOISE=${NOISE:-0.25}
-STEPS=${STEPS:-1500}
+NOISE=${NOISE:-0}
+GUESS=${GUESS:-0}
+SPLIT=${SPLIT:-0}
+STEPS=${STEPS:-1600}
 BATCH=${BATCH:-64}
 LR=${LR:-0.002}
 WARMUP=${WARMUP:-30}
@@ -62,11 +64,13 @@ EOF
 "$OR1" init --config "$WORK/config.json" --out "$WORK/init" --seed "$SEED"
 cp "$WORK/generation_config.json" "$WORK/tok/tokenizer.json" "$WORK/tok/tokenizer_config.json" "$WORK/init/"
 
+split_flag=()
+[ "$SPLIT" = 1 ] && split_flag=(--split-products)
 "$OR1" gen-arith --n "$TRAIN_ROWS" --seed "$SEED" --split train --traces --tokenizer "$WORK/tok" \
-    --noise "$NOISE" --out "$WORK/traces.jsonl"
+    --noise "$NOISE" --guess "$GUESS" "${split_flag[@]}" --out "$WORK/traces.jsonl"
 "$OR1" gen-arith --n "$EVAL_ROWS" --seed $((SEED + 1000)) --split test --out "$WORK/test.jsonl"
 
-echo "make_base: sft, $STEPS steps of $BATCH traces (noise $NOISE)" >&2
+echo "make_base: sft, $STEPS steps of $BATCH traces (noise $NOISE, guess $GUESS, split products $SPLIT)" >&2
 "$OR1" sft --threads "$THREADS" --model "$WORK/init" --data "$WORK/traces.jsonl" --out "$WORK/sft" \
     --steps "$STEPS" --batch "$BATCH" --lr "$LR" --warmup "$WARMUP" --seed "$SEED" --log-every 50 \
     --save-dtype bf16 > "$WORK/sft_log.jsonl"
