@@ -101,7 +101,7 @@ double or1_cuda_grad_norm(or1_cuda *g, const float *grads, size_t n);
 void or1_cuda_clip(or1_cuda *g, float *grads, size_t n, double norm, double max_norm);
 
 /* A model in GPU memory: fp32 master parameters and gradients in the host model's layout,
- * AdamW moments, a bf16 copy of the parameters for bf16 matmuls (refreshed by
+ * AdamW moments (allocated by the first step), a bf16 copy of the parameters for bf16 matmuls (refreshed by
  * or1_cuda_model_step and or1_cuda_model_upload), activations, and a KV cache for decode.
  * Rollouts and training use the same parameters: nothing is copied between them. */
 typedef struct or1_cuda_model or1_cuda_model;

@@ -83,9 +83,7 @@ or1_cuda_model *or1_cuda_model_new(or1_cuda *g, const or1_model *m) {
     size_t bytes = dm->n * sizeof(float);
     dm->params = (float *)or1_cuda_alloc(bytes);
     dm->grads = dm->params ? (float *)or1_cuda_alloc(bytes) : NULL;
-    dm->m = dm->grads ? (float *)or1_cuda_alloc(bytes) : NULL;
-    dm->v = dm->m ? (float *)or1_cuda_alloc(bytes) : NULL;
-    dm->pb = dm->v ? (__nv_bfloat16 *)or1_cuda_alloc(dm->n * sizeof(__nv_bfloat16)) : NULL;
+    dm->pb = dm->grads ? (__nv_bfloat16 *)or1_cuda_alloc(dm->n * sizeof(__nv_bfloat16)) : NULL;
     bind(dm, &dm->w, &m->w, m->params, dm->params);
     bind(dm, &dm->gw, &m->w, m->params, dm->grads);
     if (!dm->pb || or1_cuda_model_upload(dm, m)) {
@@ -378,7 +376,11 @@ int or1_cuda_model_backward(or1_cuda_model *dm, const or1_batch *b, float temper
     return or1_cuda_sync(dm->g);
 }
 
+/* AdamW moments are allocated at the first step, so a sampling-only model never holds them. */
 int or1_cuda_model_step(or1_cuda_model *dm, const or1_adamw_cfg *c, double max_norm, double *norm) {
+    if (!dm->m) dm->m = (float *)or1_cuda_alloc(dm->n * sizeof(float));
+    if (dm->m && !dm->v) dm->v = (float *)or1_cuda_alloc(dm->n * sizeof(float));
+    if (!dm->v) return or1_fail_ctx("cuda model: AdamW moments");
     double gn = or1_cuda_grad_norm(dm->g, dm->grads, dm->n);
     if (gn < 0) return -1;
     if (norm) *norm = gn;

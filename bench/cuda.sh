@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# CUDA backend: training and rollout tokens/s of random-weight R1-Distill-Qwen-1.5B-shaped
+# models (bench/cuda_bench.cu) against PyTorch on the same GPU (bench/cuda_ref.py), with
+# model FLOPs utilisation against OR1_PEAK_TFLOPS (default 989, H100/H200 dense bf16).
+# Refuses (exit 1) without a GPU. OR1_BUILD picks the build folder (default build);
+# OR1_BENCH_7B=1 adds the 7B shape (rollout only: fp32 masters and AdamW do not fit one GPU).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${OR1_BUILD:-$root/build}
+bin=$build/cuda_bench
+peak=${OR1_PEAK_TFLOPS:-989}
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "bench/cuda.sh: refused: no NVIDIA GPU visible (nvidia-smi finds none); nothing measured" >&2
+  exit 1
+fi
+if [[ ! -x $bin ]]; then
+  echo "bench/cuda.sh: refused: $bin is missing (the CUDA backend builds only where nvcc is found)" >&2
+  exit 1
+fi
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+
+# Runs or1 and PyTorch with the same arguments and prints both JSON lines plus the ratios.
+compare() {
+  local out_or1 out_ref
+  out_or1=$("$bin" "$@" --peak-tflops "$peak") || { echo "cuda_bench $* failed" >&2; return 1; }
+  echo "$out_or1"
+  if out_ref=$(/usr/bin/python3 "$root/bench/cuda_ref.py" "$@" --peak-tflops "$peak"); then
+    echo "$out_ref"
+  else
+    echo "bench/cuda.sh: PyTorch reference failed for: $*" >&2
+    out_ref=""
+  fi
+  OR1="$out_or1" REF="$out_ref" /usr/bin/python3 - <<'PY'
+import json, os
+ours = {j["mode"]: j for j in map(json.loads, filter(None, os.environ["OR1"].splitlines()))}
+ref = {j["mode"]: j for j in map(json.loads, filter(None, os.environ["REF"].splitlines()))}
+for mode, o in ours.items():
+    line = f"{mode:8s} {o['model']}: or1 {o['tokens_per_s']:.0f} tok/s"
+    if "mfu" in o:
+        line += f" (MFU {100 * o['mfu']:.1f}%)"
+    if mode in ref:
+        r = ref[mode]
+        line += f", PyTorch {r['tokens_per_s']:.0f} tok/s"
+        if "mfu" in r:
+            line += f" (MFU {100 * r['mfu']:.1f}%)"
+        line += f", ratio or1/PyTorch {o['tokens_per_s'] / r['tokens_per_s']:.2f}"
+    print(line)
+PY
+}
+
+compare 1.5b --seqs 8 --len 1024 --steps 3 --slots 64 --prompt 256 --new 128
+if [[ ${OR1_BENCH_7B:-0} == 1 ]]; then
+  compare 7b --skip-train --slots 32 --prompt 256 --new 64
+fi

@@ -1,0 +1,169 @@
+/* or1 CUDA throughput on random weights of a DeepSeek-R1-Distill-Qwen shape.
+ *   train:   forward + streaming head + backward + clipped AdamW over packed sequences;
+ *            tokens/s and model FLOPs utilisation against a dense bf16 peak.
+ *   rollout: prefill every slot, then batched decode with on-device sampling; tokens/s.
+ * Prints one JSON object per mode on stdout (bench/cuda.sh compares them with PyTorch).
+ * Usage: cuda_bench MODEL(1.5b|7b|tiny) [--prec bf16|fp32] [--seqs N] [--len L] [--steps S]
+ *        [--slots B] [--prompt P] [--new N] [--peak-tflops X] [--skip-train] [--skip-rollout] */
+extern "C" {
+#include "or1/core.h"
+}
+#include "or1/cuda.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *model;
+    or1_cuda_prec prec;
+    int seqs, len, steps, slots, prompt, n_new;
+    double peak;
+    bool train, rollout;
+} opts;
+
+/* The shapes of DeepSeek-R1-Distill-Qwen 1.5B / 7B (Qwen2: q/k/v biases, untied head). */
+static int shape(or1_config *c, const char *name) {
+    memset(c, 0, sizeof *c);
+    c->arch = OR1_ARCH_QWEN2, c->qkv_bias = true, c->rms_eps = 1e-6f, c->rope_theta = 10000.0f;
+    c->vocab = 151936, c->max_pos = 131072;
+    if (!strcmp(name, "1.5b"))
+        c->hidden = 1536, c->intermediate = 8960, c->layers = 28, c->heads = 12, c->kv_heads = 2;
+    else if (!strcmp(name, "7b"))
+        c->hidden = 3584, c->intermediate = 18944, c->layers = 28, c->heads = 28, c->kv_heads = 4;
+    else if (!strcmp(name, "tiny"))
+        c->hidden = 256, c->intermediate = 512, c->layers = 2, c->heads = 4, c->kv_heads = 2, c->vocab = 4096;
+    else
+        return or1_fail("cuda_bench: unknown model \"%s\" (1.5b, 7b, tiny)", name);
+    c->head_dim = c->hidden / c->heads;
+    return 0;
+}
+
+/* Forward FLOPs of a packed batch: every matmul (2 per multiply-add), causal attention
+ * scores and mixing, and the head at the scored positions. Training counts 3x this. */
+static double forward_flops(const or1_config *c, long tokens, double sum_sq_len, long scored) {
+    double H = c->hidden, I = c->intermediate, qd = (double)c->heads * c->head_dim;
+    double qkvd = qd + 2.0 * c->kv_heads * c->head_dim;
+    double per_tok = 2 * (H * qkvd + qd * H + H * 2 * I + I * H);
+    double attn = 2.0 * 2.0 * qd * sum_sq_len / 2.0; /* QK^T and PV over the causal half */
+    return c->layers * (per_tok * tokens + attn) + 2.0 * H * c->vocab * scored;
+}
+
+/* Parses the flags after the model name. */
+static int parse(opts *o, int argc, char **argv) {
+    *o = (opts){argv[1], OR1_CUDA_BF16, 8, 1024, 5, 64, 256, 256, 989.0, true, true};
+    for (int i = 2; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "--skip-train")) o->train = false;
+        else if (!strcmp(f, "--skip-rollout")) o->rollout = false;
+        else if (!v) return or1_fail("cuda_bench: %s needs a value", f);
+        else if (!strcmp(f, "--prec") && (!strcmp(v, "bf16") || !strcmp(v, "fp32")))
+            o->prec = strcmp(v, "bf16") ? OR1_CUDA_FP32 : OR1_CUDA_BF16, i++;
+        else if (!strcmp(f, "--seqs")) o->seqs = atoi(v), i++;
+        else if (!strcmp(f, "--len")) o->len = atoi(v), i++;
+        else if (!strcmp(f, "--steps")) o->steps = atoi(v), i++;
+        else if (!strcmp(f, "--slots")) o->slots = atoi(v), i++;
+        else if (!strcmp(f, "--prompt")) o->prompt = atoi(v), i++;
+        else if (!strcmp(f, "--new")) o->n_new = atoi(v), i++;
+        else if (!strcmp(f, "--peak-tflops")) o->peak = atof(v), i++;
+        else return or1_fail("cuda_bench: unknown flag %s", f);
+    }
+    if (o->seqs < 1 || o->len < 2 || o->steps < 1 || o->slots < 1 || o->prompt < 1 || o->n_new < 1)
+        return or1_fail("cuda_bench: sizes must be positive");
+    return 0;
+}
+
+/* Training steps over seqs sequences of len tokens (a quarter prompt, the rest scored). */
+static int bench_train(or1_cuda_model *dm, const or1_config *c, const opts *o, or1_cuda *g) {
+    int32_t *ids = (int32_t *)or1_malloc((size_t)o->seqs * o->len * sizeof(int32_t));
+    or1_seq *seqs = (or1_seq *)or1_malloc((size_t)o->seqs * sizeof(or1_seq));
+    for (int s = 0; s < o->seqs; s++) {
+        for (int t = 0; t < o->len; t++)
+            ids[(size_t)s * o->len + t] = (int32_t)(or1_rand_u64(3, (uint64_t)s, (uint64_t)t) % c->vocab);
+        seqs[s] = (or1_seq){ids + (size_t)s * o->len, o->len, o->len / 4 > 0 ? o->len / 4 : 1};
+    }
+    or1_batch b;
+    or1_batch_pack(&b, seqs, o->seqs);
+    int S = b.n_scored;
+    float *buf = or1_alloc_floats((size_t)4 * S);
+    for (int i = 0; i < S; i++) buf[2 * S + i] = 1.0f / S, buf[3 * S + i] = -1e-3f / S;
+    or1_adamw_cfg ac = {1e-6f, 0.9f, 0.999f, 1e-8f, 0.01f};
+    double t0 = 0, norm = 0;
+    int rc = 0;
+    for (int k = 0; k <= o->steps && !rc; k++) {
+        if (k == 1) t0 = or1_now(); /* step 0 warms up (allocation, cuBLAS heuristics) */
+        rc = or1_cuda_model_forward(dm, &b, true) || or1_cuda_model_head(dm, &b, 1.0f, buf, buf + S) ||
+             or1_cuda_model_backward(dm, &b, 1.0f, buf + 2 * S, buf + 3 * S) ||
+             or1_cuda_model_step(dm, &ac, 1.0, &norm);
+    }
+    double dt = (or1_now() - t0) / o->steps;
+    if (!rc) {
+        double sq = (double)o->seqs * o->len * o->len, fl = 3 * forward_flops(c, b.n_tokens, sq, S);
+        printf("{\"mode\": \"train\", \"model\": \"%s\", \"prec\": \"%s\", \"device\": \"%s\", \"seqs\": %d, "
+               "\"len\": %d, \"step_s\": %.4f, \"tokens_per_s\": %.1f, \"tflops\": %.2f, \"mfu\": %.4f, "
+               "\"peak_tflops\": %.0f, \"grad_norm\": %.4g}\n",
+               o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", or1_cuda_device_name(g), o->seqs, o->len, dt,
+               b.n_tokens / dt, fl / dt / 1e12, fl / dt / 1e12 / o->peak, o->peak, norm);
+        fflush(stdout);
+    }
+    or1_batch_free(&b);
+    free(buf), free(ids), free(seqs);
+    return rc ? -1 : 0;
+}
+
+/* Prefills every slot with a random prompt, then decodes n_new tokens for all slots. */
+static int bench_rollout(or1_cuda_model *dm, const or1_config *c, const opts *o, or1_cuda *g) {
+    int B = o->slots;
+    int32_t *ids = (int32_t *)or1_malloc((size_t)o->prompt * sizeof(int32_t)), *tok = (int32_t *)or1_malloc((size_t)B * 4);
+    int32_t *next = (int32_t *)or1_malloc((size_t)B * 4);
+    float *lp = (float *)or1_malloc((size_t)B * 4);
+    int rc = or1_cuda_model_kv(dm, B, o->prompt + o->n_new + 1);
+    double t0 = or1_now();
+    for (int s = 0; s < B && !rc; s++) {
+        for (int t = 0; t < o->prompt; t++) ids[t] = (int32_t)(or1_rand_u64(4, (uint64_t)s, (uint64_t)t) % c->vocab);
+        rc = or1_cuda_model_prefill(dm, s, ids, o->prompt - 1);
+        tok[s] = ids[o->prompt - 1];
+    }
+    double t1 = or1_now();
+    for (int k = 0; k < o->n_new && !rc; k++) {
+        rc = or1_cuda_model_decode(dm, tok, 1.0f, 9, next, lp);
+        memcpy(tok, next, (size_t)B * 4);
+    }
+    double t2 = or1_now();
+    if (!rc) {
+        printf("{\"mode\": \"rollout\", \"model\": \"%s\", \"prec\": \"%s\", \"device\": \"%s\", \"slots\": %d, "
+               "\"prompt\": %d, \"new\": %d, \"prefill_s\": %.3f, \"decode_s\": %.3f, \"tokens_per_s\": %.1f}\n",
+               o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", or1_cuda_device_name(g), B, o->prompt, o->n_new,
+               t1 - t0, t2 - t1, (double)B * o->n_new / (t2 - t1));
+        fflush(stdout);
+    }
+    free(ids), free(tok), free(next), free(lp);
+    return rc ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+    opts o;
+    or1_config c;
+    if (argc < 2 || parse(&o, argc, argv) || shape(&c, o.model)) {
+        fprintf(stderr, "cuda_bench: %s\n", argc < 2 ? "usage: cuda_bench 1.5b|7b|tiny [flags]" : or1_error());
+        return 2;
+    }
+    if (or1_cuda_device_count() < 1) {
+        fprintf(stderr, "cuda_bench: no CUDA GPU visible (cudaGetDeviceCount reports none); nothing measured\n");
+        return 1;
+    }
+    or1_cuda *g = or1_cuda_new(o.prec);
+    or1_model m;
+    or1_model_init(&m, &c);
+    or1_model_randomize(&m, 1, 0.02f);
+    or1_cuda_model *dm = g ? or1_cuda_model_new(g, &m) : NULL;
+    or1_model_free(&m); /* the device holds the only copy from here on */
+    int rc = !dm;
+    if (!rc && o.train) rc = bench_train(dm, &c, &o, g);
+    if (!rc && o.rollout) rc = bench_rollout(dm, &c, &o, g);
+    if (rc) fprintf(stderr, "cuda_bench: %s\n", or1_error());
+    or1_cuda_model_free(dm);
+    or1_cuda_free(g);
+    return rc ? 1 : 0;
+}
