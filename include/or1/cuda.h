@@ -19,6 +19,7 @@ extern "C" {
 #endif
 
 #include "or1/model.h"
+#include "or1/rl.h"
 
 typedef enum { OR1_CUDA_FP32, OR1_CUDA_BF16 } or1_cuda_prec;
 
@@ -127,6 +128,11 @@ int or1_cuda_model_backward(or1_cuda_model *dm, const or1_batch *b, float temper
 /* Clips the gradients to max_norm (<= 0: no clipping), one AdamW step, then zeroes them;
  * *norm gets the norm before clipping. */
 int or1_cuda_model_step(or1_cuda_model *dm, const or1_adamw_cfg *c, double max_norm, double *norm);
+
+/* or1_policy_grad on the device model: the eq. (3.1) gradient accumulated into the device
+ * gradients (same micro-batch packing and per-token terms); sums added into *st. */
+int or1_cuda_policy_grad(or1_cuda_model *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
+                         const or1_loss_cfg *cfg, or1_loss_stats *st);
 
 /* KV cache for `slots` sequences of up to cap tokens each (replaces any previous one). */
 int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap);

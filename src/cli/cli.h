@@ -30,6 +30,10 @@ int cli_check_unused(cli_args *a);
 /* Hands the process's ranks to the commands that use them. */
 void cli_set_dist(const or1_dist *d);
 
+/* --device cpu|cuda of the model commands: 0 cpu, 1 cuda, -1 (or1_fail) otherwise or when
+ * built without the CUDA backend (src/cli/cmd_cuda.c). */
+int cli_device(cli_args *a);
+
 /* Subcommands: each returns the process exit status. */
 int cmd_logprobs(cli_args *a);
 int cmd_grad(cli_args *a);

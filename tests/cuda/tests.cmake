@@ -10,4 +10,8 @@ if(CMAKE_CUDA_COMPILER)
     add_test(NAME cuda_${name} COMMAND cuda_test_${name})
     set_tests_properties(cuda_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
   endforeach()
+  # the CLI with --device cuda against the CPU path (checkpoints from tests/model/ref.py)
+  add_test(NAME cuda_cli COMMAND ${OR1_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py $<TARGET_FILE:or1>)
+  set_tests_properties(cuda_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=2;PYTHONPATH=${CMAKE_SOURCE_DIR}/tests/model")
 endif()

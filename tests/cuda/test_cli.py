@@ -1,0 +1,91 @@
+"""`or1 logprobs` and `or1 grad` with --device cuda against the CPU path on random checkpoints
+built by tests/model/ref.py (which checks the CPU path against float64 PyTorch).
+
+usage: test_cli.py OR1        exits 77 (ctest's skip) when no GPU is visible.
+
+Tolerances: OR1_CUDA_PREC=fp32 (cuBLAS sgemm, no TF32): log-probs and entropies 1e-4 absolute,
+statistics 1e-4 relative, each gradient tensor 1e-3 of its largest entry (summation orders
+differ, atomics in scatter-adds). bf16 matmuls: log-probs and entropies 5e-2 absolute (operands
+rounded to 8 significant bits through two layers and the head).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+import ref
+
+CONFIGS = [
+    dict(arch="qwen2", tied=False),
+    dict(arch="llama", tied=True, head_dim=16, heads=4, kv_heads=1),
+    # wider than one 16384-entry GPU head chunk
+    dict(arch="qwen2", tied=False, vocab=17000),
+]
+
+
+def run(or1, args, prec, what):
+    """Runs or1 with OR1_CUDA_PREC set; returns stdout lines, raising on failure."""
+    env = dict(os.environ, OR1_CUDA_PREC=prec)
+    p = subprocess.run([or1] + [str(a) for a in args], capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what}: exit {p.returncode}: {p.stderr.strip()}")
+    return p.stdout.splitlines()
+
+
+def require_gpu(or1, tmp):
+    """Exits 77 with a message when or1 reports that no GPU is visible."""
+    ck = os.path.join(tmp, "probe")
+    ref.new_checkpoint(ck, seed=0)
+    inp = os.path.join(tmp, "probe.jsonl")
+    ref.write_jsonl(inp, [{"ids": [1, 2, 3]}])
+    try:
+        run(or1, ["logprobs", "--model", ck, "--input", inp, "--device", "cuda"], "fp32", "probe")
+    except RuntimeError as e:
+        if "no GPU is visible" in str(e):
+            print("SKIP cuda_cli: no CUDA GPU visible; --device cuda needs one")
+            sys.exit(77)
+        raise
+
+
+def main():
+    or1 = sys.argv[1]
+    c = ref.Checker("cuda_cli")
+    with tempfile.TemporaryDirectory() as tmp:
+        require_gpu(or1, tmp)
+        for k, kw in enumerate(CONFIGS):
+            ck = os.path.join(tmp, f"m{k}")
+            cfg, params = ref.new_checkpoint(ck, seed=k + 1, **kw)
+            g = torch.Generator().manual_seed(k)
+            rows = [{"ids": ref.random_ids(g, cfg["vocab_size"], n)} for n in (2, 9, 33, 70)]
+            inp = os.path.join(tmp, f"in{k}.jsonl")
+            ref.write_jsonl(inp, rows)
+            base = ["logprobs", "--model", ck, "--input", inp, "--temperature", 0.7]
+            cpu = [ref.parse_json_line(l, "cpu") for l in run(or1, base, "fp32", "cpu logprobs")]
+            for prec, tol in (("fp32", 1e-4), ("bf16", 5e-2)):
+                gpu = [ref.parse_json_line(l, "gpu") for l in run(or1, base + ["--device", "cuda"], prec, "gpu")]
+                c.ok(len(gpu) == len(cpu), f"{kw} {prec}: {len(gpu)} lines, want {len(cpu)}")
+                for i, (a, b) in enumerate(zip(gpu, cpu)):
+                    c.close(f"{kw} {prec} row {i} logprobs", a["logprobs"], b["logprobs"], tol)
+                    c.close(f"{kw} {prec} row {i} entropy", a["entropy"], b["entropy"], tol)
+            batch = os.path.join(tmp, f"batch{k}.jsonl")
+            ref.write_jsonl(batch, ref.make_batch(params, cfg, seed=k, temperature=0.7))
+            gargs = ["grad", "--model", ck, "--batch", batch, "--temperature", 0.7, "--entropy-coef", 0.01,
+                     "--micro-batch-tokens", 12]
+            want = ref.parse_json_line(run(or1, gargs + ["--out", os.path.join(tmp, "g_cpu")], "fp32", "cpu grad")[0], "cpu")
+            got = ref.parse_json_line(run(or1, gargs + ["--out", os.path.join(tmp, "g_gpu"), "--device", "cuda"],
+                                          "fp32", "gpu grad")[0], "gpu")
+            for key in ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm", "tokens"):
+                c.close(f"{kw} grad {key}", [got[key]], [want[key]], 1e-4 * max(1.0, abs(want[key])))
+            gw, _, _ = ref.read_safetensors(os.path.join(tmp, "g_cpu"))
+            gg, _, _ = ref.read_safetensors(os.path.join(tmp, "g_gpu"))
+            c.ok(sorted(gw) == sorted(gg), f"{kw}: gradient tensor names differ")
+            for name in sorted(set(gw) & set(gg)):
+                scale = max(float(gw[name].abs().max()), 1e-12)
+                c.close(f"{kw} grad {name}", gg[name], gw[name], 1e-3 * scale)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
