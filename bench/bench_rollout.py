@@ -103,6 +103,7 @@ class TorchSampler:
         mask = torch.full((n, n), float("-inf"), dtype=F32).triu(1)
 
         def attend(l, q, k, v):
+            """Causal attention of the prompt; keeps layer l's keys and values."""
             kv.append((k.transpose(0, 1), v.transpose(0, 1)))
             qs = q.view(n, self.nkv, g, self.hd).permute(1, 2, 0, 3)          # [kv, g, n, hd]
             s = qs @ k.permute(1, 2, 0)[:, None] / math.sqrt(self.hd) + mask  # [kv, g, n, n]
@@ -146,6 +147,7 @@ class TorchSampler:
             bias = torch.zeros(B, 1, 1, width, dtype=F32).masked_fill(~valid[:, None, None, :], float("-inf"))
 
             def attend(l, q, k, v):
+                """Writes each row's new key/value at its position, attends over its length."""
                 kc[l][rows, :, pos] = k
                 vc[l][rows, :, pos] = v
                 qs = q.view(B, self.nkv, g, self.hd)

@@ -93,6 +93,7 @@ def check_case(chk, or1, model, inp, prompt, vocab, case, tmp, cache):
     name, temp, top_k, top_p, wrongs = case
 
     def dist(t, k, p, what, margins):
+        """The truncated distribution at temperature t (log-probs cached per temperature)."""
         if t not in cache:
             cache[t] = exact_logp(chk, or1, model, prompt, vocab, t, tmp)
         return None if cache[t] is None else truncate(chk, what, cache[t], k, p, margins)

@@ -35,8 +35,9 @@ static void random_logits(float *x, int V, double scale, uint64_t seed) {
     }
 }
 
+static const double *sort_p; /* the probabilities by_desc compares */
+
 /* Order for qsort: probability descending, then id ascending. */
-static const double *sort_p;
 static int by_desc(const void *a, const void *b) {
     int i = *(const int *)a, j = *(const int *)b;
     if (sort_p[i] != sort_p[j]) return sort_p[i] > sort_p[j] ? -1 : 1;

@@ -129,7 +129,8 @@ def check_sampled_stops(s):
         for t in set(row["response_ids"]):
             counts[t] = counts.get(t, 0) + 1
     ranked = sorted(counts, key=lambda t: (-counts[t], t))
-    eos, stop = s.greedy[0]["response_ids"][0], next(t for t in ranked[2:] if t != s.greedy[0]["response_ids"][0])
+    eos = s.greedy[0]["response_ids"][0]
+    stop = next(t for t in ranked[2:] if t != eos)
     model = s.model(config={"eos_token_id": eos})
     rows = common.generate(s.chk, s.or1, model, inp, len(prompts), stop=stop, **{"max-slots": 3}, **flags)
     if rows is None:
