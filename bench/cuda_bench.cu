@@ -125,9 +125,13 @@ static int bench_rollout(or1_cuda_model *dm, const or1_config *c, const opts *o,
         rc = or1_cuda_model_prefill(dm, s, ids, o->prompt - 1);
         tok[s] = ids[o->prompt - 1];
     }
+    uint64_t *seeds = (uint64_t *)or1_calloc((size_t)B, sizeof(uint64_t));
+    int32_t *streams = (int32_t *)or1_malloc((size_t)B * 4), *counters = (int32_t *)or1_malloc((size_t)B * 4);
+    for (int s = 0; s < B; s++) seeds[s] = 9, streams[s] = s;
     double t1 = or1_now();
     for (int k = 0; k < o->n_new && !rc; k++) {
-        rc = or1_cuda_model_decode(dm, tok, 1.0f, 9, next, lp);
+        for (int s = 0; s < B; s++) counters[s] = k;
+        rc = or1_cuda_model_decode(dm, tok, 1.0f, seeds, streams, counters, next, lp);
         memcpy(tok, next, (size_t)B * 4);
     }
     double t2 = or1_now();
@@ -138,7 +142,7 @@ static int bench_rollout(or1_cuda_model *dm, const or1_config *c, const opts *o,
                t1 - t0, t2 - t1, (double)B * o->n_new / (t2 - t1));
         fflush(stdout);
     }
-    free(ids), free(tok), free(next), free(lp);
+    free(ids), free(tok), free(next), free(lp), free(seeds), free(streams), free(counters);
     return rc ? -1 : 0;
 }
 

@@ -20,6 +20,7 @@ extern "C" {
 
 #include "or1/model.h"
 #include "or1/rl.h"
+#include "or1/rollout.h"
 
 typedef enum { OR1_CUDA_FP32, OR1_CUDA_BF16 } or1_cuda_prec;
 
@@ -139,13 +140,24 @@ int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap);
 /* Prefills slot s with ids[0..n) (positions 0..n-1): the slot's length becomes n. */
 int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n);
 /* One decode step for every slot: slot b takes tokens[b] at position len[b] (its length,
- * which grows by one), then samples its next token at temperature (0: greedy) with a
- * Gumbel-max draw from (seed, stream b, counter len[b]): next[b] and its log-prob at the
- * temperature (at 1 when greedy) come back to the host. */
-int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, uint64_t seed,
-                          int32_t *next, float *logp);
-/* Current length of slot s. */
+ * which grows by one), then samples its next token at temperature (0: greedy) by a
+ * Gumbel-max draw from counter-based noise keyed by (seeds[b], streams[b], counters[b]):
+ * next[b] and its log-prob at the temperature (at 1 when greedy) come back to the host. */
+int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, const uint64_t *seeds,
+                          const int32_t *streams, const int32_t *counters, int32_t *next, float *logp);
+/* Current length of slot s, and emptying it (a new sequence starts at position 0). */
 int or1_cuda_model_slot_len(const or1_cuda_model *dm, int s);
+void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s);
+const or1_config *or1_cuda_model_config(const or1_cuda_model *dm);
+
+/* or1_generate on the GPU (same requests, completions, on_done and KV budget): each sample
+ * gets a slot, its prompt is prefilled there (no prompt KV shared between samples), freed
+ * slots are refilled at once. Temperature / greedy sampling only: a request with top-p < 1 or
+ * top-k > 0, or requests with different temperatures, are refused. Draws differ from the
+ * CPU engine's (Gumbel-max rather than inverse CDF); each depends only on the request's
+ * seed, the sample index and the token index. */
+int or1_cuda_generate(or1_cuda_model *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
+                      or1_completion *out);
 
 #ifdef __cplusplus
 }

@@ -37,4 +37,15 @@ void cli_cuda_close(or1_cuda *g, or1_cuda_model *dm) {
     or1_cuda_model_free(dm);
     or1_cuda_free(g);
 }
+
+/* or1_generate on the GPU for `or1 generate --device cuda`. */
+int cli_cuda_generate(const or1_model *m, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
+                      or1_completion *out) {
+    or1_cuda *g;
+    or1_cuda_model *dm;
+    if (cli_cuda_open(m, &g, &dm)) return -1;
+    int rc = or1_cuda_generate(dm, reqs, n, cfg, out);
+    cli_cuda_close(g, dm);
+    return rc;
+}
 #endif

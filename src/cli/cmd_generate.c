@@ -1,5 +1,6 @@
 /* `or1 generate`: batched sampling from a checkpoint, one JSON line per sample. */
 #include "cli.h"
+#include "cli_cuda.h"
 
 #include "or1/core.h"
 #include "or1/io.h"
@@ -149,9 +150,9 @@ static int load_tokenizer(cli_args *a, const char *dir, or1_tokenizer **tok) {
     return (path || *tok) && !*tok ? -1 : 0;
 }
 
-/* Runs the engine and prints in order. */
+/* Runs the engine (the GPU one when cuda) and prints in order. */
 static int generate(const or1_model *m, request_list *l, const or1_sampling *s, int64_t n, const or1_engine_cfg *base,
-                    const or1_tokenizer *tok) {
+                    const or1_tokenizer *tok, int cuda) {
     printer p = {.reqs = l, .tok = tok};
     p.first = or1_malloc((size_t)(l->n + 1) * sizeof *p.first);
     for (int i = 0; i < l->n; i++) {
@@ -166,7 +167,12 @@ static int generate(const or1_model *m, request_list *l, const or1_sampling *s, 
     or1_engine_cfg cfg = *base;
     cfg.on_done = on_done;
     cfg.ctx = &p;
+#ifdef OR1_CUDA
+    int rc = cuda ? cli_cuda_generate(m, l->r, l->n, &cfg, p.out) : or1_generate(m, l->r, l->n, &cfg, p.out);
+#else
+    (void)cuda;
     int rc = or1_generate(m, l->r, l->n, &cfg, p.out);
+#endif
     or1_completions_free(p.out, (int)p.total);
     free(p.out);
     free(p.ready);
@@ -175,13 +181,15 @@ static int generate(const or1_model *m, request_list *l, const or1_sampling *s, 
 }
 
 /* or1 generate --model DIR --input FILE [--n M] [--temperature T] [--top-p P] [--top-k K]
- *   [--max-new-tokens L] [--seed S] [--stop ID,...] [--tokenizer PATH] [--max-slots B] [--kv-cache-gb G] */
+ *   [--max-new-tokens L] [--seed S] [--stop ID,...] [--tokenizer PATH] [--max-slots B] [--kv-cache-gb G]
+ *   [--device cpu|cuda] */
 int cmd_generate(cli_args *a) {
     const char *dir = cli_need(a, "model"), *input = dir ? cli_need(a, "input") : NULL;
     or1_sampling s;
     int64_t n, slots = 64;
     double kv_gb = 8.0;
-    if (!input || sampling_flags(a, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
+    int dev = input ? cli_device(a) : -1;
+    if (dev < 0 || sampling_flags(a, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
         cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb))
         return 2;
     or1_model m;
@@ -194,7 +202,7 @@ int cmd_generate(cli_args *a) {
         read_requests(input, tok, &m.cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};
-        rc = generate(&m, &l, &s, n, &cfg, tok) ? 1 : 0;
+        rc = generate(&m, &l, &s, n, &cfg, tok, dev) ? 1 : 0;
     }
     for (int i = 0; i < l.n; i++) free((void *)l.r[i].prompt);
     free(l.r);

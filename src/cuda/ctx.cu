@@ -99,6 +99,8 @@ void *or1_cuda_alloc(size_t bytes) {
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e == cudaSuccess) e = cudaMemset(p, 0, bytes);
+    /* the memset runs on the legacy stream, which contexts' non-blocking streams do not wait for */
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         cudaGetLastError();
         cudaFree(p);

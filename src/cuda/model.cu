@@ -42,7 +42,8 @@ struct or1_cuda_model {
     /* decode */
     int kv_slots, kv_cap;
     float *kv;          /* per layer: K [slots][cap][kvd] then V */
-    int32_t *dec_i;     /* tokens, pos, n_ctx, next */
+    int32_t *dec_i;     /* tokens, pos, n_ctx, next, stream, counter: [slots] each */
+    uint64_t *dec_u;    /* seeds [slots] */
     float *dec_f;       /* logits [slots][V] then logp */
     int *slot_len;      /* host */
 };
@@ -97,7 +98,8 @@ or1_cuda_model *or1_cuda_model_new(or1_cuda *g, const or1_model *m) {
 void or1_cuda_model_free(or1_cuda_model *dm) {
     if (!dm) return;
     or1_cuda_sync(dm->g);
-    void *dev[] = {dm->params, dm->grads, dm->m, dm->v, dm->pb, dm->mem, dm->ibuf, dm->kv, dm->dec_i, dm->dec_f};
+    void *dev[] = {dm->params, dm->grads, dm->m,     dm->v,     dm->pb,   dm->mem,
+                   dm->ibuf,   dm->kv,    dm->dec_i, dm->dec_u, dm->dec_f};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
     free(dm->w.layer);
     free(dm->gw.layer);
@@ -396,13 +398,14 @@ int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
     if (slots < 1 || cap < 1 || cap > c->max_pos)
         return or1_fail("cuda decode: %d slots of %d tokens (max_position_embeddings %d)", slots, cap, c->max_pos);
     or1_cuda_sync(dm->g);
-    void *old[] = {dm->kv, dm->dec_i, dm->dec_f};
+    void *old[] = {dm->kv, dm->dec_i, dm->dec_u, dm->dec_f};
     for (size_t i = 0; i < sizeof old / sizeof *old; i++) or1_cuda_release(old[i]);
-    dm->kv = NULL, dm->dec_i = NULL, dm->dec_f = NULL, dm->kv_slots = 0;
+    dm->kv = NULL, dm->dec_i = NULL, dm->dec_u = NULL, dm->dec_f = NULL, dm->kv_slots = 0;
     size_t kvd = (size_t)c->kv_heads * c->head_dim, floats = (size_t)c->layers * 2 * slots * (size_t)cap * kvd;
     dm->kv = (float *)or1_cuda_alloc(floats * sizeof(float));
-    dm->dec_i = dm->kv ? (int32_t *)or1_cuda_alloc((size_t)4 * slots * sizeof(int32_t)) : NULL;
-    dm->dec_f = dm->dec_i ? (float *)or1_cuda_alloc(((size_t)slots * c->vocab + slots) * sizeof(float)) : NULL;
+    dm->dec_i = dm->kv ? (int32_t *)or1_cuda_alloc((size_t)6 * slots * sizeof(int32_t)) : NULL;
+    dm->dec_u = dm->dec_i ? (uint64_t *)or1_cuda_alloc((size_t)slots * sizeof(uint64_t)) : NULL;
+    dm->dec_f = dm->dec_u ? (float *)or1_cuda_alloc(((size_t)slots * c->vocab + slots) * sizeof(float)) : NULL;
     if (!dm->dec_f) return or1_fail_ctx("cuda decode: KV cache for %d slots of %d tokens", slots, cap);
     dm->kv_slots = slots, dm->kv_cap = cap;
     free(dm->slot_len);
@@ -411,6 +414,10 @@ int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
 }
 
 int or1_cuda_model_slot_len(const or1_cuda_model *dm, int s) { return dm->slot_len[s]; }
+
+void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s) { dm->slot_len[s] = 0; }
+
+const or1_config *or1_cuda_model_config(const or1_cuda_model *dm) { return &dm->cfg; }
 
 int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n) {
     if (s < 0 || s >= dm->kv_slots) return or1_fail("cuda prefill: slot %d of %d", s, dm->kv_slots);
@@ -438,10 +445,10 @@ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
 }
 
 /* One block per row: z/temperature, its log-sum-exp, and the argmax of z/temperature plus
- * Gumbel noise from (seed, row, counter, token) — an exact draw from the softmax — or of z
- * when greedy. Writes the token and its log-prob. */
+ * Gumbel noise from (seed, stream, counter, token) of the row — an exact draw from the
+ * softmax — or of z when greedy. Writes the token and its log-prob. */
 __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V, float temperature,
-                         uint64_t seed, const int32_t *counter) {
+                         const uint64_t *seed, const int32_t *stream, const int32_t *counter) {
     __shared__ float sv[32];
     __shared__ int si[32];
     __shared__ double sd[32];
@@ -449,7 +456,7 @@ __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V,
     const float *z = logits + (size_t)b * V;
     float inv = temperature > 0 ? 1.0f / temperature : 1.0f, m = -INFINITY, best = -INFINITY;
     int arg = 0;
-    uint64_t key = mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)b + 0x632be59bd9b4e019ULL));
+    uint64_t key = mix64(mix64(seed[b] + 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)stream[b] + 0x632be59bd9b4e019ULL));
     key = mix64(key ^ ((uint64_t)counter[b] * 0x9e3779b97f4a7c15ULL));
     for (int v = threadIdx.x; v < V; v += blockDim.x) {
         float zt = z[v] * inv, score = zt;
@@ -490,20 +497,22 @@ __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V,
 
 /* Embeds the slots' tokens, runs every layer against the cache, the full-vocabulary logits
  * by one GEMM, and samples on the device; only tokens and log-probs come back. */
-int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, uint64_t seed,
-                          int32_t *next, float *logp) {
+int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, const uint64_t *seeds,
+                          const int32_t *streams, const int32_t *counters, int32_t *next, float *logp) {
     const or1_config *c = &dm->cfg;
     int B = dm->kv_slots, V = c->vocab, H = c->hidden;
     if (B < 1) return or1_fail("cuda decode: no KV cache (or1_cuda_model_kv first)");
-    int32_t *host = (int32_t *)or1_malloc((size_t)3 * B * sizeof(int32_t));
+    int32_t *host = (int32_t *)or1_malloc((size_t)6 * B * sizeof(int32_t));
     for (int b = 0; b < B; b++) {
         if (dm->slot_len[b] >= dm->kv_cap) {
             free(host);
             return or1_fail("cuda decode: slot %d is full (%d tokens)", b, dm->kv_cap);
         }
         host[b] = tokens[b], host[B + b] = dm->slot_len[b], host[2 * B + b] = dm->slot_len[b] + 1;
+        host[3 * B + b] = 0, host[4 * B + b] = streams[b], host[5 * B + b] = counters[b];
     }
-    int rc = or1_cuda_upload(dm->g, dm->dec_i, host, (size_t)3 * B * sizeof(int32_t));
+    int rc = or1_cuda_upload(dm->g, dm->dec_i, host, (size_t)6 * B * sizeof(int32_t));
+    if (!rc) rc = or1_cuda_upload(dm->g, dm->dec_u, seeds, (size_t)B * sizeof(uint64_t));
     free(host);
     if (rc) return -1;
     dm->pos = dm->dec_i + B;
@@ -511,8 +520,8 @@ int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float tempe
     run_layers(dm, NULL, B, false, -1);
     float *logits = dm->dec_f;
     cu_matmul(dm->g, logits, dm->hf, dm->w.lm_head, bf(dm, dm->w.lm_head), NULL, B, H, V);
-    k_sample<<<B, 256, 0, dm->g->stream>>>(dm->dec_i + 3 * B, logits + (size_t)B * V, logits, V, temperature, seed,
-                                           dm->dec_i + B);
+    k_sample<<<B, 256, 0, dm->g->stream>>>(dm->dec_i + 3 * B, logits + (size_t)B * V, logits, V, temperature,
+                                           dm->dec_u, dm->dec_i + 4 * B, dm->dec_i + 5 * B);
     cu_launched(dm->g, "sample");
     if (or1_cuda_sync(dm->g) || or1_cuda_download(dm->g, next, dm->dec_i + 3 * B, (size_t)B * sizeof(int32_t)) ||
         or1_cuda_download(dm->g, logp, logits + (size_t)B * V, (size_t)B * sizeof(float)))

@@ -1,5 +1,6 @@
-"""`or1 logprobs` and `or1 grad` with --device cuda against the CPU path on random checkpoints
-built by tests/model/ref.py (which checks the CPU path against float64 PyTorch).
+"""`or1 logprobs`, `or1 grad` and `or1 generate` with --device cuda against the CPU path on
+random checkpoints built by tests/model/ref.py (which checks the CPU path against float64
+PyTorch).
 
 usage: test_cli.py OR1        exits 77 (ctest's skip) when no GPU is visible.
 
@@ -8,6 +9,7 @@ statistics 1e-4 relative, each gradient tensor 1e-3 of its largest entry (summat
 differ, atomics in scatter-adds). bf16 matmuls: log-probs and entropies 5e-2 absolute (operands
 rounded to 8 significant bits through two layers and the head).
 """
+import json
 import os
 import subprocess
 import sys
@@ -49,6 +51,36 @@ def require_gpu(or1, tmp):
         raise
 
 
+def check_generate(or1, tmp, c):
+    """`or1 generate --device cuda`: greedy tokens and log-probs equal the CPU engine's (fp32);
+    sampled tokens' log-probs equal `or1 logprobs` over prompt + response at the temperature."""
+    ck = os.path.join(tmp, "gen")
+    cfg, _ = ref.new_checkpoint(ck, seed=7, arch="qwen2", tied=False)
+    g = torch.Generator().manual_seed(3)
+    inp = os.path.join(tmp, "prompts.jsonl")
+    ref.write_jsonl(inp, [{"prompt_ids": ref.random_ids(g, cfg["vocab_size"], n)} for n in (1, 6, 13)])
+    base = ["generate", "--model", ck, "--input", inp, "--n", 3, "--max-new-tokens", 9, "--max-slots", 4]
+    parse = lambda lines: sorted((ref.parse_json_line(l, "generate") for l in lines),
+                                 key=lambda j: (j["index"], j["sample"]))
+    cpu = parse(run(or1, base + ["--temperature", 0], "fp32", "cpu generate"))
+    gpu = parse(run(or1, base + ["--temperature", 0, "--device", "cuda"], "fp32", "gpu generate"))
+    c.ok(len(gpu) == len(cpu) == 9, f"generate: {len(gpu)} GPU / {len(cpu)} CPU completions, want 9")
+    for a, b in zip(gpu, cpu):
+        c.ok(a["response_ids"] == b["response_ids"], f"greedy {a['index']}/{a['sample']}: {a['response_ids']} "
+             f"!= CPU {b['response_ids']}")
+        c.close(f"greedy {a['index']}/{a['sample']} logprobs", a["logprobs"], b["logprobs"], 1e-4)
+    with open(inp) as f:
+        prompts = [json.loads(line)["prompt_ids"] for line in f]
+    sampled = parse(run(or1, base + ["--temperature", 0.8, "--seed", 5, "--device", "cuda"], "fp32", "gpu sample"))
+    rows = [{"ids": prompts[j["index"]] + j["response_ids"]} for j in sampled]
+    lp_in = os.path.join(tmp, "sampled.jsonl")
+    ref.write_jsonl(lp_in, rows)
+    lps = run(or1, ["logprobs", "--model", ck, "--input", lp_in, "--temperature", 0.8], "fp32", "cpu logprobs")
+    for j, line in zip(sampled, lps):
+        want = ref.parse_json_line(line, "logprobs")["logprobs"][-len(j["response_ids"]):]
+        c.close(f"sampled {j['index']}/{j['sample']} logprobs", j["logprobs"], want, 1e-4)
+
+
 def main():
     or1 = sys.argv[1]
     c = ref.Checker("cuda_cli")
@@ -84,6 +116,7 @@ def main():
             for name in sorted(set(gw) & set(gg)):
                 scale = max(float(gw[name].abs().max()), 1e-12)
                 c.close(f"{kw} grad {name}", gg[name], gw[name], 1e-3 * scale)
+        check_generate(or1, tmp, c)
     c.finish()
 
 

@@ -134,8 +134,11 @@ static void check_decode(const or1_config *c, float temperature) {
         rc = np[s] > 1 ? or1_cuda_model_prefill(dm, s, seqs[s], np[s] - 1) : 0;
         tok[s] = seqs[s][np[s] - 1];
     }
+    uint64_t seeds[SLOTS] = {5, 5, 6};
+    int32_t streams[SLOTS] = {0, 1, 0}, counters[SLOTS];
     for (int k = 0; k < STEPS && !rc; k++) {
-        rc = or1_cuda_model_decode(dm, tok, temperature, 5, next, lpd);
+        for (int s = 0; s < SLOTS; s++) counters[s] = k;
+        rc = or1_cuda_model_decode(dm, tok, temperature, seeds, streams, counters, next, lpd);
         for (int s = 0; s < SLOTS && !rc; s++) {
             seqs[s][np[s] + k] = tok[s] = next[s];
             lp[s][k] = lpd[s];
