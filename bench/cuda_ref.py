@@ -35,25 +35,32 @@ def forward_flops(s, tokens, sum_sq_len, scored):
 class Model(torch.nn.Module):
     """Qwen2 decoder: RMSNorm, q/k/v with biases, RoPE (rotate_half), GQA, SwiGLU, untied head."""
 
-    def __init__(self, s, std=0.02):
+    def __init__(self, s, std=0.02, device="cuda"):
         super().__init__()
         self.s, H, I = s, s["hidden"], s["inter"]
         self.hd = H // s["heads"]
         qkvd = (s["heads"] + 2 * s["kv"]) * self.hd
-        self.embed = torch.nn.Parameter(torch.randn(s["vocab"], H) * std)
+
+        def rand(*shape):
+            return torch.nn.Parameter(torch.randn(*shape, device=device) * std)
+
+        def const(n, v):
+            return torch.nn.Parameter(torch.full((n,), v, device=device))
+
+        self.embed = rand(s["vocab"], H)
         self.layers = torch.nn.ModuleList()
         for _ in range(s["layers"]):
             l = torch.nn.Module()
-            l.ln1 = torch.nn.Parameter(torch.ones(H))
-            l.wqkv = torch.nn.Parameter(torch.randn(qkvd, H) * std)
-            l.bqkv = torch.nn.Parameter(torch.zeros(qkvd))
-            l.wo = torch.nn.Parameter(torch.randn(H, s["heads"] * self.hd) * std)
-            l.ln2 = torch.nn.Parameter(torch.ones(H))
-            l.wgu = torch.nn.Parameter(torch.randn(2 * I, H) * std)
-            l.wd = torch.nn.Parameter(torch.randn(H, I) * std)
+            l.ln1 = const(H, 1.0)
+            l.wqkv = rand(qkvd, H)
+            l.bqkv = const(qkvd, 0.0)
+            l.wo = rand(H, s["heads"] * self.hd)
+            l.ln2 = const(H, 1.0)
+            l.wgu = rand(2 * I, H)
+            l.wd = rand(H, I)
             self.layers.append(l)
-        self.norm = torch.nn.Parameter(torch.ones(H))
-        self.head = torch.nn.Parameter(torch.randn(s["vocab"], H) * std)
+        self.norm = const(H, 1.0)
+        self.head = rand(s["vocab"], H)
 
     @staticmethod
     def rms(x, w, eps=1e-6):
@@ -112,7 +119,7 @@ def sync_time():
 
 def bench_train(a, s):
     torch.manual_seed(0)
-    m = Model(s).cuda()
+    m = Model(s)
     try:
         opt = torch.optim.AdamW(m.parameters(), lr=1e-6, fused=True)
     except (TypeError, RuntimeError):
@@ -149,7 +156,7 @@ def bench_train(a, s):
 @torch.no_grad()
 def bench_rollout(a, s):
     torch.manual_seed(0)
-    m = Model(s).cuda().to(torch.bfloat16)
+    m = Model(s).to(torch.bfloat16)
     B, cap, hd = a.slots, a.prompt + a.new + 1, s["hidden"] // s["heads"]
     caches = [(torch.zeros(B, s["kv"], cap, hd, device="cuda", dtype=torch.bfloat16),
                torch.zeros(B, s["kv"], cap, hd, device="cuda", dtype=torch.bfloat16)) for _ in range(s["layers"])]
