@@ -3,10 +3,10 @@
 # CUDA tests verbosely (every kernel and the device model against the CPU), then
 # bench/cuda.sh. Prints everything; exits non-zero if the build or a test fails. Sized to fit
 # one 10-minute command (build ~2 min on 16 cores, tests ~2 min, benchmark <= 400 s).
-# Usage: bash scripts/gpu_check.sh [build folder, default build-gpu]
+# Usage: bash scripts/gpu_check.sh [build folder, default build]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-gpu}
+build=${1:-$root/build}
 cd "$root"
 echo "== machine"
 date -u
