@@ -33,6 +33,7 @@ int cli_cuda_open(const or1_model *m, or1_cuda **g, or1_cuda_model **dm) {
     return or1_fail_ctx("--device cuda");
 }
 
+/* Frees the device model, then its context. */
 void cli_cuda_close(or1_cuda *g, or1_cuda_model *dm) {
     or1_cuda_model_free(dm);
     or1_cuda_free(g);

@@ -19,11 +19,13 @@ __device__ __forceinline__ float sdot(const float *a, const float *b, int hd) {
     return s;
 }
 
+/* Maximum over the 32 lanes of a warp (every lane gets it). */
 __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
+/* Sum over the 32 lanes of a warp (every lane gets it). */
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -86,6 +88,7 @@ template <typename K> static void allow_smem(or1_cuda *g, K kernel, size_t bytes
                  "attention shared memory");
 }
 
+/* Launches the forward over (query tiles, heads, sequences) with shared memory sized by hd. */
 void or1_cuda_attention(or1_cuda *g, float *out, float *lse, const float *qkv, const int32_t *seq_start,
                         int n_seqs, int max_len, int nh, int nkv, int hd) {
     if (hd > MAX_HD || hd < 1 || n_seqs <= 0 || max_len <= 0) {
@@ -202,6 +205,7 @@ __global__ void k_attn_dkv(float *dqkv, const float *dout, const float *qkv, con
         if (lane + 32 * k < hd) dkr[lane + 32 * k] = dk[k], dvr[lane + 32 * k] = dv[k];
 }
 
+/* D = rowsum(dO * O) into scratch, then the dQ and dK/dV kernels; reads the token count once. */
 void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *lse, const int32_t *seq_start, int n_seqs, int max_len, int nh,
                             int nkv, int hd) {
@@ -264,6 +268,7 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kc, con
         if (lane + 32 * k < hd) orow[lane + 32 * k] = o[k] * inv;
 }
 
+/* Launches one warp per (row, head). */
 void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_cache,
                                const float *v_cache, size_t cache_stride, const int32_t *n_ctx, int nh,
                                int nkv, int hd) {

@@ -69,6 +69,7 @@ or1_cuda *or1_cuda_new(or1_cuda_prec prec) {
     return g;
 }
 
+/* Waits for queued work, then releases scratch, cuBLAS and the stream. */
 void or1_cuda_free(or1_cuda *g) {
     if (!g) return;
     cudaStreamSynchronize(g->stream);
@@ -80,8 +81,11 @@ void or1_cuda_free(or1_cuda *g) {
     free(g);
 }
 
+/* Precision of later matmuls. */
 void or1_cuda_set_prec(or1_cuda *g, or1_cuda_prec prec) { g->prec = prec; }
+/* Precision of the context's matmuls. */
 or1_cuda_prec or1_cuda_get_prec(const or1_cuda *g) { return g->prec; }
+/* Device description filled in by or1_cuda_new. */
 const char *or1_cuda_device_name(const or1_cuda *g) { return g->name; }
 
 /* Drains the stream and turns the first recorded or pending failure into or1_fail. */
@@ -111,6 +115,7 @@ void *or1_cuda_alloc(size_t bytes) {
     return p;
 }
 
+/* cudaFree (NULL is fine). */
 void or1_cuda_release(void *p) { cudaFree(p); }
 
 /* Copies in either direction and waits, so host buffers may be reused at once. */
@@ -120,14 +125,17 @@ static int copy(or1_cuda *g, void *dst, const void *src, size_t bytes, cudaMemcp
     return or1_cuda_sync(g);
 }
 
+/* Host -> device, waiting for completion. */
 int or1_cuda_upload(or1_cuda *g, void *dst, const void *src, size_t bytes) {
     return copy(g, dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
+/* Device -> host, waiting for completion. */
 int or1_cuda_download(or1_cuda *g, void *dst, const void *src, size_t bytes) {
     return copy(g, dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
+/* Queued memset to zero. */
 void or1_cuda_zero(or1_cuda *g, void *p, size_t bytes) {
     cu_check(g, cudaMemsetAsync(p, 0, bytes, g->stream), "memset");
 }
@@ -144,6 +152,7 @@ static int grow(or1_cuda *g, void **buf, size_t *have, size_t want, size_t elem)
     return 0;
 }
 
+/* Grows the head scratch and the double reduction buffer as needed. */
 int cu_reserve(or1_cuda *g, size_t n, size_t nd) {
     if (grow(g, (void **)&g->scratch, &g->scratch_n, n, sizeof(float))) return -1;
     return grow(g, (void **)&g->red, &g->red_n, nd, sizeof(double));
@@ -191,6 +200,7 @@ void cu_gemm_ex(or1_cuda *g, bool ta, bool tb, int m, int n, int k, float alpha,
         cu_error(g, "cublas: gemm %dx%dx%d failed: %s", m, n, k, cublasGetStatusString(s));
 }
 
+/* cu_gemm_ex without ready bf16 copies. */
 void cu_gemm(or1_cuda *g, bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc) {
     cu_gemm_ex(g, ta, tb, m, n, k, alpha, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
@@ -203,6 +213,7 @@ void cu_matmul(or1_cuda *g, float *y, const float *x, const float *w, const __nv
     cu_gemm_ex(g, true, false, out, T, in, 1.0f, w, wb, in, x, NULL, in, b ? 1.0f : 0.0f, y, out);
 }
 
+/* Public linear forward: weights cast on the fly in bf16 mode. */
 void or1_cuda_matmul(or1_cuda *g, float *y, const float *x, const float *w, const float *b, int T, int in,
                      int out) {
     cu_matmul(g, y, x, w, NULL, b, T, in, out);
@@ -214,6 +225,7 @@ void cu_matmul_dx(or1_cuda *g, float *dx, const float *dy, const float *w, const
     cu_gemm_ex(g, false, false, in, T, out, 1.0f, w, wb, in, dy, NULL, out, acc ? 1.0f : 0.0f, dx, in);
 }
 
+/* Public input gradient: weights cast on the fly in bf16 mode. */
 void or1_cuda_matmul_dx(or1_cuda *g, float *dx, const float *dy, const float *w, int T, int in, int out,
                         int acc) {
     cu_matmul_dx(g, dx, dy, w, NULL, T, in, out, acc);
@@ -226,6 +238,7 @@ void or1_cuda_matmul_dw(or1_cuda *g, float *dw, float *db, const float *dy, cons
     if (db) cu_colsum(g, db, dy, NULL, NULL, T, out);
 }
 
+/* Element-wise fp32 -> bf16 (round to nearest even). */
 __global__ void k_flat_bf16(__nv_bfloat16 *dst, const float *src, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[i] = __float2bfloat16(src[i]);

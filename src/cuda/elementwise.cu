@@ -19,20 +19,24 @@ template <typename T> __device__ T block_sum(T v, T *sh) {
     return s;
 }
 
+/* Broadcasts b over the rows of y. */
 __global__ void k_bias_rows(float *y, const float *b, size_t T, int n) {
     GRID_STRIDE(i, T * n) y[i] = b[i % n];
 }
 
+/* Launches k_bias_rows. */
 void cu_bias_rows(or1_cuda *g, float *y, const float *b, int T, int n) {
     size_t total = (size_t)T * n;
     k_bias_rows<<<cu_blocks(total, 256), 256, 0, g->stream>>>(y, b, (size_t)T, n);
     cu_launched(g, "bias_rows");
 }
 
+/* Gathers embedding rows, one thread per element. */
 __global__ void k_embed(float *x, const float *emb, const int32_t *ids, size_t T, int H) {
     GRID_STRIDE(i, T * H) x[i] = emb[(size_t)ids[i / H] * H + i % H];
 }
 
+/* Launches the gather. */
 void or1_cuda_embed(or1_cuda *g, float *x, const float *emb, const int32_t *ids, int T, int H) {
     k_embed<<<cu_blocks((size_t)T * H, 256), 256, 0, g->stream>>>(x, emb, ids, (size_t)T, H);
     cu_launched(g, "embed");
@@ -43,15 +47,18 @@ __global__ void k_embed_bwd(float *demb, const float *dx, const int32_t *ids, si
     GRID_STRIDE(i, T * H) atomicAdd(&demb[(size_t)ids[i / H] * H + i % H], dx[i]);
 }
 
+/* Launches the scatter-add. */
 void or1_cuda_embed_bwd(or1_cuda *g, float *demb, const float *dx, const int32_t *ids, int T, int H) {
     k_embed_bwd<<<cu_blocks((size_t)T * H, 256), 256, 0, g->stream>>>(demb, dx, ids, (size_t)T, H);
     cu_launched(g, "embed_bwd");
 }
 
+/* y += x element-wise. */
 __global__ void k_add(float *y, const float *x, size_t n) {
     GRID_STRIDE(i, n) y[i] += x[i];
 }
 
+/* Launches the residual add. */
 void or1_cuda_add(or1_cuda *g, float *y, const float *x, size_t n) {
     k_add<<<cu_blocks(n, 256), 256, 0, g->stream>>>(y, x, n);
     cu_launched(g, "add");
@@ -68,6 +75,7 @@ __global__ void k_rmsnorm(float *y, float *rstd, const float *x, const float *w,
     for (int i = threadIdx.x; i < H; i += blockDim.x) yr[i] = xr[i] * r * w[i];
 }
 
+/* One 256-thread block per token. */
 void or1_cuda_rmsnorm(or1_cuda *g, float *y, float *rstd, const float *x, const float *w, int T, int H,
                       float eps) {
     if (T <= 0) return;
@@ -86,6 +94,7 @@ __global__ void k_rmsnorm_bwd(float *dx, const float *dy, const float *x, const 
     for (int i = threadIdx.x; i < H; i += blockDim.x) dx[off + i] += r * dy[off + i] * w[i] - c * x[off + i];
 }
 
+/* dx per row, then dw by column sums of dy * x * rstd. */
 void or1_cuda_rmsnorm_bwd(or1_cuda *g, float *dx, float *dw, const float *dy, const float *x,
                           const float *rstd, const float *w, int T, int H) {
     if (T <= 0) return;
@@ -114,6 +123,7 @@ __global__ void k_colsum(float *acc, const float *a, const float *b, const float
     atomicAdd(&acc[j], s);
 }
 
+/* Grid: 32-column tiles x up to 128 row chunks. */
 void cu_colsum(or1_cuda *g, float *acc, const float *a, const float *b, const float *scale, int T, int n) {
     int chunks = (T + CS_ROWS - 1) / CS_ROWS;
     dim3 grid((n + CS_COLS - 1) / CS_COLS, chunks < CS_CHUNKS ? (chunks ? chunks : 1) : CS_CHUNKS);
@@ -137,6 +147,7 @@ __global__ void k_rope(float *x, int row_stride, int n_heads, int hd, const int3
     }
 }
 
+/* Launches one thread per rotated pair. */
 void or1_cuda_rope(or1_cuda *g, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
                    const float *cos_t, const float *sin_t, int inverse) {
     size_t n = (size_t)T * n_heads * (hd / 2);
@@ -145,6 +156,7 @@ void or1_cuda_rope(or1_cuda *g, float *x, int row_stride, int n_heads, int hd, c
     cu_launched(g, "rope");
 }
 
+/* a = silu(g) * u, one thread per element. */
 __global__ void k_swiglu(float *a, const float *gu, size_t T, int inter) {
     GRID_STRIDE(k, T * inter) {
         size_t t = k / inter, i = k % inter;
@@ -153,11 +165,13 @@ __global__ void k_swiglu(float *a, const float *gu, size_t T, int inter) {
     }
 }
 
+/* Launches the SwiGLU forward. */
 void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter) {
     k_swiglu<<<cu_blocks((size_t)T * inter, 256), 256, 0, g->stream>>>(a, gu, (size_t)T, inter);
     cu_launched(g, "swiglu");
 }
 
+/* dg and du of silu(g) * u, one thread per element. */
 __global__ void k_swiglu_bwd(float *dgu, const float *da, const float *gu, size_t T, int inter) {
     GRID_STRIDE(k, T * inter) {
         size_t t = k / inter, i = k % inter, o = t * 2 * inter + i;
@@ -167,6 +181,7 @@ __global__ void k_swiglu_bwd(float *dgu, const float *da, const float *gu, size_
     }
 }
 
+/* Launches the SwiGLU backward. */
 void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, const float *da, const float *gu, int T, int inter) {
     k_swiglu_bwd<<<cu_blocks((size_t)T * inter, 256), 256, 0, g->stream>>>(dgu, da, gu, (size_t)T, inter);
     cu_launched(g, "swiglu_bwd");
@@ -184,6 +199,7 @@ __global__ void k_adamw(float *p, float *m, float *v, const float *gr, size_t n,
     }
 }
 
+/* Bias corrections on the host, the update on the device. */
 void or1_cuda_adamw(or1_cuda *g, float *params, float *m, float *v, const float *grads, size_t n, long step,
                     const or1_adamw_cfg *c) {
     double bc1 = 1.0 - pow(c->beta1, (double)step), bc2 = 1.0 - pow(c->beta2, (double)step);
@@ -211,6 +227,7 @@ __global__ void k_sum_parts(double *part, int n) {
     part[n] = s;
 }
 
+/* Partials, their ordered sum, then one 8-byte download. */
 double or1_cuda_grad_norm(or1_cuda *g, const float *grads, size_t n) {
     if (cu_reserve(g, 0, NORM_BLOCKS + 1)) return or1_cuda_sync(g);
     k_sumsq<<<NORM_BLOCKS, 256, 0, g->stream>>>(g->red, grads, n);
@@ -221,10 +238,12 @@ double or1_cuda_grad_norm(or1_cuda *g, const float *grads, size_t n) {
     return sqrt(s);
 }
 
+/* x *= c element-wise. */
 __global__ void k_scale(float *x, size_t n, float c) {
     GRID_STRIDE(i, n) x[i] *= c;
 }
 
+/* Scales only when the norm exceeds max_norm, as clip_grad_norm_. */
 void or1_cuda_clip(or1_cuda *g, float *grads, size_t n, double norm, double max_norm) {
     double coef = max_norm / (norm + 1e-6);
     if (coef >= 1.0) return;

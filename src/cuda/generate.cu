@@ -71,6 +71,7 @@ static int admit(or1_cuda_model *dm, slot *sl, int b, const or1_request *r, int 
     return or1_cuda_model_prefill(dm, b, r->prompt, r->n_prompt - 1);
 }
 
+/* Admit into free slots, decode all slots, append, finish on stop or length, repeat. */
 int or1_cuda_generate(or1_cuda_model *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
                       or1_completion *out) {
     const or1_config *c = or1_cuda_model_config(dm);

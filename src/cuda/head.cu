@@ -19,6 +19,7 @@ __device__ float block_max_f(float v, float *sh) {
     return m;
 }
 
+/* Block-wide sum in double over THREADS threads (valid in every thread). */
 __device__ double block_sum_d(double v, double *sh) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     __syncthreads();
@@ -61,6 +62,7 @@ __global__ void k_head_fold(double *st, const float *z, const int32_t *tgt, int 
     if (t >= c0 && t < c0 + vc) st[4 * i + 3] = zr[t - c0];
 }
 
+/* lse, E[z], log-prob and entropy of each row from its running state. */
 __global__ void k_head_finish(float *logp, float *ent, float *lse, float *ez, const double *st, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -90,6 +92,7 @@ void cu_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, co
     cu_launched(g, "head");
 }
 
+/* Public head forward: weights cast on the fly in bf16 mode. */
 void or1_cuda_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, const float *h,
                    const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
     cu_head(g, logp, entropy, lse, ez, h, w, NULL, tgt, n, H, V, temperature);
@@ -128,6 +131,7 @@ void cu_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float 
     cu_launched(g, "head_bwd");
 }
 
+/* Public head backward: weights cast on the fly in bf16 mode. */
 void or1_cuda_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
                        const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n,
                        int H, int V, float temperature) {

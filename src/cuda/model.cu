@@ -76,6 +76,7 @@ static const __nv_bfloat16 *bf(const or1_cuda_model *dm, const float *p) { retur
 /* Refreshes the bf16 copy (kept in step whatever the context's precision, which may change). */
 static void refresh_bf16(or1_cuda_model *dm) { cu_to_bf16(dm->g, dm->pb, dm->params, dm->n); }
 
+/* Device buffers in the host layout, then parameters uploaded and cast to bf16. */
 or1_cuda_model *or1_cuda_model_new(or1_cuda *g, const or1_model *m) {
     or1_cuda_model *dm = (or1_cuda_model *)or1_calloc(1, sizeof *dm);
     dm->g = g;
@@ -95,6 +96,7 @@ or1_cuda_model *or1_cuda_model_new(or1_cuda *g, const or1_model *m) {
     return dm;
 }
 
+/* Releases every device buffer once queued work is done. */
 void or1_cuda_model_free(or1_cuda_model *dm) {
     if (!dm) return;
     or1_cuda_sync(dm->g);
@@ -109,21 +111,25 @@ void or1_cuda_model_free(or1_cuda_model *dm) {
     free(dm);
 }
 
+/* Parameters to the device, with a fresh bf16 copy. */
 int or1_cuda_model_upload(or1_cuda_model *dm, const or1_model *m) {
     if (or1_cuda_upload(dm->g, dm->params, m->params, dm->n * sizeof(float))) return -1;
     refresh_bf16(dm);
     return or1_cuda_sync(dm->g);
 }
 
+/* Parameters and gradients back to the host model. */
 int or1_cuda_model_download(or1_cuda_model *dm, or1_model *m) {
     if (or1_cuda_download(dm->g, m->params, dm->params, dm->n * sizeof(float))) return -1;
     return or1_cuda_download(dm->g, m->grads, dm->grads, dm->n * sizeof(float));
 }
 
+/* Gradients from the host model. */
 int or1_cuda_model_set_grads(or1_cuda_model *dm, const or1_model *m) {
     return or1_cuda_upload(dm->g, dm->grads, m->grads, dm->n * sizeof(float));
 }
 
+/* Queued zeroing of the gradients. */
 void or1_cuda_model_zero_grad(or1_cuda_model *dm) { or1_cuda_zero(dm->g, dm->grads, dm->n * sizeof(float)); }
 
 /* Floats one layer's saved activations take for T tokens (as forward.c). */
@@ -302,6 +308,7 @@ static void run_layers(or1_cuda_model *dm, const or1_batch *b, int T, bool train
     or1_cuda_rmsnorm(dm->g, dm->hf, dm->rf, dm->xf, dm->w.norm, T, H, c->rms_eps);
 }
 
+/* Embedding, every layer and the final norm for a packed batch. */
 int or1_cuda_model_forward(or1_cuda_model *dm, const or1_batch *b, bool train) {
     if (reserve(dm, b->n_tokens, b->max_len, train) || upload_batch(dm, b)) return -1;
     or1_cuda_embed(dm->g, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, dm->cfg.hidden);
@@ -309,6 +316,7 @@ int or1_cuda_model_forward(or1_cuda_model *dm, const or1_batch *b, bool train) {
     return or1_cuda_sync(dm->g);
 }
 
+/* Gathers scored rows in blocks, runs the head, downloads log-probs and entropies. */
 int or1_cuda_model_head(or1_cuda_model *dm, const or1_batch *b, float temperature, float *logp, float *entropy) {
     int H = dm->cfg.hidden, S = b->n_scored;
     for (int i0 = 0; i0 < S; i0 += HEAD_ROWS) {
@@ -362,6 +370,7 @@ static void layer_backward(or1_cuda_model *dm, const or1_layer *w, or1_layer *gw
     or1_cuda_rmsnorm_bwd(g, dm->dres, gw->ln1, dm->dxn, l->x, l->r1, w->ln1, T, H);
 }
 
+/* Head, final norm, layers in reverse, then the embedding scatter-add. */
 int or1_cuda_model_backward(or1_cuda_model *dm, const or1_batch *b, float temperature, const float *g_logp,
                             const float *g_entropy) {
     const or1_config *c = &dm->cfg;
@@ -393,6 +402,7 @@ int or1_cuda_model_step(or1_cuda_model *dm, const or1_adamw_cfg *c, double max_n
     return or1_cuda_sync(dm->g);
 }
 
+/* Allocates the cache, decode buffers and a workspace for one row per slot. */
 int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
     const or1_config *c = &dm->cfg;
     if (slots < 1 || cap < 1 || cap > c->max_pos)
@@ -413,12 +423,16 @@ int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
     return reserve(dm, slots, cap, false);
 }
 
+/* Tokens in slot s's cache. */
 int or1_cuda_model_slot_len(const or1_cuda_model *dm, int s) { return dm->slot_len[s]; }
 
+/* Empties slot s (its old keys are overwritten as it refills). */
 void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s) { dm->slot_len[s] = 0; }
 
+/* The model's config. */
 const or1_config *or1_cuda_model_config(const or1_cuda_model *dm) { return &dm->cfg; }
 
+/* Packs ids as one sequence and runs the layers, writing keys and values into slot s. */
 int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n) {
     if (s < 0 || s >= dm->kv_slots) return or1_fail("cuda prefill: slot %d of %d", s, dm->kv_slots);
     if (n < 1 || n > dm->kv_cap) return or1_fail("cuda prefill: %d tokens for a cache of %d", n, dm->kv_cap);

@@ -57,6 +57,7 @@ static int micro_step(or1_cuda_model *dm, const or1_sample *s, int i0, int i1, d
     return rc ? -1 : 0;
 }
 
+/* Greedy packing in order: a micro-batch closes when the next sample would overflow it. */
 int or1_cuda_policy_grad(or1_cuda_model *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
                          const or1_loss_cfg *cfg, or1_loss_stats *st) {
     double inv_total = total_tokens > 0 ? 1.0 / (double)total_tokens : 0.0;

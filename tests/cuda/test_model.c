@@ -30,7 +30,8 @@ static const int seq_len[3] = {17, 40, 9}, seq_prompt[3] = {5, 10, 3};
 static void make_batch(or1_batch *b, int vocab) {
     or1_seq seqs[3];
     for (int s = 0; s < 3; s++) {
-        for (int t = 0; t < seq_len[s]; t++) seq_ids[s][t] = (int32_t)(or1_rand_u64(7, (uint64_t)s, (uint64_t)t) % vocab);
+        for (int t = 0; t < seq_len[s]; t++)
+            seq_ids[s][t] = (int32_t)(or1_rand_u64(7, (uint64_t)s, (uint64_t)t) % vocab);
         seqs[s] = (or1_seq){seq_ids[s], seq_len[s], seq_prompt[s]};
     }
     or1_batch_pack(b, seqs, 3);
@@ -46,7 +47,8 @@ static void check_grads(const or1_config *c, or1_cuda_prec prec, double tol_lp, 
     or1_batch b;
     make_batch(&b, c->vocab);
     int S = b.n_scored;
-    float *lp = or1_alloc_floats((size_t)4 * S), *ent = lp + S, *glp = rand_floats(S, 90, 1), *gH = rand_floats(S, 91, 1);
+    float *lp = or1_alloc_floats((size_t)2 * S), *ent = lp + S;
+    float *glp = rand_floats(S, 90, 1), *gH = rand_floats(S, 91, 1);
     float *lp_g = or1_alloc_floats((size_t)2 * S), *ent_g = lp_g + S;
     or1_acts *a = or1_acts_new(c, b.n_tokens, b.max_len, true);
     or1_forward(&m, a, &b, true);
