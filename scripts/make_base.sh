@@ -2,11 +2,13 @@
 # Remakes the demo's base model in models/arith-base with the project's own tools:
 #   1. the demo tokenizer (scripts/make_tokenizer.py),
 #   2. a random Qwen2-shaped checkpoint (or1 init) for the config below,
-#   3. SFT traces (or1 gen-arith --traces; NOISE, GUESS and SPLIT choose the trace options),
-#   4. or1 sft on them, saved as BF16 with the tokenizer files,
-#   5. avg@8 at temperature 1 on held-out test rows (scripts/eval_arith.py), and greedy accuracy.
+#   3. SFT phase 1: or1 sft on correct step-by-step traces (or1 gen-arith --traces),
+#   4. SFT phase 2: a short or1 sft on traces of which a share GUESS skip the working and
+#      box a wrong answer, so the base model sometimes answers without computing,
+#   5. BF16 weights with the tokenizer files into models/arith-base, then avg@8 at
+#      temperature 1 and greedy accuracy on held-out test rows (scripts/eval_arith.py).
 # Work files go to runs/base/ (ignored); only models/arith-base is written in the tree.
-# Settings can be overridden from the environment, e.g. STEPS=200 bash scripts/make_base.sh.
+# Settings can be overridden from the environment, e.g. STEPS1=500 bash scripts/make_base.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,15 +16,15 @@ OR1=${OR1:-build/or1}
 OUT=${OUT:-models/arith-base}
 WORK=${WORK:-runs/base}
 SEED=${SEED:-1}
-TRAIN_ROWS=${TRAIN_ROWS:-100000}
 EVAL_ROWS=${EVAL_ROWS:-200}
-NOISE=${NOISE:-0}
-GUESS=${GUESS:-0}
-SPLIT=${SPLIT:-0}
-STEPS=${STEPS:-1600}
+TRAIN_ROWS=${TRAIN_ROWS:-200000}
+STEPS1=${STEPS1:-3000}
+LR1=${LR1:-0.002}
+GUESS=${GUESS:-0.4}
+GUESS_ROWS=${GUESS_ROWS:-30000}
+STEPS2=${STEPS2:-300}
+LR2=${LR2:-0.001}
 BATCH=${BATCH:-64}
-LR=${LR:-0.002}
-WARMUP=${WARMUP:-30}
 THREADS=${THREADS:-1}
 PY=${PY:-/usr/bin/python3}
 
@@ -64,20 +66,26 @@ EOF
 "$OR1" init --config "$WORK/config.json" --out "$WORK/init" --seed "$SEED"
 cp "$WORK/generation_config.json" "$WORK/tok/tokenizer.json" "$WORK/tok/tokenizer_config.json" "$WORK/init/"
 
-split_flag=()
-[ "$SPLIT" = 1 ] && split_flag=(--split-products)
 "$OR1" gen-arith --n "$TRAIN_ROWS" --seed "$SEED" --split train --traces --tokenizer "$WORK/tok" \
-    --noise "$NOISE" --guess "$GUESS" "${split_flag[@]}" --out "$WORK/traces.jsonl"
+    --out "$WORK/traces.jsonl"
+"$OR1" gen-arith --n "$GUESS_ROWS" --seed $((SEED + 500)) --split train --traces --tokenizer "$WORK/tok" \
+    --guess "$GUESS" --out "$WORK/traces_guess.jsonl"
 "$OR1" gen-arith --n "$EVAL_ROWS" --seed $((SEED + 1000)) --split test --out "$WORK/test.jsonl"
 
-echo "make_base: sft, $STEPS steps of $BATCH traces (noise $NOISE, guess $GUESS, split products $SPLIT)" >&2
-"$OR1" sft --threads "$THREADS" --model "$WORK/init" --data "$WORK/traces.jsonl" --out "$WORK/sft" \
-    --steps "$STEPS" --batch "$BATCH" --lr "$LR" --warmup "$WARMUP" --seed "$SEED" --log-every 50 \
-    --save-dtype bf16 > "$WORK/sft_log.jsonl"
+sft() { "$OR1" sft --threads "$THREADS" --batch "$BATCH" --seed "$SEED" --log-every 50 "$@"; }
+echo "make_base: sft phase 1, $STEPS1 steps of $BATCH correct traces" >&2
+sft --model "$WORK/init" --data "$WORK/traces.jsonl" --out "$WORK/sft1" --steps "$STEPS1" --lr "$LR1" \
+    --warmup 30 > "$WORK/sft1_log.jsonl"
+echo "make_base: sft phase 2, $STEPS2 steps of $BATCH traces, $GUESS of them guessing" >&2
+sft --model "$WORK/sft1" --data "$WORK/traces_guess.jsonl" --out "$WORK/sft2" --steps "$STEPS2" --lr "$LR2" \
+    --warmup 10 > "$WORK/sft2_log.jsonl"
+# Zero steps only converts the weights to BF16 (and carries the config and tokenizer files).
+sft --model "$WORK/sft2" --data "$WORK/traces_guess.jsonl" --out "$WORK/bf16" --steps 0 --save-dtype bf16 \
+    > /dev/null
 
 mkdir -p "$OUT"
 for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
-    cp "$WORK/sft/$f" "$OUT/$f.tmp" && mv "$OUT/$f.tmp" "$OUT/$f"
+    cp "$WORK/bf16/$f" "$OUT/$f.tmp" && mv "$OUT/$f.tmp" "$OUT/$f"
 done
 
 echo "make_base: evaluating $OUT on $EVAL_ROWS held-out rows" >&2
@@ -85,4 +93,8 @@ echo "make_base: evaluating $OUT on $EVAL_ROWS held-out rows" >&2
     --samples "$WORK/samples_t1.jsonl" | tee "$WORK/eval_t1.json"
 "$PY" scripts/eval_arith.py "$OR1" "$OUT" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
     | tee "$WORK/eval_greedy.json"
+"$PY" scripts/eval_arith.py "$OR1" "$WORK/sft2" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
+    | tee "$WORK/eval_greedy_f32.json"
+"$PY" scripts/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 8 --temperature 1 --threads "$THREADS" \
+    | tee "$WORK/eval_t1_phase1.json"
 echo "make_base: done in $(( $(date +%s) - start )) s; model in $OUT, logs in $WORK" >&2
