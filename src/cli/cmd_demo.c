@@ -94,10 +94,10 @@ static cJSON *trace_row(const gen_opts *o, const or1_arith_problem *p, int64_t i
     trace = or1_realloc(trace, n + k + 1);
     memcpy(trace + n, o->eos, k + 1);
     snprintf(gold, sizeof gold, "%lld", (long long)p->value);
-    cJSON *row = cJSON_CreateObject(), *g = cJSON_AddArrayToObject(row, "gold");
+    cJSON *row = cJSON_CreateObject();
     cJSON_AddStringToObject(row, "prompt", prompt);
     cJSON_AddStringToObject(row, "response", trace);
-    cJSON_AddItemToArray(g, cJSON_CreateString(gold));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(row, "gold"), cJSON_CreateString(gold));
     cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
     cJSON_AddNumberToObject(extra, "index", (double)index);
     cJSON_AddStringToObject(extra, "split", o->split == OR1_ARITH_TEST ? "test" : "train");
