@@ -29,8 +29,8 @@ or1_arith_split or1_arith_split_of(const char *expr);
 
 /* Draws problem number `index` of the stream for seed: operand count uniform in
  * [min_operands, max_operands], operands uniform in 0..99, operators uniform over + - *,
- * a random tree shape (each node splits its operands at a uniform point). Draws again (deterministically) until the expression falls
- * in the wanted split. Fails on operand counts outside 2..OR1_ARITH_MAX_OPERANDS. */
+ * a random tree shape (each node splits its operands at a uniform point). Draws again
+ * (deterministically) until the expression falls in the wanted split. Fails on operand counts outside 2..OR1_ARITH_MAX_OPERANDS. */
 int or1_arith_generate(uint64_t seed, uint64_t index, int min_operands, int max_operands,
                        or1_arith_split split, or1_arith_problem *p);
 
