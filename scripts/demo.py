@@ -2,7 +2,7 @@
 
 Writes arithmetic rows with `or1 gen-arith`, measures the shipped base model's avg@8 on held-out
 rows with `or1 eval`, trains it with `or1 train --config configs/demo.yaml` (two stages of growing
-context length), measures avg@8 again, and writes a report to runs/<name>/report/: PNG plots of
+context length), measures avg@8 again, and writes a report to <runs>/<name>/report/: PNG plots of
 accuracy, reward, entropy against its target, alpha, response length and truncated ratio over
 steps, and summary.md. Extra `--set key=value` arguments go to `or1 train` (ablations)."""
 import argparse
@@ -96,9 +96,10 @@ def main():
     ap.add_argument("--name", default="demo")
     ap.add_argument("--config", default="configs/demo.yaml")
     ap.add_argument("--base", default="models/arith-base")
+    ap.add_argument("--runs", default="runs", help="folder that gets <name>/")
     ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
-    t0, run = time.time(), f"runs/{a.name}"
+    t0, run = time.time(), os.path.join(a.runs, a.name)
     os.makedirs(f"{run}/report", exist_ok=True)
     sh([a.or1, "gen-arith", "--n", "20000", "--seed", "11", "--split", "train", "--out", f"{run}/train.jsonl"])
     sh([a.or1, "gen-arith", "--n", "100", "--seed", "12", "--split", "test", "--out", f"{run}/test.jsonl"])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: the main job on the built-in default. Until the demo exists this is a short
-# self-check of the model core: a random checkpoint learns from a batch with advantages.
+# `make run`: the built-in demo. MAGIC trains the shipped arithmetic base model on this machine
+# and writes its report to runs/demo/report/ (see scripts/demo.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec /usr/bin/python3 scripts/selfcheck.py build/or1 runs/selfcheck
+exec /usr/bin/python3 scripts/demo.py --or1 build/or1 --name demo "$@"

@@ -1,0 +1,50 @@
+"""A shortened run of the demo pipeline (scripts/demo.py, what `make run` does): the loop runs end
+to end from the shipped base model, writes metrics and the report, and training raises the
+held-out avg@8. Usage: test_demo_run.py OR1 REPO_ROOT SCRATCH"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+PLOTS = ["accuracy", "reward", "entropy", "alpha", "length", "truncated"]
+
+
+def main(or1, root, scratch):
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    cmd = ["/usr/bin/python3", "scripts/demo.py", "--or1", or1, "--runs", scratch, "--name", "short",
+           "--set", "stages.0.steps=15", "--set", "stages.1.steps=15", "--set", "eval.every=30",
+           "--set", "checkpoint.every=30"]
+    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1500)
+    failures = []
+    if r.returncode != 0:
+        sys.exit(f"FAIL: demo exited {r.returncode}: {r.stderr[-3000:]}")
+    run = os.path.join(scratch, "short")
+    for name in PLOTS:
+        path = os.path.join(run, "report", f"{name}.png")
+        if not os.path.isfile(path) or open(path, "rb").read(8) != b"\x89PNG\r\n\x1a\n":
+            failures.append(f"missing or not a PNG: {path}")
+    summary = open(os.path.join(run, "report", "summary.md")).read()
+    if "held-out avg@8" not in summary:
+        failures.append("summary.md lacks the before/after line")
+    rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
+    steps = [x for x in rows if x.get("type") != "eval"]
+    evals = {x["step"]: x["report"]["overall"]["avg@8"] for x in rows if x.get("type") == "eval"}
+    if [x["step"] for x in steps] != list(range(1, 31)):
+        failures.append(f"expected steps 1..30, got {[x['step'] for x in steps]}")
+    if sorted(evals) != [0, 30]:
+        failures.append(f"expected validation at steps 0 and 30, got {sorted(evals)}")
+    elif not evals[30] > evals[0] + 0.03:
+        failures.append(f"held-out avg@8 did not rise: step 0 {evals[0]:.4f}, step 30 {evals[30]:.4f}")
+    if not any(not x["skipped"] for x in steps):
+        failures.append("no step updated the model")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"demo run: {'all checks passed' if not failures else f'{len(failures)} checks failed'} "
+          f"(avg@8 {evals.get(0, float('nan')):.4f} -> {evals.get(30, float('nan')):.4f})")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
