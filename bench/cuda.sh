@@ -2,7 +2,7 @@
 # CUDA backend: training and rollout tokens/s of random-weight R1-Distill-Qwen-1.5B-shaped
 # models (bench/cuda_bench.cu) against PyTorch on the same GPU (bench/cuda_ref.py), with
 # model FLOPs utilisation against OR1_PEAK_TFLOPS (default 989, H100/H200 dense bf16).
-# Refuses (exit 1) without a GPU. OR1_BUILD picks the build folder (default build);
+# Skips (exit 77) without a GPU or without the CUDA build. OR1_BUILD picks the build folder (default build);
 # OR1_BENCH_7B=1 adds the 7B shape (rollout only: fp32 masters and AdamW do not fit one GPU).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,12 +10,12 @@ build=${OR1_BUILD:-$root/build}
 bin=$build/cuda_bench
 peak=${OR1_PEAK_TFLOPS:-989}
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "bench/cuda.sh: refused: no NVIDIA GPU visible (nvidia-smi finds none); nothing measured" >&2
-  exit 1
+  echo "bench/cuda.sh: skipped: no NVIDIA GPU visible (nvidia-smi finds none); nothing measured" >&2
+  exit 77
 fi
 if [[ ! -x $bin ]]; then
-  echo "bench/cuda.sh: refused: $bin is missing (the CUDA backend builds only where nvcc is found)" >&2
-  exit 1
+  echo "bench/cuda.sh: skipped: $bin is missing (the CUDA backend builds only where nvcc is found)" >&2
+  exit 77
 fi
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
 
