@@ -41,6 +41,25 @@ typedef struct {
     long tokens, clipped;
 } or1_loss_stats;
 
+/* Samples packed as prompt+response sequences (response positions scored). */
+typedef struct {
+    or1_batch b;
+    int32_t **joined;
+    or1_seq *seqs;
+    int n;
+} or1_packed_samples;
+
+/* Packs samples s[0..n) into p->b (free with or1_packed_samples_free). */
+void or1_pack_samples(or1_packed_samples *p, const or1_sample *s, int n);
+void or1_packed_samples_free(or1_packed_samples *p);
+
+/* The per-token terms of eq. (3.1) (plus the optional KL) for n packed samples, given the
+ * scored log-probs and entropies in sample order: the gradients w.r.t. logp and entropy,
+ * scaled by inv_total, go to g_logp and g_entropy; the loss sums are added into *st.
+ * Shared by every backend, so each runs the same formulas. */
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
+                            const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st);
+
 /* Adds to m->grads the gradient of the eq. (3.1) loss over samples, each token weighted
  * 1/total_tokens (the global response-token count, so any micro-batch or rank split gives
  * the same sum). Samples are packed greedily into micro-batches of at most micro_tokens

@@ -6,30 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
-static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0, int i1, double inv_total,
-                       const or1_loss_cfg *cfg, or1_loss_stats *st) {
-    int n = i1 - i0, len = 0, tokens = 0;
-    or1_seq *seqs = or1_malloc((size_t)n * sizeof *seqs);
-    int32_t **joined = or1_malloc((size_t)n * sizeof *joined);
+/* Concatenates each sample's prompt and response and packs them. */
+void or1_pack_samples(or1_packed_samples *p, const or1_sample *s, int n) {
+    p->n = n;
+    p->seqs = or1_malloc((size_t)(n ? n : 1) * sizeof *p->seqs);
+    p->joined = or1_malloc((size_t)(n ? n : 1) * sizeof *p->joined);
     for (int i = 0; i < n; i++) {
-        const or1_sample *x = &s[i0 + i];
-        joined[i] = or1_malloc((size_t)(x->n_prompt + x->n_resp) * sizeof(int32_t));
-        memcpy(joined[i], x->prompt, (size_t)x->n_prompt * sizeof(int32_t));
-        memcpy(joined[i] + x->n_prompt, x->resp, (size_t)x->n_resp * sizeof(int32_t));
-        seqs[i] = (or1_seq){joined[i], x->n_prompt + x->n_resp, x->n_prompt};
-        tokens += seqs[i].n;
-        if (seqs[i].n > len) len = seqs[i].n;
+        const or1_sample *x = &s[i];
+        p->joined[i] = or1_malloc((size_t)(x->n_prompt + x->n_resp) * sizeof(int32_t));
+        memcpy(p->joined[i], x->prompt, (size_t)x->n_prompt * sizeof(int32_t));
+        memcpy(p->joined[i] + x->n_prompt, x->resp, (size_t)x->n_resp * sizeof(int32_t));
+        p->seqs[i] = (or1_seq){p->joined[i], x->n_prompt + x->n_resp, x->n_prompt};
     }
-    or1_batch b;
-    or1_batch_pack(&b, seqs, n);
-    or1_acts_reserve(ws, &m->cfg, tokens, len, true);
-    float *buf = or1_malloc((size_t)4 * b.n_scored * sizeof *buf);
-    float *logp = buf, *ent = buf + b.n_scored, *g_lp = ent + b.n_scored, *g_h = g_lp + b.n_scored;
-    or1_forward(m, *ws, &b, true);
-    or1_head_forward(m, *ws, &b, cfg->temperature, logp, ent);
+    or1_batch_pack(&p->b, p->seqs, n);
+}
+
+/* Frees what or1_pack_samples made. */
+void or1_packed_samples_free(or1_packed_samples *p) {
+    or1_batch_free(&p->b);
+    for (int i = 0; i < p->n; i++) free(p->joined[i]);
+    free(p->joined);
+    free(p->seqs);
+}
+
+/* Eq. (3.1) token by token: PPO-clip term, entropy bonus, optional KL; gradients scaled by
+ * the global 1/T. */
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
+                            const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st) {
     for (int i = 0, k = 0; i < n; i++) {
-        const or1_sample *x = &s[i0 + i];
+        const or1_sample *x = &s[i];
         for (int j = 0; j < x->n_resp; j++, k++) {
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp, dh;
             bool clipped;
@@ -43,16 +48,26 @@ static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0,
             st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
             st->clipped += clipped;
             st->tokens++;
-            g_lp[k] = (float)(dlp * inv_total);
-            g_h[k] = (float)(dh * inv_total);
+            g_logp[k] = (float)(dlp * inv_total);
+            g_entropy[k] = (float)(dh * inv_total);
         }
     }
-    or1_backward(m, *ws, &b, cfg->temperature, g_lp, g_h);
+}
+
+/* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
+static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0, int i1, double inv_total,
+                       const or1_loss_cfg *cfg, or1_loss_stats *st) {
+    or1_packed_samples p;
+    or1_pack_samples(&p, s + i0, i1 - i0);
+    or1_acts_reserve(ws, &m->cfg, p.b.n_tokens, p.b.max_len, true);
+    float *buf = or1_malloc((size_t)4 * (p.b.n_scored + 1) * sizeof *buf);
+    float *logp = buf, *ent = logp + p.b.n_scored, *g_lp = ent + p.b.n_scored, *g_h = g_lp + p.b.n_scored;
+    or1_forward(m, *ws, &p.b, true);
+    or1_head_forward(m, *ws, &p.b, cfg->temperature, logp, ent);
+    or1_policy_token_grads(s + i0, i1 - i0, logp, ent, inv_total, cfg, g_lp, g_h, st);
+    or1_backward(m, *ws, &p.b, cfg->temperature, g_lp, g_h);
     free(buf);
-    or1_batch_free(&b);
-    for (int i = 0; i < n; i++) free(joined[i]);
-    free(joined);
-    free(seqs);
+    or1_packed_samples_free(&p);
 }
 
 /* Greedy packing in order: a micro-batch closes when the next sample would overflow it. */
