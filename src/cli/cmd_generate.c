@@ -198,7 +198,7 @@ int cmd_generate(cli_args *a) {
     int32_t *stop = NULL;
     request_list l = {0};
     int rc = 1, n_stop = 0;
-    if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && cli_check_unused(a) == 0 && load_tokenizer(a, dir, &tok) == 0 &&
+    if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && load_tokenizer(a, dir, &tok) == 0 && cli_check_unused(a) == 0 &&
         read_requests(input, tok, &m.cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};
