@@ -37,10 +37,13 @@ void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_
                    int nh, int nkv, int hd);
 /* Decode attention: for each of B rows, one query (qkv row b, already rotated) attends to
  * n_prefix[b] keys of its prompt (kp[b], vp[b]: rows of kv_stride floats) followed by n_own[b]
- * keys of its own (ko[b], vo[b]). out[B, nh*hd]. */
+ * keys of its own (ko[b], vo[b]). out[B, nh*hd]. scratch holds ctx_cap floats per OpenMP
+ * thread, ctx_cap >= every n_prefix[b] + n_own[b] (the caller sizes it once: no allocation
+ * per decode step). */
 void or1_attention_decode(float *out, const float *qkv, int B, const float *const *kp,
                           const float *const *vp, const int *n_prefix, const float *const *ko,
-                          const float *const *vo, const int *n_own, int nh, int nkv, int hd);
+                          const float *const *vo, const int *n_own, int nh, int nkv, int hd, float *scratch,
+                          int ctx_cap);
 /* dqkv (overwritten) from dout, recomputing probabilities from lse (no [T x T] matrix). */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd);

@@ -8,6 +8,7 @@
 extern "C" {
 #include "or1/core.h"
 #include "or1/kernels.h"
+#include "model/layer_acts.h"
 }
 
 #include <math.h>
@@ -17,9 +18,7 @@ extern "C" {
 enum { HEAD_ROWS = 1024 };
 
 /* Saved activations of one layer (views into the workspace). */
-typedef struct {
-    float *x, *r1, *xn1, *qkv, *att, *lse, *x2, *r2, *xn2, *gu;
-} layer_acts;
+typedef or1_layer_acts layer_acts;
 
 struct or1_cuda_model {
     or1_cuda *g;
@@ -132,30 +131,6 @@ int or1_cuda_model_set_grads(or1_cuda_model *dm, const or1_model *m) {
 /* Queued zeroing of the gradients. */
 void or1_cuda_model_zero_grad(or1_cuda_model *dm) { or1_cuda_zero(dm->g, dm->grads, dm->n * sizeof(float)); }
 
-/* Floats one layer's saved activations take for T tokens (as forward.c). */
-static size_t layer_floats(const or1_config *c, size_t T) {
-    size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
-    size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate);
-}
-
-/* Carves one layer's views out of p. */
-static float *carve_layer(layer_acts *l, float *p, const or1_config *c, size_t T) {
-    size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
-    size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    l->x = p, p += T * H;
-    l->r1 = p, p += T;
-    l->xn1 = p, p += T * H;
-    l->qkv = p, p += T * qkvd;
-    l->att = p, p += T * qd;
-    l->lse = p, p += T * (size_t)c->heads;
-    l->x2 = p, p += T * H;
-    l->r2 = p, p += T;
-    l->xn2 = p, p += T * H;
-    l->gu = p, p += T * 2 * (size_t)c->intermediate;
-    return p;
-}
-
 /* (Re)allocates the workspace for T tokens, sequences up to len, every layer when training. */
 static int reserve(or1_cuda_model *dm, int tokens, int len, bool train) {
     const or1_config *c = &dm->cfg;
@@ -169,14 +144,14 @@ static int reserve(or1_cuda_model *dm, int tokens, int len, bool train) {
     size_t T = (size_t)T0, H = (size_t)c->hidden, I = (size_t)c->intermediate;
     size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     size_t half = (size_t)c->head_dim / 2, R = HEAD_ROWS;
-    size_t total = (size_t)slots * layer_floats(c, T) + T * (2 * H + 1) + 2 * (size_t)L0 * half +
+    size_t total = (size_t)slots * or1_layer_acts_floats(c, T) + T * (2 * H + 1) + 2 * (size_t)L0 * half +
                    T * (4 * I + qd + qkvd + 2 * H) + 2 * R * H + 6 * T;
     float *p = dm->mem = (float *)or1_cuda_alloc(total * sizeof(float));
     if (!p) return or1_fail_ctx("cuda activations for %d tokens", T0);
     dm->cap_tokens = T0, dm->cap_len = L0, dm->n_slots_acts = slots;
     free(dm->l);
     dm->l = (layer_acts *)or1_calloc((size_t)slots, sizeof *dm->l);
-    for (int i = 0; i < slots; i++) p = carve_layer(&dm->l[i], p, c, T);
+    for (int i = 0; i < slots; i++) p = or1_layer_acts_carve(&dm->l[i], p, c, T);
     dm->xf = p, p += T * H;
     dm->rf = p, p += T;
     dm->hf = p, p += T * H;

@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,13 +288,12 @@ static void decode_head(float *o, const float *q, const float *kp, const float *
 /* Decode attention: parallel over (row, head); each row's result depends on that row alone. */
 void or1_attention_decode(float *out, const float *qkv, int B, const float *const *kp,
                           const float *const *vp, const int *n_prefix, const float *const *ko,
-                          const float *const *vo, const int *n_own, int nh, int nkv, int hd) {
-    int stride = (nh + 2 * nkv) * hd, kv_stride = nkv * hd, group = nh / nkv, longest_ctx = 1;
-    for (int b = 0; b < B; b++)
-        if (n_prefix[b] + n_own[b] > longest_ctx) longest_ctx = n_prefix[b] + n_own[b];
+                          const float *const *vo, const int *n_own, int nh, int nkv, int hd, float *scratch,
+                          int ctx_cap) {
+    int stride = (nh + 2 * nkv) * hd, kv_stride = nkv * hd, group = nh / nkv;
     #pragma omp parallel
     {
-        float *p = or1_malloc((size_t)longest_ctx * sizeof *p);
+        float *p = scratch + (size_t)omp_get_thread_num() * (size_t)ctx_cap;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < nh; h++) {
@@ -302,7 +302,6 @@ void or1_attention_decode(float *out, const float *qkv, int B, const float *cons
                             kp[b] + koff, vp[b] + koff, n_prefix[b], ko[b] + koff, vo[b] + koff, n_own[b],
                             kv_stride, hd, p);
             }
-        free(p);
     }
 }
 

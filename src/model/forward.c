@@ -3,16 +3,14 @@
 #include "or1/core.h"
 #include "or1/kernels.h"
 #include "or1/model.h"
+#include "layer_acts.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 enum { HEAD_ROWS = 128 };
 
-/* Saved activations of one layer (views into one allocation). */
-typedef struct {
-    float *x, *r1, *xn1, *qkv, *att, *lse, *x2, *r2, *xn2, *gu;
-} layer_acts;
+typedef or1_layer_acts layer_acts;
 
 struct or1_acts {
     or1_config cfg;
@@ -27,14 +25,14 @@ struct or1_acts {
 };
 
 /* Floats one layer's saved activations need for T tokens. */
-static size_t layer_floats(const or1_config *c, size_t T) {
+size_t or1_layer_acts_floats(const or1_config *c, size_t T) {
     size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
     size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate);
 }
 
 /* Carves one layer's views out of a block of memory. */
-static float *carve_layer(layer_acts *l, float *p, const or1_config *c, size_t T) {
+float *or1_layer_acts_carve(or1_layer_acts *l, float *p, const or1_config *c, size_t T) {
     size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
     size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     l->x = p, p += T * H;
@@ -60,11 +58,11 @@ or1_acts *or1_acts_new(const or1_config *c, int cap_tokens, int cap_len, bool tr
     size_t T = (size_t)cap_tokens, H = (size_t)c->hidden, I = (size_t)c->intermediate;
     size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     size_t half = (size_t)c->head_dim / 2, scratch = train ? T * (4 * I + qd + qkvd + 2 * H) : T * I;
-    size_t total = (size_t)a->n_slots * layer_floats(c, T) + T * (2 * H + 1) + 2 * (size_t)cap_len * half +
+    size_t total = (size_t)a->n_slots * or1_layer_acts_floats(c, T) + T * (2 * H + 1) + 2 * (size_t)cap_len * half +
                    scratch + 2 * HEAD_ROWS * H + (size_t)or1_head_scratch(HEAD_ROWS) + 2 * T;
     float *p = a->mem = or1_alloc_floats(total);
     a->l = or1_calloc((size_t)a->n_slots, sizeof *a->l);
-    for (int i = 0; i < a->n_slots; i++) p = carve_layer(&a->l[i], p, c, T);
+    for (int i = 0; i < a->n_slots; i++) p = or1_layer_acts_carve(&a->l[i], p, c, T);
     a->xf = p, p += T * H;
     a->rf = p, p += T;
     a->hf = p, p += T * H;

@@ -33,7 +33,7 @@ typedef struct {
     prefix *pre;
     slot *slots;
     float *kv_mem;
-    float *x, *xn, *rstd, *qkv, *att, *x2, *gu, *act, *logits, *cos_t, *sin_t, *scratch;
+    float *x, *xn, *rstd, *qkv, *att, *x2, *gu, *act, *logits, *cos_t, *sin_t, *scratch, *att_scratch;
     int32_t *pos, *row_slot;
     const float **kp, **vp, **ko, **vo;
     int *n_pre, *n_own;
@@ -115,7 +115,7 @@ static void engine_alloc(engine *e) {
         e->slots[i].kv = e->kv_mem + (size_t)e->n_prefix * (e->region_p + H) + i * e->region_s;
     }
     float *p = or1_alloc_floats(S * (4 * H + 1 + qkvd + qd + 3 * I + V) + (size_t)maxpos * c->head_dim +
-                                (size_t)threads * 2 * V);
+                                (size_t)threads * (2 * V + (size_t)maxpos));
     e->x = p, p += S * H;
     e->xn = p, p += S * H;
     e->x2 = p, p += S * H;
@@ -127,7 +127,8 @@ static void engine_alloc(engine *e) {
     e->logits = p, p += S * V + S * H; /* the extra S*H rows hold final hidden states */
     e->cos_t = p, p += (size_t)maxpos * c->head_dim / 2;
     e->sin_t = p, p += (size_t)maxpos * c->head_dim / 2;
-    e->scratch = p;
+    e->scratch = p, p += (size_t)threads * 2 * V;
+    e->att_scratch = p; /* maxpos scores per thread for decode attention */
     or1_rope_table(e->cos_t, e->sin_t, maxpos, c->head_dim, c->rope_theta);
     e->pos = or1_malloc(2 * S * sizeof(int32_t));
     e->row_slot = e->pos + S;
@@ -188,7 +189,8 @@ static void decode_layer(engine *e, int l, int R) {
         e->kp[r] = pk, e->vp[r] = pk + (size_t)e->pcap * e->kvd, e->ko[r] = k, e->vo[r] = k + (size_t)e->ncap * e->kvd;
         e->n_pre[r] = e->reqs[s->req].n_prompt, e->n_own[r] = s->n_gen;
     }
-    or1_attention_decode(e->att, e->qkv, R, e->kp, e->vp, e->n_pre, e->ko, e->vo, e->n_own, c->heads, c->kv_heads, hd);
+    or1_attention_decode(e->att, e->qkv, R, e->kp, e->vp, e->n_pre, e->ko, e->vo, e->n_own, c->heads, c->kv_heads, hd,
+                         e->att_scratch, e->pcap + e->ncap);
     or1_matmul_rows(e->x2, e->att, w->wo, w->bo, R, qd, H);
     for (size_t i = 0; i < (size_t)R * H; i++) e->x2[i] += e->x[i];
     or1_rmsnorm(e->xn, e->rstd, e->x2, w->ln2, R, H, c->rms_eps);

@@ -160,7 +160,9 @@ static void check_decode(or1_cuda *g) {
         kp[b] = kc + (size_t)b * cap * kvd, vp[b] = vc + (size_t)b * cap * kvd;
         n_ctx32[b] = n_ctx[b];
     }
-    or1_attention_decode(out, qkv, B, kp, vp, n_ctx, kp, vp, zero, nh, nkv, hd);
+    float *scratch = or1_alloc_floats((size_t)or1_threads() * cap);
+    or1_attention_decode(out, qkv, B, kp, vp, n_ctx, kp, vp, zero, nh, nkv, hd, scratch, cap);
+    free(scratch);
     float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, (size_t)B * cap * kvd * 4);
     float *vc_d = to_dev(g, vc, (size_t)B * cap * kvd * 4), *out_d = or1_cuda_alloc((size_t)B * nh * hd * 4);
     int32_t *n_d = to_dev(g, n_ctx32, sizeof n_ctx32);
