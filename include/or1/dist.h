@@ -22,7 +22,5 @@ void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n);
 void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len);
 /* Stops every rank with a message: a failure on one rank must not hang the others. */
 _Noreturn void or1_dist_abort(const or1_dist *d, const char *msg);
-/* True when this build has MPI. */
-bool or1_dist_has_mpi(void);
 
 #endif

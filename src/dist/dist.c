@@ -69,7 +69,6 @@ _Noreturn void or1_dist_abort(const or1_dist *d, const char *msg) {
     exit(1);
 }
 
-bool or1_dist_has_mpi(void) { return true; }
 
 #else
 
@@ -99,7 +98,5 @@ _Noreturn void or1_dist_abort(const or1_dist *d, const char *msg) {
     fprintf(stderr, "or1: %s\n", msg);
     exit(1);
 }
-
-bool or1_dist_has_mpi(void) { return false; }
 
 #endif
