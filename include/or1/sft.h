@@ -1,7 +1,8 @@
 /* or1 sft: supervised fine-tuning on (prompt, response) token sequences. The loss is the mean
  * negative log-likelihood of the response tokens, computed as the MAGIC policy loss with
  * advantage 1 and no old log-probs (or1_policy_grad), whose gradient is exactly that of the
- * NLL; AdamW with a constant learning rate after an optional linear warm-up, the global
+ * NLL; AdamW with an optional linear warm-up, then a cosine decay from lr to min_lr (constant
+ * when they are equal), the global
  * gradient norm clipped, batches drawn from a seeded shuffle of the examples epoch by epoch. */
 #ifndef OR1_SFT_H
 #define OR1_SFT_H
@@ -24,6 +25,7 @@ typedef struct {
     float lr, weight_decay, max_grad_norm;
     uint64_t seed;      /* the shuffle */
     int log_every;      /* measure the batch NLL every this many steps (and at the last) */
+    float min_lr;       /* the rate the cosine decay ends at, on the last step */
 } or1_sft_cfg;
 
 /* What the progress callback sees after a step. nll is the batch's mean response-token NLL

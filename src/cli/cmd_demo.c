@@ -246,7 +246,7 @@ static void sft_progress(void *ctx, const or1_sft_progress *p) {
 /* Parses the flags of `or1 sft`. */
 static int sft_flags(cli_args *a, sft_opts *o) {
     int64_t steps = 200, batch = 32, warmup = 0, micro = 8192, seed = 0, log_every = 10;
-    double lr = 1e-3, wd = 0.0, clip = 1.0;
+    double lr = 1e-3, min_lr = -1, wd = 0.0, clip = 1.0;
     *o = (sft_opts){0};
     o->dir = cli_need(a, "model");
     o->data = o->dir ? cli_need(a, "data") : NULL;
@@ -257,13 +257,13 @@ static int sft_flags(cli_args *a, sft_opts *o) {
         cli_int(a, "warmup", 0, 10000000, &warmup) || cli_int(a, "micro-batch-tokens", 1, 1 << 30, &micro) ||
         cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "log-every", 0, 10000000, &log_every) ||
         cli_int(a, "save-every", 0, 10000000, &o->save_every) || cli_double(a, "lr", 0, 10, &lr) ||
-        cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) ||
+        cli_double(a, "min-lr", 0, 10, &min_lr) || cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) ||
         cli_check_unused(a))
         return -1;
     if (dt && strcmp(dt, "f32") != 0 && strcmp(dt, "bf16") != 0) return or1_fail("sft: --save-dtype must be f32 or bf16");
     o->dtype = dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32;
     o->cfg = (or1_sft_cfg){(int)steps, (int)batch, (int)warmup, (int)micro, (float)lr, (float)wd, (float)clip,
-                           (uint64_t)seed, (int)log_every};
+                           (uint64_t)seed, (int)log_every, min_lr < 0 ? (float)lr : (float)min_lr};
     return 0;
 }
 

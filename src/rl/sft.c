@@ -11,7 +11,7 @@
 /* Checks the settings and that every example fits the model's context. */
 static int check(const or1_model *m, const or1_sft_example *ex, int n, const or1_sft_cfg *c) {
     if (n <= 0) return or1_fail("sft: no examples");
-    if (c->steps < 0 || c->batch < 1 || c->warmup < 0 || c->micro_tokens < 1 || !(c->lr >= 0) ||
+    if (c->steps < 0 || c->batch < 1 || c->warmup < 0 || c->micro_tokens < 1 || !(c->lr >= 0) || !(c->min_lr >= 0) ||
         !(c->weight_decay >= 0) || !(c->max_grad_norm > 0) || c->log_every < 0)
         return or1_fail("sft: invalid settings (steps %d, batch %d, warmup %d, micro-batch tokens %d)", c->steps,
                         c->batch, c->warmup, c->micro_tokens);
@@ -80,9 +80,13 @@ double or1_sft_nll(const or1_model *m, const or1_sft_example *ex, int n, int mic
     return count ? sum / (double)count : 0.0;
 }
 
-/* The learning rate of step s (0-based): linear warm-up, then constant. */
+/* The learning rate of step s (0-based): linear warm-up, then a cosine from lr down to min_lr
+ * at the last step, which lets a long run settle instead of hovering at its peak rate. */
 static float step_lr(const or1_sft_cfg *c, int s) {
-    return s < c->warmup ? c->lr * (float)(s + 1) / (float)c->warmup : c->lr;
+    if (s < c->warmup) return c->lr * (float)(s + 1) / (float)c->warmup;
+    int span = c->steps - c->warmup - 1;
+    double f = span > 0 ? (double)(s - c->warmup) / span : 1.0;
+    return c->min_lr + (c->lr - c->min_lr) * (float)(0.5 * (1.0 + cos(M_PI * f)));
 }
 
 /* The next batch of the shuffled stream, reshuffling at each epoch's end. */

@@ -7,6 +7,7 @@ naming the file and line.
 Usage: test_sft.py OR1 REPO_ROOT SCRATCH_DIR
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -94,6 +95,20 @@ def loss_falls(model, rng):
     check("sft: step 20/20" in p.stderr, "no progress on stderr")
 
 
+def cosine_schedule(model, rng):
+    """--min-lr: after the warm-up the logged rate follows a cosine from --lr to --min-lr."""
+    data = os.path.join(SCRATCH, "cos.jsonl")
+    write_jsonl(data, learnable_rows(8, rng))
+    steps, warmup, hi, lo = 11, 2, 0.01, 0.001
+    p = run("sft", "--model", model, "--data", data, "--out", os.path.join(SCRATCH, "cos"), "--steps", str(steps),
+            "--batch", "4", "--lr", str(hi), "--min-lr", str(lo), "--warmup", str(warmup), "--log-every", "1")
+    got = [json.loads(x)["lr"] for x in p.stdout.split("\n") if x]
+    want = [hi * (s + 1) / warmup if s < warmup else
+            lo + (hi - lo) * 0.5 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup - 1))) for s in range(steps)]
+    check(len(got) == steps and all(abs(g - w) <= 1e-5 * hi for g, w in zip(got, want)),
+          f"learning rates {got}, expected {want}")
+
+
 def matches_grad_steps(model, rng):
     """sft with the batch = the whole set equals chained `or1 grad --step` (same AdamW state)."""
     rows = learnable_rows(6, rng)
@@ -163,6 +178,7 @@ def main():
     rng = np.random.default_rng(0)
     model = tiny_model("tiny", 24)
     loss_falls(model, rng)
+    cosine_schedule(model, rng)
     matches_grad_steps(model, rng)
     text_rows_and_carry(rng)
     bad_input(model)
