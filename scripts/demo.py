@@ -75,17 +75,30 @@ def plot(steps, evals, target, out_dir):
         plt.close(fig)
 
 
+def habits(path):
+    """Share of dumped samples that box an answer without working, and accuracy of the rest."""
+    rows = [json.loads(line) for line in open(path)]
+    worked = [r for r in rows if not r["response"].startswith("<think>\n</think>")]
+    return 1 - len(worked) / len(rows), sum(r["correct"] for r in worked) / max(len(worked), 1)
+
+
 def summary(path, name, before, after, steps, seconds, extra):
     """summary.md: the before/after figures and what the run did."""
     ent = [r["entropy_sampled"] for r in steps if not r["skipped"]]
+    report = os.path.dirname(path)
+    (g0, w0), (g1, w1) = habits(f"{report}/base_samples.jsonl"), habits(f"{report}/trained_samples.jsonl")
     with open(path, "w") as f:
         f.write(f"# or1 demo: {name}\n\n")
         f.write(f"- held-out avg@{EVAL_N} at T={EVAL_T}: base {before:.3f} -> trained {after:.3f} "
                 f"({100 * (after - before):+.1f} points)\n")
+        f.write(f"- held-out samples that answer without working: base {100 * g0:.1f}% -> trained {100 * g1:.1f}%; "
+                f"those that work it out are right {100 * w0:.1f}% -> {100 * w1:.1f}%\n")
         f.write(f"- steps: {len(steps)} ({sum(r['skipped'] for r in steps)} skipped), {seconds:.0f} s in all\n")
         if ent:
+            tgt, late = steps[0]["entropy_target"], ent[10:] or ent
             f.write(f"- sampled-token entropy: first {ent[0]:.3f}, min {min(ent):.3f}, last {ent[-1]:.3f} "
-                    f"(target {steps[0]['entropy_target']})\n")
+                    f"(target {tgt}); after step 10 mean {sum(late) / len(late):.3f}, below the target on "
+                    f"{sum(e < tgt for e in late)} of {len(late)} steps\n")
         f.write(f"- overrides: {' '.join(extra) if extra else 'none'}\n")
         f.write("- plots: accuracy.png reward.png entropy.png alpha.png length.png truncated.png\n")
 

@@ -18,12 +18,18 @@ WORK=${WORK:-runs/base}
 SEED=${SEED:-1}
 EVAL_ROWS=${EVAL_ROWS:-200}
 TRAIN_ROWS=${TRAIN_ROWS:-200000}
-STEPS1=${STEPS1:-3000}
+STEPS1=${STEPS1:-4000}
 LR1=${LR1:-0.002}
-GUESS=${GUESS:-0.4}
+MIN_LR1=${MIN_LR1:-0.0002}
+SPLIT=${SPLIT:-1}
+HIDDEN=${HIDDEN:-128}
+INTER=${INTER:-384}
+LAYERS=${LAYERS:-4}
+HEADS=${HEADS:-4}
+GUESS=${GUESS:-0.6}
 GUESS_ROWS=${GUESS_ROWS:-30000}
 STEPS2=${STEPS2:-300}
-LR2=${LR2:-0.001}
+LR2=${LR2:-0.0002}
 BATCH=${BATCH:-64}
 THREADS=${THREADS:-1}
 PY=${PY:-/usr/bin/python3}
@@ -43,10 +49,10 @@ cat > "$WORK/config.json" <<EOF
 {
   "architectures": ["Qwen2ForCausalLM"],
   "model_type": "qwen2",
-  "hidden_size": 128,
-  "intermediate_size": 384,
-  "num_hidden_layers": 4,
-  "num_attention_heads": 4,
+  "hidden_size": $HIDDEN,
+  "intermediate_size": $INTER,
+  "num_hidden_layers": $LAYERS,
+  "num_attention_heads": $HEADS,
   "num_key_value_heads": 2,
   "vocab_size": $vocab,
   "max_position_embeddings": 512,
@@ -66,16 +72,18 @@ EOF
 "$OR1" init --config "$WORK/config.json" --out "$WORK/init" --seed "$SEED"
 cp "$WORK/generation_config.json" "$WORK/tok/tokenizer.json" "$WORK/tok/tokenizer_config.json" "$WORK/init/"
 
-"$OR1" gen-arith --n "$TRAIN_ROWS" --seed "$SEED" --split train --traces --tokenizer "$WORK/tok" \
+split=()
+[ "$SPLIT" = 1 ] && split=(--split-products)
+"$OR1" gen-arith --n "$TRAIN_ROWS" --seed "$SEED" --split train --traces "${split[@]}" --tokenizer "$WORK/tok" \
     --out "$WORK/traces.jsonl"
-"$OR1" gen-arith --n "$GUESS_ROWS" --seed $((SEED + 500)) --split train --traces --tokenizer "$WORK/tok" \
+"$OR1" gen-arith --n "$GUESS_ROWS" --seed $((SEED + 500)) --split train --traces "${split[@]}" --tokenizer "$WORK/tok" \
     --guess "$GUESS" --out "$WORK/traces_guess.jsonl"
 "$OR1" gen-arith --n "$EVAL_ROWS" --seed $((SEED + 1000)) --split test --out "$WORK/test.jsonl"
 
 sft() { "$OR1" sft --threads "$THREADS" --batch "$BATCH" --seed "$SEED" --log-every 50 "$@"; }
 echo "make_base: sft phase 1, $STEPS1 steps of $BATCH correct traces" >&2
 sft --model "$WORK/init" --data "$WORK/traces.jsonl" --out "$WORK/sft1" --steps "$STEPS1" --lr "$LR1" \
-    --warmup 30 > "$WORK/sft1_log.jsonl"
+    --min-lr "$MIN_LR1" --warmup 30 > "$WORK/sft1_log.jsonl"
 echo "make_base: sft phase 2, $STEPS2 steps of $BATCH traces, $GUESS of them guessing" >&2
 sft --model "$WORK/sft1" --data "$WORK/traces_guess.jsonl" --out "$WORK/sft2" --steps "$STEPS2" --lr "$LR2" \
     --warmup 10 > "$WORK/sft2_log.jsonl"
