@@ -2,13 +2,15 @@
 # Remakes the demo's base model in models/arith-base with the project's own tools:
 #   1. the demo tokenizer (scripts/make_tokenizer.py),
 #   2. a random Qwen2-shaped checkpoint (or1 init) for the config below,
-#   3. SFT phase 1: or1 sft on correct step-by-step traces (or1 gen-arith --traces),
+#   3. SFT phase 1: or1 sft on correct step-by-step traces with partial products
+#      (or1 gen-arith --traces --split-products), the rate decaying on a cosine,
 #   4. SFT phase 2: a short or1 sft on traces of which a share GUESS skip the working and
 #      box a wrong answer, so the base model sometimes answers without computing,
 #   5. BF16 weights with the tokenizer files into models/arith-base, then avg@8 at
 #      temperature 1 and greedy accuracy on held-out test rows (scripts/eval_arith.py).
 # Work files go to runs/base/ (ignored); only models/arith-base is written in the tree.
-# Settings can be overridden from the environment, e.g. STEPS1=500 bash scripts/make_base.sh.
+# Settings can be overridden from the environment, e.g. STEPS1=500 bash scripts/make_base.sh;
+# HIDDEN, INTER, LAYERS and HEADS size the model, SPLIT=0 writes plain traces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
