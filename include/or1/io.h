@@ -45,6 +45,7 @@ typedef struct {
     char *buf;
     size_t cap;
     bool owns;
+    char where[600]; /* "path:line" of the row last read, for callers' error messages */
 } or1_jsonl_reader;
 
 int or1_jsonl_open(or1_jsonl_reader *r, const char *path);

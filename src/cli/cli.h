@@ -5,7 +5,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
 #include "or1/dist.h"
+#include "or1/tokenizer.h"
 
 /* Flags of one subcommand: "--name value" pairs and bare "--switch"es. */
 typedef struct {
@@ -33,6 +38,11 @@ void cli_set_dist(const or1_dist *d);
 /* --device cpu|cuda of the model commands: 0 cpu, 1 cuda, -1 (or1_fail) otherwise or when
  * built without the CUDA backend (src/cli/cmd_cuda.c). */
 int cli_device(cli_args *a);
+
+/* Token ids of one side of an input row: "<side>_ids", or "<side>" text through tok (NULL:
+ * text is refused); ids must lie below vocab. Errors name `where`. The caller frees *ids. */
+int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
+                int32_t **ids, size_t *n);
 
 /* Subcommands: each returns the process exit status. */
 int cmd_logprobs(cli_args *a);

@@ -159,24 +159,6 @@ static void example_list_free(example_list *l) {
     free(l->ex);
 }
 
-/* Token ids of one side of a row: "<side>_ids", or "<side>" text through the tokenizer. */
-static int row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
-                   int32_t **ids, size_t *n) {
-    char key[32];
-    snprintf(key, sizeof key, "%s_ids", side);
-    if (cJSON_GetObjectItemCaseSensitive(row, key)) return or1_json_int_array(row, key, 0, vocab - 1, ids, n, where);
-    const char *text = or1_json_str(row, side, where);
-    if (!text) return or1_fail_ctx("%s: needs \"%s\" or \"%s\"", where, key, side);
-    if (!tok) return or1_fail("%s: \"%s\" text needs a tokenizer (--tokenizer)", where, side);
-    if (or1_tokenizer_encode(tok, text, strlen(text), 0, ids, n)) return or1_fail_ctx("%s", where);
-    for (size_t i = 0; i < *n; i++)
-        if ((*ids)[i] >= vocab) {
-            free(*ids);
-            return or1_fail("%s: token id %d is outside the model's vocabulary of %d", where, (*ids)[i], vocab);
-        }
-    return 0;
-}
-
 /* Reads every example of the data file. */
 static int read_examples(const char *path, const or1_tokenizer *tok, int vocab, example_list *l) {
     or1_jsonl_reader r;
@@ -184,12 +166,11 @@ static int read_examples(const char *path, const or1_tokenizer *tok, int vocab, 
     cJSON *row;
     int rc;
     while ((rc = or1_jsonl_next(&r, &row)) == 1) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", path, r.line);
+        const char *where = r.where;
         int32_t *p = NULL, *s = NULL;
         size_t np = 0, ns = 0;
-        rc = row_ids(row, "prompt", tok, vocab, where, &p, &np);
-        if (rc == 0) rc = row_ids(row, "response", tok, vocab, where, &s, &ns);
+        rc = cli_row_ids(row, "prompt", tok, vocab, where, &p, &np);
+        if (rc == 0) rc = cli_row_ids(row, "response", tok, vocab, where, &s, &ns);
         cJSON_Delete(row);
         if (rc == 0 && (np == 0 || ns == 0)) rc = or1_fail("%s: empty %s", where, np == 0 ? "prompt" : "response");
         if (rc) {

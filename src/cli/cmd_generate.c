@@ -93,14 +93,7 @@ static int stop_flag(cli_args *a, int vocab, int32_t **ids, int *n) {
 static int read_request(const cJSON *row, const char *where, const or1_tokenizer *tok, int vocab, or1_request *r) {
     int32_t *ids = NULL;
     size_t n = 0;
-    if (cJSON_GetObjectItemCaseSensitive(row, "prompt_ids")) {
-        if (or1_json_int_array(row, "prompt_ids", 0, vocab - 1, &ids, &n, where)) return -1;
-    } else {
-        const char *text = or1_json_str(row, "prompt", where);
-        if (!text) return or1_fail_ctx("%s: needs \"prompt_ids\" or \"prompt\"", where);
-        if (!tok) return or1_fail("%s: \"prompt\" text needs a tokenizer (--tokenizer)", where);
-        if (or1_tokenizer_encode(tok, text, strlen(text), 0, &ids, &n)) return or1_fail_ctx("%s", where);
-    }
+    if (cli_row_ids(row, "prompt", tok, vocab, where, &ids, &n)) return -1;
     if (n == 0) {
         free(ids);
         return or1_fail("%s: the prompt is empty", where);
@@ -118,8 +111,7 @@ static int read_requests(const char *path, const or1_tokenizer *tok, const or1_c
     int rc;
     size_t *lines = NULL;
     while ((rc = or1_jsonl_next(&rd, &row)) == 1) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", path, rd.line);
+        const char *where = rd.where;
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 64;
             l->r = or1_realloc(l->r, (size_t)l->cap * sizeof *l->r);

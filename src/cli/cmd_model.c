@@ -109,8 +109,7 @@ int cmd_logprobs(cli_args *a) {
     cJSON *row;
     int rc, status = 0;
     while ((rc = or1_jsonl_next(&r, &row)) == 1) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", input, r.line);
+        const char *where = r.where;
         int32_t *ids;
         size_t n;
         int bad = or1_json_int_array(row, "ids", 0, m.cfg.vocab - 1, &ids, &n, where);
@@ -194,8 +193,7 @@ static int read_batch(const char *path, int vocab, sample_list *l) {
     cJSON *row;
     int rc;
     while ((rc = or1_jsonl_next(&r, &row)) == 1) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", path, r.line);
+        const char *where = r.where;
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 64;
             l->s = or1_realloc(l->s, (size_t)l->cap * sizeof *l->s);

@@ -57,11 +57,6 @@ static int close_io(or1_tokenizer *t, or1_jsonl_reader *r, FILE *out, int rc) {
     return rc == 0 ? 0 : 1;
 }
 
-/* Where a row came from, for messages: "path:line". */
-static void row_where(const or1_jsonl_reader *r, char *buf, size_t n) {
-    snprintf(buf, n, "%s:%zu", r->path, r->line);
-}
-
 /* {"text": "..."} -> {"ids": [...]} per line. */
 int cmd_tokenize(cli_args *a) {
     bool add = cli_flag(a, "add-special"), split = cli_flag(a, "split-special");
@@ -74,8 +69,7 @@ int cmd_tokenize(cli_args *a) {
     cJSON *row;
     int rc, got;
     while ((got = or1_jsonl_next(&r, &row)) == 1) {
-        char where[600];
-        row_where(&r, where, sizeof where);
+        const char *where = r.where;
         const char *text = or1_json_str(row, "text", where);
         int32_t *ids = NULL;
         size_t n = 0;
@@ -102,8 +96,7 @@ int cmd_detokenize(cli_args *a) {
     cJSON *row;
     int got;
     while ((got = or1_jsonl_next(&r, &row)) == 1) {
-        char where[600];
-        row_where(&r, where, sizeof where);
+        const char *where = r.where;
         int32_t *ids = NULL;
         size_t n = 0, len = 0;
         char *text = NULL;
@@ -156,8 +149,7 @@ int cmd_chat(cli_args *a) {
     cJSON *row;
     int got;
     while ((got = or1_jsonl_next(&r, &row)) == 1) {
-        char where[600];
-        row_where(&r, where, sizeof where);
+        const char *where = r.where;
         or1_chat_message *msgs = NULL;
         size_t n = 0, nid = 0;
         char *text = NULL;

@@ -89,8 +89,7 @@ int cmd_verify_code(cli_args *a) {
             rc = got;
             break;
         }
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", in, r.line);
+        const char *where = r.where;
         rc = parse_row(j, &rows[n], &jobs[n], where, memory_mb, all);
         cJSON_Delete(j);
         if (rc != 0) break;

@@ -65,8 +65,7 @@ int cmd_verify_math(cli_args *a) {
     int rc = 0, got;
     cJSON *row;
     while ((got = or1_jsonl_next(&r, &row)) == 1) {
-        char where[512];
-        snprintf(where, sizeof where, "%s:%zu", r.path, r.line);
+        const char *where = r.where;
         or1_math_result res;
         memset(&res, 0, sizeof res);
         int s = score_row(row, where, &lim, &res);

@@ -40,9 +40,8 @@ int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out) {
         }
         r->line++;
         if (blank(r->buf, (size_t)n)) continue;
-        char where[512];
-        snprintf(where, sizeof where, "%s:%zu", r->path, r->line);
-        *out = or1_json_parse(r->buf, (size_t)n, where);
+        snprintf(r->where, sizeof r->where, "%s:%zu", r->path, r->line);
+        *out = or1_json_parse(r->buf, (size_t)n, r->where);
         return *out ? 1 : -1;
     }
 }

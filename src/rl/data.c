@@ -192,8 +192,7 @@ static int load_file(or1_dataset *d, const or1_data_opts *o, uint32_t f, size_t 
     cJSON *j;
     int rc;
     while ((rc = or1_jsonl_next(&rd, &j)) == 1) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", o->files[f].path, rd.line);
+        const char *where = rd.where;
         or1_data_row r;
         rc = or1_data_row_parse(j, where, filter ? o->difficulty_model : NULL, &r);
         cJSON_Delete(j);
