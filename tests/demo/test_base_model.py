@@ -7,29 +7,11 @@ Usage: test_base_model.py OR1 REPO_ROOT SCRATCH_DIR
 """
 import json
 import os
-import shutil
 import struct
-import subprocess
-import sys
 
-OR1, ROOT, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+from common import ROOT, check, finish, fresh_scratch, or1
+
 MODEL = os.path.join(ROOT, "models", "arith-base")
-failures = []
-
-
-def check(ok, what):
-    """Records a failed check."""
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def or1(*args, stdin=None):
-    """Runs an or1 command; returns its stdout JSON lines."""
-    p = subprocess.run([OR1, *args], input=stdin, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"or1 {' '.join(args[:1])} failed: {p.stderr}")
-    return [json.loads(line) for line in p.stdout.split("\n") if line]
 
 
 def files_agree():
@@ -73,13 +55,10 @@ def generates():
 
 
 def main():
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-    os.makedirs(SCRATCH)
+    fresh_scratch()
     files_agree()
     generates()
-    if failures:
-        sys.exit(f"{len(failures)} checks failed")
-    print("base model: all checks passed")
+    finish("base model")
 
 
 if __name__ == "__main__":

@@ -7,26 +7,13 @@ Usage: test_gen_arith.py OR1 REPO_ROOT SCRATCH_DIR
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 
-OR1, SCRATCH = sys.argv[1], sys.argv[3]
-failures = []
-
-
-def check(ok, what):
-    """Records a failed check."""
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
+from common import SCRATCH, check, finish, fresh_scratch, run
 
 
 def gen(*args, ok=True):
-    """Runs or1 gen-arith; returns (rows, stderr)."""
-    p = subprocess.run([OR1, "gen-arith", *args], capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        sys.exit(f"gen-arith {args} failed: {p.stderr}")
+    """Runs or1 gen-arith; returns (rows, stderr), or the completed process when ok is False."""
+    p = run("gen-arith", *args, ok=ok)
     if not ok:
         return p
     return [json.loads(line) for line in p.stdout.split("\n") if line], p.stderr
@@ -59,8 +46,7 @@ def check_rows(rows, split, n, lo, hi):
 
 
 def main():
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-    os.makedirs(SCRATCH)
+    fresh_scratch()
     train, _ = gen("--n", "3000", "--seed", "7")
     test, _ = gen("--n", "1000", "--seed", "7", "--split", "test")
     check_rows(train, "train", 3000, 2, 4)
@@ -82,7 +68,7 @@ def main():
     again, _ = gen("--n", "3000", "--seed", "7")
     check(again == train, "the same seed gives different rows")
     out = os.path.join(SCRATCH, "rows.jsonl")
-    subprocess.run([OR1, "gen-arith", "--n", "1000", "--seed", "7", "--split", "test", "--out", out], check=True)
+    run("gen-arith", "--n", "1000", "--seed", "7", "--split", "test", "--out", out)
     check([json.loads(x) for x in open(out)] == test, "--out differs from stdout")
     fixed, _ = gen("--n", "200", "--seed", "3", "--min-ops", "3", "--max-ops", "3")
     check_rows(fixed, "train", 200, 3, 3)
@@ -92,9 +78,7 @@ def main():
                  ["--n", "5", "--bogus", "1"]):
         p = gen(*args, ok=False)
         check(p.returncode != 0 and p.stderr.startswith("or1: ") and not p.stdout, f"gen-arith {args} did not fail cleanly")
-    if failures:
-        sys.exit(f"{len(failures)} checks failed")
-    print("gen-arith: all checks passed")
+    finish("gen-arith")
 
 
 if __name__ == "__main__":

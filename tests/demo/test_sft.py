@@ -9,30 +9,13 @@ Usage: test_sft.py OR1 REPO_ROOT SCRATCH_DIR
 import json
 import math
 import os
-import shutil
 import struct
 import subprocess
 import sys
 
 import numpy as np
 
-OR1, ROOT, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
-
-
-def check(ok, what):
-    """Records a failed check."""
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(*args, ok=True):
-    """Runs or1; returns the completed process (exits on unexpected failure)."""
-    p = subprocess.run([OR1, *args], capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        sys.exit(f"or1 {' '.join(args[:1])} failed: {p.stderr}")
-    return p
+from common import ROOT, SCRATCH, check, finish, fresh_scratch, run
 
 
 def write_jsonl(path, rows):
@@ -173,8 +156,7 @@ def bad_input(model):
 
 
 def main():
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-    os.makedirs(SCRATCH)
+    fresh_scratch()
     rng = np.random.default_rng(0)
     model = tiny_model("tiny", 24)
     loss_falls(model, rng)
@@ -182,9 +164,7 @@ def main():
     matches_grad_steps(model, rng)
     text_rows_and_carry(rng)
     bad_input(model)
-    if failures:
-        sys.exit(f"{len(failures)} checks failed")
-    print("sft: all checks passed")
+    finish("sft")
 
 
 if __name__ == "__main__":

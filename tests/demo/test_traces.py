@@ -13,28 +13,12 @@ import ast
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-OR1, ROOT, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+from common import ROOT, SCRATCH, check, finish, fresh_scratch, or1
+
 TOK = os.path.join(SCRATCH, "tok")
-failures = []
-
-
-def check(ok, what):
-    """Records a failed check."""
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def or1(*args, stdin=None):
-    """Runs an or1 command; returns its stdout JSON lines."""
-    p = subprocess.run([OR1, *args], input=stdin, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"or1 {' '.join(args[:3])} failed: {p.stderr}")
-    return [json.loads(line) for line in p.stdout.split("\n") if line]
 
 
 def partials(a, b):
@@ -98,8 +82,7 @@ def guesses():
 
 
 def main():
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-    os.makedirs(SCRATCH)
+    fresh_scratch()
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_tokenizer.py"), TOK], check=True)
     rows = or1("gen-arith", "--n", "400", "--seed", "5", "--traces", "--tokenizer", TOK)
     for i, r in enumerate(rows):
@@ -139,9 +122,7 @@ def main():
     check([r["prompt"] for r in noisy] == [r["prompt"] for r in rows], "noise changed the problems")
     split_products()
     guesses()
-    if failures:
-        sys.exit(f"{len(failures)} checks failed")
-    print("traces: all checks passed")
+    finish("traces")
 
 
 if __name__ == "__main__":
