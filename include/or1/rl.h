@@ -35,9 +35,10 @@ typedef struct {
     const float *old_logp, *ref_logp;
 } or1_sample;
 
-/* Sums over response tokens (divide by tokens for means). */
+/* Sums over response tokens (divide by tokens for means); logp is the sum of the tokens'
+ * log-probs under the current weights (its negative mean is the NLL SFT reports). */
 typedef struct {
-    double loss, pg_loss, entropy, kl;
+    double loss, pg_loss, entropy, kl, logp;
     long tokens, clipped;
 } or1_loss_stats;
 
@@ -59,6 +60,10 @@ void or1_packed_samples_free(or1_packed_samples *p);
  * Shared by every backend, so each runs the same formulas. */
 void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
                             const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st);
+
+/* The end of the micro-batch that starts at sample i0: samples are taken in order while their
+ * prompt+response tokens fit in micro_tokens (always at least one). */
+int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens);
 
 /* Adds to m->grads the gradient of the eq. (3.1) loss over samples, each token weighted
  * 1/total_tokens (the global response-token count, so any micro-batch or rank split gives

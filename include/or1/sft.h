@@ -43,7 +43,4 @@ typedef void (*or1_sft_callback)(void *ctx, const or1_sft_progress *p);
 int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_cfg *cfg,
                   or1_sft_callback cb, void *ctx);
 
-/* Mean response-token NLL of the examples under m (forward only); *tokens gets their count. */
-double or1_sft_nll(const or1_model *m, const or1_sft_example *ex, int n, int micro_tokens, long *tokens);
-
 #endif

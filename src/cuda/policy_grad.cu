@@ -27,18 +27,13 @@ static int micro_step(or1_cuda_model *dm, const or1_sample *s, int i0, int i1, d
     return rc ? -1 : 0;
 }
 
-/* Greedy packing in order: a micro-batch closes when the next sample would overflow it. */
+/* Micro-batch by micro-batch over the CPU path's greedy packing. */
 int or1_cuda_policy_grad(or1_cuda_model *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
                          const or1_loss_cfg *cfg, or1_loss_stats *st) {
     double inv_total = total_tokens > 0 ? 1.0 / (double)total_tokens : 0.0;
-    for (int i0 = 0; i0 < n;) {
-        int i1 = i0, tokens = 0;
-        while (i1 < n && (i1 == i0 || tokens + s[i1].n_prompt + s[i1].n_resp <= micro_tokens)) {
-            tokens += s[i1].n_prompt + s[i1].n_resp;
-            i1++;
-        }
+    for (int i0 = 0, i1; i0 < n; i0 = i1) {
+        i1 = or1_micro_batch_end(s, n, i0, micro_tokens);
         if (micro_step(dm, s, i0, i1, inv_total, cfg, st)) return -1;
-        i0 = i1;
     }
     return 0;
 }

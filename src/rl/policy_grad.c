@@ -45,6 +45,7 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             st->pg_loss += pg;
             st->entropy += ent[k];
             st->kl += kl;
+            st->logp += logp[k];
             st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
             st->clipped += clipped;
             st->tokens++;
@@ -71,17 +72,21 @@ static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0,
 }
 
 /* Greedy packing in order: a micro-batch closes when the next sample would overflow it. */
+int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens) {
+    int i1 = i0, tokens = 0;
+    while (i1 < n && (i1 == i0 || tokens + s[i1].n_prompt + s[i1].n_resp <= micro_tokens)) {
+        tokens += s[i1].n_prompt + s[i1].n_resp;
+        i1++;
+    }
+    return i1;
+}
+
+/* Micro-batch by micro-batch over the greedy packing. */
 void or1_policy_grad(or1_model *m, or1_acts **ws, const or1_sample *s, int n, long total_tokens,
                      int micro_tokens, const or1_loss_cfg *cfg, or1_loss_stats *st) {
     double inv_total = total_tokens > 0 ? 1.0 / (double)total_tokens : 0.0;
-    int i0 = 0;
-    while (i0 < n) {
-        int i1 = i0, tokens = 0;
-        while (i1 < n && (i1 == i0 || tokens + s[i1].n_prompt + s[i1].n_resp <= micro_tokens)) {
-            tokens += s[i1].n_prompt + s[i1].n_resp;
-            i1++;
-        }
+    for (int i0 = 0, i1; i0 < n; i0 = i1) {
+        i1 = or1_micro_batch_end(s, n, i0, micro_tokens);
         micro_step(m, ws, s, i0, i1, inv_total, cfg, st);
-        i0 = i1;
     }
 }

@@ -36,50 +36,6 @@ static void shuffle(int *order, int n, uint64_t seed, uint64_t epoch) {
     }
 }
 
-/* Forward over examples [i0, i1) in one packed batch; adds their response log-probs. */
-static void nll_chunk(const or1_model *m, or1_acts **ws, const or1_sft_example *ex, int i0, int i1,
-                      double *sum, long *tokens) {
-    int n = i1 - i0, len = 0, total = 0;
-    or1_seq *seqs = or1_malloc((size_t)n * sizeof *seqs);
-    for (int i = 0; i < n; i++) {
-        const or1_sft_example *x = &ex[i0 + i];
-        int32_t *ids = or1_malloc((size_t)(x->n_prompt + x->n_resp) * sizeof *ids);
-        memcpy(ids, x->prompt, (size_t)x->n_prompt * sizeof *ids);
-        memcpy(ids + x->n_prompt, x->resp, (size_t)x->n_resp * sizeof *ids);
-        seqs[i] = (or1_seq){ids, x->n_prompt + x->n_resp, x->n_prompt};
-        total += seqs[i].n;
-        if (seqs[i].n > len) len = seqs[i].n;
-    }
-    or1_batch b;
-    or1_batch_pack(&b, seqs, n);
-    or1_acts_reserve(ws, &m->cfg, total, len, false);
-    float *lp = or1_malloc((size_t)2 * (size_t)b.n_scored * sizeof *lp), *ent = lp + b.n_scored;
-    or1_forward(m, *ws, &b, false);
-    or1_head_forward(m, *ws, &b, 1.0f, lp, ent);
-    for (int k = 0; k < b.n_scored; k++) *sum -= lp[k];
-    *tokens += b.n_scored;
-    free(lp);
-    or1_batch_free(&b);
-    for (int i = 0; i < n; i++) free((void *)seqs[i].ids);
-    free(seqs);
-}
-
-double or1_sft_nll(const or1_model *m, const or1_sft_example *ex, int n, int micro_tokens, long *tokens) {
-    or1_acts *ws = NULL;
-    double sum = 0;
-    long count = 0;
-    for (int i0 = 0; i0 < n;) {
-        int i1 = i0, t = 0;
-        while (i1 < n && (i1 == i0 || t + ex[i1].n_prompt + ex[i1].n_resp <= micro_tokens))
-            t += ex[i1].n_prompt + ex[i1].n_resp, i1++;
-        nll_chunk(m, &ws, ex, i0, i1, &sum, &count);
-        i0 = i1;
-    }
-    or1_acts_free(ws);
-    if (tokens) *tokens = count;
-    return count ? sum / (double)count : 0.0;
-}
-
 /* The learning rate of step s (0-based): linear warm-up, then a cosine from lr down to min_lr
  * at the last step, which lets a long run settle instead of hovering at its peak rate. */
 static float step_lr(const or1_sft_cfg *c, int s) {
@@ -91,12 +47,11 @@ static float step_lr(const or1_sft_cfg *c, int s) {
 
 /* The next batch of the shuffled stream, reshuffling at each epoch's end. */
 static void next_batch(const or1_sft_example *ex, int n, const or1_sft_cfg *c, int *order, int *cursor,
-                       uint64_t *epoch, or1_sample *s, or1_sft_example *picked, long *tokens) {
+                       uint64_t *epoch, or1_sample *s, long *tokens) {
     *tokens = 0;
     for (int i = 0; i < c->batch; i++) {
         if (*cursor == n) shuffle(order, n, c->seed, ++*epoch), *cursor = 0;
         const or1_sft_example *x = &ex[order[(*cursor)++]];
-        picked[i] = *x;
         s[i] = (or1_sample){.prompt = x->prompt, .resp = x->resp, .n_prompt = x->n_prompt,
                             .n_resp = x->n_resp, .adv = 1.0f, .old_logp = NULL};
         *tokens += x->n_resp;
@@ -110,7 +65,6 @@ int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_
     uint64_t epoch = 0;
     shuffle(order, n, c->seed, epoch);
     or1_sample *s = or1_malloc((size_t)c->batch * sizeof *s);
-    or1_sft_example *picked = or1_malloc((size_t)c->batch * sizeof *picked);
     or1_adamw opt;
     or1_adamw_init(&opt, m->n_floats);
     or1_acts *ws = NULL;
@@ -119,12 +73,13 @@ int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_
     double t0 = or1_now();
     for (int step = 0; step < c->steps; step++) {
         long tokens;
-        next_batch(ex, n, c, order, &cursor, &epoch, s, picked, &tokens);
+        next_batch(ex, n, c, order, &cursor, &epoch, s, &tokens);
         bool log = c->log_every > 0 && ((step + 1) % c->log_every == 0 || step + 1 == c->steps || step == 0);
-        double nll = log ? or1_sft_nll(m, picked, c->batch, c->micro_tokens, NULL) : NAN;
         memset(m->grads, 0, m->n_floats * sizeof *m->grads);
         or1_loss_stats st = {0};
         or1_policy_grad(m, &ws, s, c->batch, tokens, c->micro_tokens, &loss, &st);
+        /* The gradient pass already holds the batch's log-probs under the weights before the step. */
+        double nll = log && st.tokens ? -st.logp / (double)st.tokens : NAN;
         double norm = or1_grad_norm(m->grads, m->n_floats);
         or1_clip_grad_norm(m->grads, m->n_floats, norm, c->max_grad_norm);
         or1_adamw_cfg ac = {step_lr(c, step), 0.9f, 0.999f, 1e-8f, c->weight_decay};
@@ -136,7 +91,6 @@ int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_
     }
     or1_acts_free(ws);
     or1_adamw_free(&opt);
-    free(picked);
     free(s);
     free(order);
     return 0;
