@@ -472,6 +472,7 @@ static void test_pretokenizers(void) {
         or1_tokenizer_free(t);
     }
     or1_tokenizer *t = with_pretokenizer("{\"type\":\"ByteLevel\",\"add_prefix_space\":true}");
+    CHECK(t, "ByteLevel with add_prefix_space loads");
     if (t) {
         ENC_IS(t, "hello", 0, ' ', mid("hell", "o"));
         ENC_IS(t, " hello", 0, ' ', mid("hell", "o"));
@@ -480,6 +481,7 @@ static void test_pretokenizers(void) {
     or1_tokenizer_free(t);
     t = with_pretokenizer("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":false},"
                           "{\"type\":\"ByteLevel\",\"use_regex\":false}]}");
+    CHECK(t, "Digits + ByteLevel sequence loads");
     if (t) ENC_IS(t, "a-12-b", 0, 301, '1', '2', 302);
     or1_tokenizer_free(t);
 }
