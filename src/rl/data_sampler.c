@@ -70,6 +70,12 @@ int or1_data_next(or1_dataset *d, size_t n, uint32_t *ids) {
     return or1_fail("data: cannot draw %zu prompts", n); /* unreachable: active_slots >= n */
 }
 
+/* Recounts the sampler slots whose row is not dropped (one pass, after a batch of drops). */
+static void count_active_slots(or1_dataset *d) {
+    d->active_slots = 0;
+    for (size_t s = 0; s < d->n_slots; s++) d->active_slots += !d->dropped[d->slots[s]];
+}
+
 /* Marks rows as dropped; already dropped ones are ignored. */
 int or1_data_drop(or1_dataset *d, const uint32_t *ids, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -79,8 +85,7 @@ int or1_data_drop(or1_dataset *d, const uint32_t *ids, size_t n) {
         d->dropped[ids[i]] = true;
         d->n_dropped++;
     }
-    d->active_slots = 0;
-    for (size_t s = 0; s < d->n_slots; s++) d->active_slots += !d->dropped[d->slots[s]];
+    count_active_slots(d);
     return 0;
 }
 
@@ -98,12 +103,13 @@ size_t or1_data_stage_filter(or1_dataset *d) {
     size_t n = 0;
     for (size_t i = 0; i < d->n_rows; i++) {
         if (d->solved[i] == 1 && !d->dropped[i]) {
-            uint32_t id = (uint32_t)i;
-            or1_data_drop(d, &id, 1);
+            d->dropped[i] = true;
+            d->n_dropped++;
             n++;
         }
         d->solved[i] = -1;
     }
+    count_active_slots(d); /* once, not once per dropped row */
     return n;
 }
 
