@@ -45,12 +45,10 @@ int cmd_train(cli_args *a) {
     or1_train_config cfg;
     int rc = or1_train_config_load(path, set, n_set, &cfg);
     free(set);
-    if (rc && dist.size > 1) or1_dist_abort(&dist, or1_error());
     if (rc) return 2;
     if (or1_train_config_check_files(&cfg) == 0) rc = or1_train_run(&cfg, resume, &dist) ? 1 : 0;
     else rc = 2;
     or1_train_config_free(&cfg);
-    if (rc != 0 && dist.size > 1) or1_dist_abort(&dist, or1_error()); /* the other ranks would wait forever */
     return rc;
 }
 
@@ -149,7 +147,6 @@ int cmd_eval(cli_args *a) {
     }
     cJSON_Delete(rep);
     eval_close(&e);
-    if (!rep && dist.size > 1) or1_dist_abort(&dist, or1_error());
     return rep ? 0 : 1;
 }
 

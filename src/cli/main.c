@@ -41,8 +41,9 @@ static void usage(FILE *f) {
     fprintf(f, "\ncommon flags: --threads N\n");
 }
 
-/* Dispatches argv[1] to its subcommand with the remaining flags. */
-static int run_command(int argc, char **argv) {
+/* Dispatches argv[1] to its subcommand with the remaining flags. A command that fails on one
+ * rank of several stops them all: the others would otherwise wait forever in a collective. */
+static int run_command(int argc, char **argv, const or1_dist *d) {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -57,6 +58,7 @@ static int run_command(int argc, char **argv) {
             or1_set_threads((int)threads);
             rc = commands[i].run(&a);
         }
+        if (rc != 0 && d->size > 1) or1_dist_abort(d, or1_error());
         if (rc != 0) fprintf(stderr, "or1: %s\n", or1_error());
         free(a.used);
         return rc;
@@ -82,7 +84,7 @@ int main(int argc, char **argv) {
     or1_dist d;
     or1_dist_init(&argc, &argv, &d);
     cli_set_dist(&d);
-    int rc = run_command(argc, argv);
+    int rc = run_command(argc, argv, &d);
     or1_dist_finalize();
     return rc;
 }
