@@ -7,6 +7,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
   echo "bench/mpi.sh: skipped: mpirun or mpicc missing (openmpi-bin, libopenmpi-dev)" >&2
-  exit 0
+  exit 77
 fi
 /usr/bin/python3 "$root/bench/bench_mpi.py" --or1 "$root/build/or1" --root "$root" "$@"

@@ -324,7 +324,6 @@ int or1_train_config_load(const char *path, const char *const *overrides, size_t
     for (size_t i = 0; i < n_overrides && rc == 0; i++) rc = or1_cfg_set(cfg, overrides[i]);
     if (rc == 0) rc = or1_cfg_check(cfg, or1_train_schema, or1_train_schema_len);
     out->config_path = or1_strdup(path);
-    out->entropy = or1_entropy_defaults();
     if (rc == 0) rc = fill_scalars(or1_cfg_root(cfg), out);
     if (rc == 0) rc = fill_enums(cfg, out);
     if (rc == 0) rc = fill_train_files(cfg, out);
