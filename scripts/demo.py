@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from eval_arith import habits  # noqa: E402 (scripts/ is this script's folder)
 
 EVAL_N, EVAL_T, EVAL_LEN = 8, 1.0, 160
 
@@ -75,25 +76,25 @@ def plot(steps, evals, target, out_dir):
         plt.close(fig)
 
 
-def habits(path):
-    """Share of dumped samples that box an answer without working, and accuracy of the rest."""
-    rows = [json.loads(line) for line in open(path)]
-    worked = [r for r in rows if not r["response"].startswith("<think>\n</think>")]
-    return 1 - len(worked) / len(rows), sum(r["correct"] for r in worked) / max(len(worked), 1)
+def dumped_habits(path):
+    """habits() of the samples `or1 eval --dump` wrote."""
+    return habits([json.loads(line) for line in open(path)])
 
 
 def summary(path, name, before, after, steps, seconds, extra):
     """summary.md: the before/after figures and what the run did."""
     ent = [r["entropy_sampled"] for r in steps if not r["skipped"]]
     report = os.path.dirname(path)
-    (g0, w0), (g1, w1) = habits(f"{report}/base_samples.jsonl"), habits(f"{report}/trained_samples.jsonl")
+    (g0, w0), (g1, w1) = dumped_habits(f"{report}/base_samples.jsonl"), dumped_habits(f"{report}/trained_samples.jsonl")
     with open(path, "w") as f:
         f.write(f"# or1 demo: {name}\n\n")
         f.write(f"- held-out avg@{EVAL_N} at T={EVAL_T}: base {before:.3f} -> trained {after:.3f} "
                 f"({100 * (after - before):+.1f} points)\n")
         f.write(f"- held-out samples that answer without working: base {100 * g0:.1f}% -> trained {100 * g1:.1f}%; "
                 f"those that work it out are right {100 * w0:.1f}% -> {100 * w1:.1f}%\n")
-        f.write(f"- steps: {len(steps)} ({sum(r['skipped'] for r in steps)} skipped), {seconds:.0f} s in all\n")
+        kept = sum(r["kept_groups"] for r in steps) / max(len(steps), 1)
+        f.write(f"- steps: {len(steps)} ({sum(r['skipped'] for r in steps)} skipped), {seconds:.0f} s in all; "
+                f"groups kept after rejection: {kept:.1f} per step on average\n")
         if ent:
             tgt, late = steps[0]["entropy_target"], ent[10:] or ent
             f.write(f"- sampled-token entropy: first {ent[0]:.3f}, min {min(ent):.3f}, last {ent[-1]:.3f} "

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""avg@k of a checkpoint on arithmetic task rows, through the or1 command line only.
+"""avg@k of a checkpoint on arithmetic task rows through `or1 eval`, with what the demo looks at.
 
 Usage: eval_arith.py OR1 MODEL_DIR ROWS.jsonl [--n 8] [--temperature 1] [--seed 0]
                      [--max-new-tokens 160] [--threads N] [--samples OUT.jsonl]
 
-Each row's user message goes through `or1 chat` (the model's tokenizer and its template),
-`or1 generate` samples n responses per prompt, and `or1 verify-math` scores each against the
-row's ground truth. Prints one JSON line: avg@n (mean correctness over all samples), pass@n
-(share of prompts with at least one correct sample), the share of samples that stopped at EOS,
-mean response tokens, and the accuracy by operand count. Exits non-zero on any failure.
+`or1 eval --dump` samples and scores (the same evaluator as training's validation); this script
+adds, from the dumped samples: the share that stopped at EOS, mean response tokens, accuracy by
+operand count, the share of samples that box an answer without working, the accuracy of those
+that work, and the share of wrong steps by operation and operand digits (e.g. "*2x2": products
+of two 2-digit numbers). Prints one JSON line; exits non-zero on any failure. The demo's summary
+(scripts/demo.py) uses habits() from here.
 """
 import argparse
 import json
@@ -18,13 +19,36 @@ import subprocess
 import sys
 import tempfile
 
+# One worked step: "a op b = c", a negative right operand in parentheses, products possibly
+# with their partial products before the result ("48*69=2880+432=3312").
+STEP = re.compile(r"(-?\d+)([-+*])\(?(-?\d+)\)?=(?:-?\d+(?:[-+]\d+)+=)?(-?\d+)")
 
-def run(cmd, stdin_text):
-    """Runs an or1 command on stdin text; returns its stdout lines (stderr passes through)."""
-    p = subprocess.run(cmd, input=stdin_text, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"eval_arith: {' '.join(cmd[:2])} failed: {p.stderr.strip()[-2000:]}")
-    return [line for line in p.stdout.split("\n") if line]
+
+def guessed(response):
+    """True when the response boxes an answer without any working."""
+    return response.startswith("<think>\n</think>")
+
+
+def habits(samples):
+    """(share of samples without working, accuracy of the samples that work)."""
+    worked = [s for s in samples if not guessed(s["response"])]
+    return 1 - len(worked) / max(len(samples), 1), sum(s["correct"] for s in worked) / max(len(worked), 1)
+
+
+def step_errors(samples):
+    """Share of wrong steps in worked samples, by operation and operand digits (3 means 3 or more)."""
+    total, wrong = {}, {}
+    for s in samples:
+        for line in s["response"].split("\n"):
+            m = STEP.fullmatch(line)
+            if not m:
+                continue
+            a, op, b, c = int(m[1]), m[2], int(m[3]), int(m[4])
+            value = a + b if op == "+" else a - b if op == "-" else a * b
+            key = f"{op}{min(len(str(abs(a))), 3)}x{min(len(str(abs(b))), 3)}"
+            total[key] = total.get(key, 0) + 1
+            wrong[key] = wrong.get(key, 0) + (value != c)
+    return {k: {"steps": total[k], "wrong": round(wrong[k] / total[k], 4)} for k in sorted(total)}
 
 
 def main():
@@ -37,46 +61,31 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-new-tokens", type=int, default=160)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--samples")
+    ap.add_argument("--samples", help="keep the dumped samples here")
     a = ap.parse_args()
     rows = [json.loads(line) for line in open(a.rows) if line.strip()]
-    if not rows:
-        sys.exit(f"eval_arith: {a.rows} has no rows")
-    threads = ["--threads", str(a.threads)] if a.threads else []
-    msgs = "".join(json.dumps({"messages": r["prompt"]}) + "\n" for r in rows)
-    chat = run([a.or1, "chat", "--tokenizer", a.model] + threads, msgs)
-    prompts = "".join(json.dumps({"prompt_ids": json.loads(c)["ids"]}) + "\n" for c in chat)
-    gen = run([a.or1, "generate", "--model", a.model, "--input", "-", "--n", str(a.n),
-               "--temperature", str(a.temperature), "--seed", str(a.seed),
-               "--max-new-tokens", str(a.max_new_tokens)] + threads, prompts)
-    samples = [json.loads(g) for g in gen]
-    if len(samples) != len(rows) * a.n:
-        sys.exit(f"eval_arith: expected {len(rows) * a.n} samples, got {len(samples)}")
-    golds = [json.loads(r["reward_model"]["ground_truth"]) for r in rows]
-    ver = run([a.or1, "verify-math"] + threads,
-              "".join(json.dumps({"response": s.get("text", ""), "gold": golds[s["index"]]}) + "\n" for s in samples))
-    correct = [json.loads(v)["correct"] for v in ver]
-    by_prompt, by_ops = {}, {}
-    for s, c in zip(samples, correct):
-        by_prompt.setdefault(s["index"], []).append(c)
-        ops = len(re.findall(r"\d+", rows[s["index"]]["prompt"][0]["content"]))
-        by_ops.setdefault(ops, []).append(c)
-    out = {
-        "prompts": len(rows), "n": a.n, "temperature": a.temperature,
-        f"avg@{a.n}": sum(correct) / len(correct),
-        f"pass@{a.n}": sum(any(v) for v in by_prompt.values()) / len(by_prompt),
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = a.samples or os.path.join(tmp, "samples.jsonl")
+        cmd = [a.or1, "eval", "--model", a.model, "--data", a.rows, "--n", str(a.n), "--temperature",
+               str(a.temperature), "--seed", str(a.seed), "--max-new-tokens", str(a.max_new_tokens), "--dump", dump]
+        p = subprocess.run(cmd + (["--threads", str(a.threads)] if a.threads else []), capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"eval_arith: or1 eval failed: {p.stderr.strip()[-2000:]}")
+        report = json.loads(p.stdout)["overall"]
+        samples = [json.loads(line) for line in open(dump)]
+    by_ops = {}
+    for s in samples:
+        by_ops.setdefault(len(re.findall(r"\d+", rows[s["row"]]["prompt"][0]["content"])), []).append(s["correct"])
+    guess, worked_right = habits(samples)
+    print(json.dumps({
+        "prompts": report["problems"], "n": a.n, "temperature": a.temperature,
+        f"avg@{a.n}": report[f"avg@{a.n}"], f"pass@{a.n}": report[f"pass@{a.n}"],
         "stopped": sum(s["finish_reason"] == "stop" for s in samples) / len(samples),
-        "mean_response_tokens": sum(len(s["response_ids"]) for s in samples) / len(samples),
+        "mean_response_tokens": sum(s["tokens"] for s in samples) / len(samples),
         "by_operands": {str(k): round(sum(v) / len(v), 4) for k, v in sorted(by_ops.items())},
-    }
-    if a.samples:
-        with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(a.samples)) or ".",
-                                         delete=False) as f:
-            for s, c in zip(samples, correct):
-                f.write(json.dumps({"index": s["index"], "sample": s["sample"], "text": s.get("text", ""),
-                                    "correct": c}) + "\n")
-        os.replace(f.name, a.samples)
-    print(json.dumps(out))
+        "without_working": round(guess, 4), "worked_right": round(worked_right, 4),
+        "wrong_steps": step_errors(samples),
+    }))
 
 
 if __name__ == "__main__":

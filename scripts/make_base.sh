@@ -7,7 +7,8 @@
 #   4. SFT phase 2: a short or1 sft on traces of which a share GUESS skip the working and
 #      box a wrong answer, so the base model sometimes answers without computing,
 #   5. BF16 weights with the tokenizer files into models/arith-base, then avg@8 at
-#      temperature 1 and greedy accuracy on held-out test rows (scripts/eval_arith.py).
+#      temperature 1 and greedy accuracy on held-out test rows, of the shipped model and of
+#      phase 1 alone (scripts/eval_arith.py, through or1 eval).
 # Work files go to runs/base/ (ignored); only models/arith-base is written in the tree.
 # Settings can be overridden from the environment, e.g. STEPS1=500 bash scripts/make_base.sh;
 # HIDDEN, INTER, LAYERS and HEADS size the model, SPLIT=0 writes plain traces.
@@ -107,4 +108,6 @@ echo "make_base: evaluating $OUT on $EVAL_ROWS held-out rows" >&2
     | tee "$WORK/eval_greedy_f32.json"
 "$PY" scripts/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 8 --temperature 1 --threads "$THREADS" \
     | tee "$WORK/eval_t1_phase1.json"
+"$PY" scripts/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
+    | tee "$WORK/eval_greedy_phase1.json"
 echo "make_base: done in $(( $(date +%s) - start )) s; model in $OUT, logs in $WORK" >&2
