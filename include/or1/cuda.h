@@ -32,7 +32,6 @@ int or1_cuda_device_count(void);
 or1_cuda *or1_cuda_new(or1_cuda_prec prec);
 void or1_cuda_free(or1_cuda *g);
 void or1_cuda_set_prec(or1_cuda *g, or1_cuda_prec prec);
-or1_cuda_prec or1_cuda_get_prec(const or1_cuda *g);
 /* Waits for queued work; -1 with the first pending error's message. */
 int or1_cuda_sync(or1_cuda *g);
 /* Name and memory of the context's device, for reports. */
@@ -72,9 +71,9 @@ void or1_cuda_rope(or1_cuda *g, float *x, int row_stride, int n_heads, int hd, c
  * with an online softmax, only lse [T, nh] is kept; max_len bounds every sequence's length. */
 void or1_cuda_attention(or1_cuda *g, float *out, float *lse, const float *qkv, const int32_t *seq_start,
                         int n_seqs, int max_len, int nh, int nkv, int hd);
-/* dqkv (overwritten) from dout, recomputing probabilities from lse. */
+/* dqkv (overwritten) from dout, recomputing probabilities from lse; T = seq_start[n_seqs]. */
 void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *lse, const int32_t *seq_start, int n_seqs, int max_len, int nh,
+                            const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                             int nkv, int hd);
 /* Decode attention: B single-token queries (qkv rows, rotated) against per-row KV caches.
  * Row b's keys are k_cache + b*cache_stride, rows of nkv*hd floats, n_ctx[b] of them
@@ -145,8 +144,7 @@ int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n)
  * next[b] and its log-prob at the temperature (at 1 when greedy) come back to the host. */
 int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, const uint64_t *seeds,
                           const int32_t *streams, const int32_t *counters, int32_t *next, float *logp);
-/* Current length of slot s, and emptying it (a new sequence starts at position 0). */
-int or1_cuda_model_slot_len(const or1_cuda_model *dm, int s);
+/* Empties slot s (a new sequence starts at position 0). */
 void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s);
 const or1_config *or1_cuda_model_config(const or1_cuda_model *dm);
 

@@ -205,19 +205,16 @@ __global__ void k_attn_dkv(float *dqkv, const float *dout, const float *qkv, con
         if (lane + 32 * k < hd) dkr[lane + 32 * k] = dk[k], dvr[lane + 32 * k] = dv[k];
 }
 
-/* D = rowsum(dO * O) into scratch, then the dQ and dK/dV kernels; reads the token count once. */
+/* D = rowsum(dO * O) into scratch, then the dQ and dK/dV kernels; T comes from the caller so
+ * the stream never waits on the host. */
 void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *lse, const int32_t *seq_start, int n_seqs, int max_len, int nh,
+                            const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                             int nkv, int hd) {
     if (hd > MAX_HD || hd < 1) {
         cu_error(g, "attention: head_dim %d outside 1..%d", hd, MAX_HD);
         return;
     }
-    if (n_seqs <= 0 || max_len <= 0) return;
-    int T = 0;
-    if (cu_check(g, cudaMemcpyAsync(&T, seq_start + n_seqs, sizeof T, cudaMemcpyDeviceToHost, g->stream),
-                 "attention tokens") || cu_check(g, cudaStreamSynchronize(g->stream), "attention tokens"))
-        return;
+    if (n_seqs <= 0 || max_len <= 0 || T <= 0) return;
     size_t n = (size_t)T * nh;
     if (cu_reserve(g, n, 0)) return;
     float *D = g->scratch;

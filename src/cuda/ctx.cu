@@ -84,7 +84,6 @@ void or1_cuda_free(or1_cuda *g) {
 /* Precision of later matmuls. */
 void or1_cuda_set_prec(or1_cuda *g, or1_cuda_prec prec) { g->prec = prec; }
 /* Precision of the context's matmuls. */
-or1_cuda_prec or1_cuda_get_prec(const or1_cuda *g) { return g->prec; }
 /* Device description filled in by or1_cuda_new. */
 const char *or1_cuda_device_name(const or1_cuda *g) { return g->name; }
 

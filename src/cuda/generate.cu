@@ -16,15 +16,6 @@ typedef struct {
     or1_completion *out;
 } slot;
 
-/* Whether id ends a sequence: the model's EOS ids or the request's stop ids. */
-static bool is_stop(const or1_config *c, const or1_sampling *s, int32_t id) {
-    for (int i = 0; i < c->n_eos; i++)
-        if (c->eos[i] == id) return true;
-    for (int i = 0; i < s->n_stop; i++)
-        if (s->stop_ids[i] == id) return true;
-    return false;
-}
-
 /* Checks what the GPU sampler supports and sizes the cache: the longest prompt plus its new
  * tokens per slot, as many slots as max_slots, the samples and the KV budget allow. */
 static int plan(const or1_config *c, const or1_request *reqs, int n, const or1_engine_cfg *cfg, long total,
@@ -113,7 +104,7 @@ int or1_cuda_generate(or1_cuda_model *dm, const or1_request *reqs, int n, const 
             s->out->ids[s->n_gen] = next[b], s->out->logprobs[s->n_gen] = lp[b];
             s->n_gen++;
             tok[b] = next[b];
-            bool stop = is_stop(c, &r->s, next[b]);
+            bool stop = or1_is_stop(c, &r->s, next[b]);
             if (!stop && s->n_gen < r->s.max_new_tokens) continue;
             s->out->n = s->n_gen, s->out->stopped = stop;
             if (cfg->on_done) cfg->on_done(cfg->ctx, s->req, s->sample, s->out);

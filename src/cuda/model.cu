@@ -37,7 +37,6 @@ struct or1_cuda_model {
     int32_t *ibuf; /* ids, pos, seq_start, sc_pos, sc_tgt */
     size_t ibuf_n;
     int32_t *ids, *pos, *seq_start, *sc_pos, *sc_tgt;
-    float *hostf; /* pinned-free host staging for head outputs */
     /* decode */
     int kv_slots, kv_cap;
     float *kv;          /* per layer: K [slots][cap][kvd] then V */
@@ -105,7 +104,6 @@ void or1_cuda_model_free(or1_cuda_model *dm) {
     free(dm->w.layer);
     free(dm->gw.layer);
     free(dm->l);
-    free(dm->hostf);
     free(dm->slot_len);
     free(dm);
 }
@@ -337,8 +335,8 @@ static void layer_backward(or1_cuda_model *dm, const or1_layer *w, or1_layer *gw
     or1_cuda_rmsnorm_bwd(g, dm->dres, gw->ln2, dm->dxn, l->x2, l->r2, w->ln2, T, H);
     or1_cuda_matmul_dw(g, gw->wo, gw->bo, dm->dres, l->att, T, qd, H);
     cu_matmul_dx(g, dm->datt, dm->dres, w->wo, bf(dm, w->wo), T, qd, H, 0);
-    or1_cuda_attention_bwd(g, dm->dqkv, dm->datt, l->qkv, l->att, l->lse, dm->seq_start, b->n_seqs, b->max_len,
-                           c->heads, c->kv_heads, hd);
+    or1_cuda_attention_bwd(g, dm->dqkv, dm->datt, l->qkv, l->att, l->lse, dm->seq_start, b->n_seqs, b->n_tokens,
+                           b->max_len, c->heads, c->kv_heads, hd);
     or1_cuda_rope(g, dm->dqkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 1);
     or1_cuda_matmul_dw(g, gw->wqkv, gw->bqkv, dm->dqkv, l->xn1, T, H, qkvd);
     cu_matmul_dx(g, dm->dxn, dm->dqkv, w->wqkv, bf(dm, w->wqkv), T, H, qkvd, 0);
@@ -399,7 +397,6 @@ int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
 }
 
 /* Tokens in slot s's cache. */
-int or1_cuda_model_slot_len(const or1_cuda_model *dm, int s) { return dm->slot_len[s]; }
 
 /* Empties slot s (its old keys are overwritten as it refills). */
 void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s) { dm->slot_len[s] = 0; }

@@ -223,8 +223,8 @@ static void decode_step(engine *e, float *hid) {
             memcpy(hid + (size_t)i * H, e->pre[e->slots[i].prefix].hidden, (size_t)H * sizeof(float));
 }
 
-/* True if tok ends the sample: a model EOS id or one of the request's stop ids. */
-static bool is_stop(const or1_config *c, const or1_sampling *s, int32_t tok) {
+/* A model EOS id or one of the request's stop ids. */
+bool or1_is_stop(const or1_config *c, const or1_sampling *s, int32_t tok) {
     for (int i = 0; i < c->n_eos; i++)
         if (c->eos[i] == tok) return true;
     for (int i = 0; i < s->n_stop; i++)
@@ -268,7 +268,7 @@ static long retire(engine *e, const or1_engine_cfg *cfg, long *tokens) {
         slot *s = &e->slots[i];
         if (s->req < 0 || s->n_gen == 0) continue;
         const or1_request *r = &e->reqs[s->req];
-        bool stop = is_stop(&e->m->cfg, &r->s, s->out->ids[s->n_gen - 1]);
+        bool stop = or1_is_stop(&e->m->cfg, &r->s, s->out->ids[s->n_gen - 1]);
         if (!stop && s->n_gen < r->s.max_new_tokens) continue;
         s->out->n = s->n_gen;
         s->out->stopped = stop;

@@ -136,7 +136,7 @@ static void check_attention(or1_cuda *g, int hd) {
     or1_attention(out, lse, qkv, seq_start, n_seqs, nh, nkv, hd);
     or1_attention_bwd(dqkv, dout, qkv, out, lse, seq_start, n_seqs, nh, nkv, hd);
     or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, n_seqs, max_len, nh, nkv, hd);
-    or1_cuda_attention_bwd(g, dqkv_d, dout_d, qkv_d, out_d, lse_d, ss_d, n_seqs, max_len, nh, nkv, hd);
+    or1_cuda_attention_bwd(g, dqkv_d, dout_d, qkv_d, out_d, lse_d, ss_d, n_seqs, T, max_len, nh, nkv, hd);
     snprintf(name, sizeof name, "attention out hd=%d", hd);
     expect_dev(g, name, out_d, out, (size_t)T * nh * hd, 1e-4);
     snprintf(name, sizeof name, "attention lse hd=%d", hd);
