@@ -57,16 +57,21 @@ void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double 
     s->enabled = low;
 }
 
-/* -masked_mean(old_log_probs, response_mask) over the batch (recipe §6.2), token-weighted. */
-double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n) {
-    double sum = 0.0;
-    size_t tokens = 0;
+/* The two sums behind the estimate, kept apart so that ranks can add theirs before dividing. */
+void or1_entropy_sums(const float *const *logp, const int *len, const bool *use, size_t n, double sums[2]) {
+    sums[0] = sums[1] = 0.0;
     for (size_t i = 0; i < n; i++) {
         if (use && !use[i]) continue;
-        for (int t = 0; t < len[i]; t++) sum += logp[i][t];
-        tokens += (size_t)len[i];
+        for (int t = 0; t < len[i]; t++) sums[0] -= logp[i][t];
+        sums[1] += len[i];
     }
-    return tokens ? -sum / (double)tokens : 0.0;
+}
+
+/* -masked_mean(old_log_probs, response_mask) over the batch (recipe §6.2), token-weighted. */
+double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n) {
+    double s[2];
+    or1_entropy_sums(logp, len, use, n, s);
+    return s[1] > 0 ? s[0] / s[1] : 0.0;
 }
 
 /* {"coef": c, "enabled": b}; c printed with 17 significant digits so that a resumed run

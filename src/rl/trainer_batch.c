@@ -105,14 +105,19 @@ void batch_finalize(step_batch *b, const trainer *t, size_t need) {
         if (b->in_loss[i]) b->loss_tokens += b->len[i];
 }
 
-/* Sum of -log p of the sampled tokens in the loss over ranks, divided by their count. */
+/* or1_entropy_estimate over the samples in the loss on every rank: each rank's sums, added. */
 double batch_entropy_estimate(const step_batch *b, const trainer *t) {
-    double s[2] = {0, 0};
+    size_t n = b->n_samples ? b->n_samples : 1;
+    const float **logp = or1_calloc(n, sizeof *logp);
+    bool *use = or1_calloc(n, sizeof *use);
     for (size_t i = 0; i < b->n_samples; i++) {
-        if (!b->owned[i] || !b->in_loss[i]) continue;
-        for (int k = 0; k < b->c[i].n; k++) s[0] -= b->c[i].logprobs[k];
-        s[1] += b->c[i].n;
+        use[i] = b->owned[i] && b->in_loss[i];
+        if (use[i]) logp[i] = b->c[i].logprobs;
     }
+    double s[2];
+    or1_entropy_sums(logp, b->len, use, b->n_samples, s);
+    free(logp);
+    free(use);
     or1_dist_sum_f64(t->d, s, 2);
     return s[1] > 0 ? s[0] / s[1] : 0.0;
 }
