@@ -3,6 +3,7 @@
 #include "data_internal.h"
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -79,33 +80,27 @@ static bool math_gold_ok(const cJSON *g) {
     return true;
 }
 
-/* True if a code gold is a test object the verifier knows (recipe §8): inputs/outputs of
- * equal length, import_prefix + test_code, or assert_case. */
-static bool code_gold_ok(const cJSON *g) {
-    if (!cJSON_IsObject(g)) return false;
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(g, "inputs"),
-                *out = cJSON_GetObjectItemCaseSensitive(g, "outputs");
-    if (in || out)
-        return cJSON_IsArray(in) && cJSON_IsArray(out) && cJSON_GetArraySize(in) > 0 &&
-               cJSON_GetArraySize(in) == cJSON_GetArraySize(out);
-    if (cJSON_GetObjectItemCaseSensitive(g, "import_prefix"))
-        return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(g, "test_code"));
-    return cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(g, "assert_case"));
-}
-
 /* reward_model.ground_truth: JSON text that decodes to the shape the ability needs. */
 static int parse_truth(const cJSON *j, const char *where, or1_data_row *r) {
     const cJSON *rm = need(j, "reward_model", cJSON_Object, "an object", where, "reward_model");
     if (!rm) return -1;
     const cJSON *gt = need(rm, "ground_truth", cJSON_String, "a JSON-encoded string", where, "reward_model.ground_truth");
     if (!gt || bounded(gt, MAX_TRUTH, where, "reward_model.ground_truth") != 0) return -1;
-    cJSON *g = cJSON_Parse(gt->valuestring);
-    bool ok = g && (r->code ? code_gold_ok(g) : math_gold_ok(g));
-    cJSON_Delete(g);
-    if (!ok)
-        return or1_fail("%s: key \"reward_model.ground_truth\" must decode to %s", where,
-                        r->code ? "a test object ({inputs, outputs}, {import_prefix, test_code} or {assert_case})"
-                                : "a non-empty list of answer strings");
+    if (r->code) {
+        /* The sandbox's own parser, so that a row loads exactly when its tests can run. */
+        char w[700];
+        snprintf(w, sizeof w, "%s: reward_model.ground_truth", where);
+        or1_code_tests t;
+        if (or1_code_tests_parse(gt, &t, w) != 0) return -1;
+        or1_code_tests_free(&t);
+    } else {
+        cJSON *g = cJSON_Parse(gt->valuestring);
+        bool ok = g && math_gold_ok(g);
+        cJSON_Delete(g);
+        if (!ok)
+            return or1_fail("%s: key \"reward_model.ground_truth\" must decode to a non-empty list of answer strings",
+                            where);
+    }
     r->ground_truth = or1_strdup(gt->valuestring);
     return 0;
 }

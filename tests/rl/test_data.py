@@ -258,6 +258,9 @@ def test_malformed(driver, work):
         (dict(row(2, ability="code"), reward_model={"ground_truth": json.dumps({"inputs": ["1"], "outputs": []})}),
          "reward_model.ground_truth"),
         (dict(row(2, ability="code"), reward_model={"ground_truth": json.dumps(["1"])}), "reward_model.ground_truth"),
+        # Loads only what the sandbox can run: a function-call test needs its entry point.
+        (dict(row(2, ability="code"), reward_model={"ground_truth": json.dumps({"import_prefix": "", "test_code": "x"})}),
+         "reward_model.ground_truth"),
         (dict(good, extra_info=[1]), "extra_info"),
         (dict(good, extra_info={"index": -1}), "index"),
         (dict(good, extra_info={"index": 1.5}), "index"),
