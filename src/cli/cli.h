@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "or1/dist.h"
+#include "or1/safetensors.h"
 #include "or1/tokenizer.h"
 
 /* Flags of one subcommand: "--name value" pairs and bare "--switch"es. */
@@ -43,6 +44,12 @@ int cli_device(cli_args *a);
  * text is refused); ids must lie below vocab. Errors name `where`. The caller frees *ids. */
 int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
                 int32_t **ids, size_t *n);
+
+/* The tokenizer for a model folder: PATH when given, else dir's own tokenizer.json if any,
+ * else none (*tok NULL). -1 only when a tokenizer fails to load. */
+int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok);
+/* --save-dtype f32|bf16 into *out (f32 when absent); fails naming the command otherwise. */
+int cli_save_dtype(cli_args *a, or1_dtype *out);
 
 /* Subcommands: each returns the process exit status. */
 int cmd_logprobs(cli_args *a);

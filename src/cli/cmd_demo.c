@@ -233,16 +233,13 @@ static int sft_flags(cli_args *a, sft_opts *o) {
     o->data = o->dir ? cli_need(a, "data") : NULL;
     o->out = o->data ? cli_need(a, "out") : NULL;
     o->tokenizer = cli_str(a, "tokenizer");
-    const char *dt = cli_str(a, "save-dtype");
-    if (!o->out || cli_int(a, "steps", 0, 10000000, &steps) || cli_int(a, "batch", 1, 1 << 20, &batch) ||
+    if (!o->out || cli_save_dtype(a, &o->dtype) || cli_int(a, "steps", 0, 10000000, &steps) || cli_int(a, "batch", 1, 1 << 20, &batch) ||
         cli_int(a, "warmup", 0, 10000000, &warmup) || cli_int(a, "micro-batch-tokens", 1, 1 << 30, &micro) ||
         cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "log-every", 0, 10000000, &log_every) ||
         cli_int(a, "save-every", 0, 10000000, &o->save_every) || cli_double(a, "lr", 0, 10, &lr) ||
         cli_double(a, "min-lr", 0, 10, &min_lr) || cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) ||
         cli_check_unused(a))
         return -1;
-    if (dt && strcmp(dt, "f32") != 0 && strcmp(dt, "bf16") != 0) return or1_fail("sft: --save-dtype must be f32 or bf16");
-    o->dtype = dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32;
     o->cfg = (or1_sft_cfg){(int)steps, (int)batch, (int)warmup, (int)micro, (float)lr, (float)wd, (float)clip,
                            (uint64_t)seed, (int)log_every, min_lr < 0 ? (float)lr : (float)min_lr};
     return 0;
@@ -275,15 +272,6 @@ static int carry_tokenizer(const char *tok_path, const char *out) {
     return rc;
 }
 
-/* Loads the tokenizer named by --tokenizer, or the model folder's when it has one. */
-static int sft_tokenizer(const char *path, const char *dir, or1_tokenizer **tok) {
-    char *def = or1_path_join(dir, "tokenizer.json");
-    *tok = NULL;
-    if (path || or1_is_file(def)) *tok = or1_tokenizer_load(path ? path : dir);
-    free(def);
-    return (path || *tok) && !*tok ? -1 : 0;
-}
-
 /* or1 sft --model DIR --data FILE --out DIR [--steps K] [--lr X] [--batch N] [--warmup W] [--seed S]
  *   [--micro-batch-tokens T] [--weight-decay D] [--max-grad-norm C] [--log-every L] [--save-every K]
  *   [--tokenizer PATH] [--save-dtype f32|bf16] */
@@ -296,7 +284,7 @@ int cmd_sft(cli_args *a) {
     example_list l = {0};
     int rc = 1;
     o.m = &m;
-    if (sft_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, m.cfg.vocab, &l) == 0) {
+    if (cli_model_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, m.cfg.vocab, &l) == 0) {
         long tokens = 0;
         for (int i = 0; i < l.n; i++) tokens += l.ex[i].n_resp;
         fprintf(stderr, "sft: %d examples, %ld response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,

@@ -115,12 +115,12 @@ static int read_requests(const char *path, const or1_tokenizer *tok, const or1_c
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 64;
             l->r = or1_realloc(l->r, (size_t)l->cap * sizeof *l->r);
+            lines = or1_realloc(lines, (size_t)l->cap * sizeof *lines);
         }
         memset(&l->r[l->n], 0, sizeof l->r[l->n]);
         rc = read_request(row, where, tok, c->vocab, &l->r[l->n]);
         cJSON_Delete(row);
         if (rc) break;
-        lines = or1_realloc(lines, (size_t)l->cap * sizeof *lines);
         lines[l->n++] = rd.line;
     }
     or1_jsonl_close(&rd);
@@ -130,16 +130,6 @@ static int read_requests(const char *path, const or1_tokenizer *tok, const or1_c
                           l->r[i].n_prompt, max_new, c->max_pos);
     free(lines);
     return rc < 0 ? -1 : 0;
-}
-
-/* Loads the tokenizer named by --tokenizer, or the model directory's when it has one. */
-static int load_tokenizer(cli_args *a, const char *dir, or1_tokenizer **tok) {
-    const char *path = cli_str(a, "tokenizer");
-    char *def = or1_path_join(dir, "tokenizer.json");
-    *tok = NULL;
-    if (path || or1_is_file(def)) *tok = or1_tokenizer_load(path ? path : dir);
-    free(def);
-    return (path || *tok) && !*tok ? -1 : 0;
 }
 
 /* Runs the engine (the GPU one when cuda) and prints in order. */
@@ -190,7 +180,7 @@ int cmd_generate(cli_args *a) {
     int32_t *stop = NULL;
     request_list l = {0};
     int rc = 1, n_stop = 0;
-    if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && load_tokenizer(a, dir, &tok) == 0 && cli_check_unused(a) == 0 &&
+    if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 && cli_check_unused(a) == 0 &&
         read_requests(input, tok, &m.cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};

@@ -233,8 +233,7 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     o->out = cli_str(a, "out");
     o->save = cli_str(a, "save");
     o->step = cli_flag(a, "step");
-    const char *dt = cli_str(a, "save-dtype");
-    if (read_temperature(a, &o->loss.temperature) || cli_double(a, "clip-low", 0, 1, &lo) ||
+    if (cli_save_dtype(a, &o->save_dtype) || read_temperature(a, &o->loss.temperature) || cli_double(a, "clip-low", 0, 1, &lo) ||
         cli_double(a, "clip-high", 0, 100, &hi) || cli_double(a, "entropy-coef", -10, 10, &coef) ||
         cli_int(a, "micro-batch-tokens", 1, 1 << 30, &o->micro_tokens) ||
         cli_int(a, "bench-iters", 1, 100000, &o->bench_iters) || cli_double(a, "lr", 0, 10, &lr) ||
@@ -243,9 +242,6 @@ static int grad_flags(cli_args *a, grad_opts *o) {
         return -1;
     o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
-    o->save_dtype = dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32;
-    if (dt && strcmp(dt, "bf16") != 0 && strcmp(dt, "f32") != 0)
-        return or1_fail("grad: --save-dtype must be f32 or bf16");
     if (o->step && !o->save) return or1_fail("grad: --step needs --save DIR");
     if (!o->step && !o->out && !o->bench_iters) return or1_fail("grad: give --out FILE, --step --save DIR or --bench-iters N");
     return 0;
@@ -347,15 +343,12 @@ int cmd_grad(cli_args *a) {
  * a checkpoint with random weights for a config.json, e.g. for tests and benchmarks. */
 int cmd_init(cli_args *a) {
     const char *cfg_path = cli_need(a, "config"), *out = cfg_path ? cli_need(a, "out") : NULL;
-    const char *dt = cli_str(a, "save-dtype");
     int64_t seed = 0;
     double std = 0.02;
-    if (!out || cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_double(a, "std", 0, 10, &std) || cli_check_unused(a))
+    or1_dtype dtype;
+    if (!out || cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_double(a, "std", 0, 10, &std) ||
+        cli_save_dtype(a, &dtype) || cli_check_unused(a))
         return 2;
-    if (dt && strcmp(dt, "f32") != 0 && strcmp(dt, "bf16") != 0) {
-        or1_fail("init: --save-dtype must be f32 or bf16");
-        return 2;
-    }
     or1_config cfg;
     if (or1_config_load(&cfg, cfg_path) || or1_mkdir_p(out)) return 1;
     or1_model m;
@@ -364,7 +357,7 @@ int cmd_init(cli_args *a) {
     char *dst = or1_path_join(out, "config.json");
     int rc = or1_copy_file_atomic(cfg_path, dst);
     free(dst);
-    if (rc == 0) rc = or1_model_save(&m, out, dt && strcmp(dt, "bf16") == 0 ? OR1_BF16 : OR1_F32, NULL);
+    if (rc == 0) rc = or1_model_save(&m, out, dtype, NULL);
     or1_model_free(&m);
     return rc ? 1 : 0;
 }

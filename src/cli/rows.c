@@ -1,4 +1,5 @@
-/* Reading token ids from input rows, shared by the subcommands that take prompts or examples. */
+/* What several subcommands read alike: token ids from input rows, the model's tokenizer, the
+ * dtype of a checkpoint they save. */
 #include "cli.h"
 
 #include "or1/core.h"
@@ -7,6 +8,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The tokenizer at --tokenizer PATH, else the model folder's own if it has tokenizer.json,
+ * else none (*tok NULL; rows must then give ids). Fails only on a tokenizer that won't load. */
+int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok) {
+    char *def = or1_path_join(dir, "tokenizer.json");
+    *tok = NULL;
+    if (path || or1_is_file(def)) *tok = or1_tokenizer_load(path ? path : dir);
+    free(def);
+    return (path || *tok) && !*tok ? -1 : 0;
+}
+
+/* --save-dtype f32|bf16 (default f32). */
+int cli_save_dtype(cli_args *a, or1_dtype *out) {
+    const char *dt = cli_str(a, "save-dtype");
+    *out = OR1_F32;
+    if (!dt || strcmp(dt, "f32") == 0) return 0;
+    if (strcmp(dt, "bf16") == 0) return *out = OR1_BF16, 0;
+    return or1_fail("%s: --save-dtype must be f32 or bf16", a->cmd);
+}
 
 /* "<side>_ids" as given, or "<side>" text through the tokenizer; every id must be below vocab,
  * so a tokenizer larger than the model is caught here and not inside the model. */
