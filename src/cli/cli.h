@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "or1/dist.h"
+#include "or1/rollout.h"
 #include "or1/safetensors.h"
 #include "or1/tokenizer.h"
 
@@ -48,6 +49,9 @@ int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, in
 /* The tokenizer for a model folder: PATH when given, else dir's own tokenizer.json if any,
  * else none (*tok NULL). -1 only when a tokenizer fails to load. */
 int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok);
+/* --temperature, --top-p, --top-k, --max-new-tokens, --seed and --n (samples per prompt, up to
+ * 65536) into *s and *n, with the command's defaults for n and max-new-tokens. */
+int cli_sampling(cli_args *a, int64_t default_n, int64_t default_max_new, or1_sampling *s, int64_t *n);
 /* --save-dtype f32|bf16 into *out (f32 when absent); fails naming the command otherwise. */
 int cli_save_dtype(cli_args *a, or1_dtype *out);
 

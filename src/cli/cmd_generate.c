@@ -59,19 +59,6 @@ static void on_done(void *ctx, int req, int sample, const or1_completion *c) {
     fflush(stdout);
 }
 
-/* Sampling flags shared by every request of the run. */
-static int sampling_flags(cli_args *a, or1_sampling *s, int64_t *n) {
-    double t = 1.0, top_p = 1.0;
-    int64_t top_k = 0, max_new = 256, seed = 0;
-    *n = 1;
-    if (cli_double(a, "temperature", 0, 100, &t) || cli_double(a, "top-p", 1e-6, 1, &top_p) ||
-        cli_int(a, "top-k", 0, 1 << 30, &top_k) || cli_int(a, "max-new-tokens", 1, 1 << 24, &max_new) ||
-        cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "n", 1, 1 << 20, n))
-        return -1;
-    *s = (or1_sampling){(float)t, (float)top_p, (int)top_k, (int)max_new, (uint64_t)seed, NULL, 0};
-    return 0;
-}
-
 /* Parses --stop ID,ID,... into a new array. */
 static int stop_flag(cli_args *a, int vocab, int32_t **ids, int *n) {
     const char *v = cli_str(a, "stop");
@@ -171,7 +158,7 @@ int cmd_generate(cli_args *a) {
     int64_t n, slots = 64;
     double kv_gb = 8.0;
     int dev = input ? cli_device(a) : -1;
-    if (dev < 0 || sampling_flags(a, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
+    if (dev < 0 || cli_sampling(a, 1, 256, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
         cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb))
         return 2;
     or1_model m;

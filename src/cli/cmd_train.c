@@ -60,20 +60,19 @@ typedef struct {
 
 /* Parses the eval/difficulty flags with their defaults. */
 static int parse_eval_flags(cli_args *a, eval_flags *f, int default_n) {
-    double t = 1.0, top_p = 1.0, timeout = 6;
-    int64_t n = default_n, top_k = 0, max_new = 1024, seed = 0, slots = 256;
+    double timeout = 6;
+    int64_t n, slots = 256;
+    or1_sampling s;
     memset(f, 0, sizeof *f);
     f->model = cli_need(a, "model");
     f->data = f->model ? cli_need(a, "data") : NULL;
     f->tokenizer = cli_str(a, "tokenizer");
     f->template_name = cli_str(a, "chat-template");
     f->dump = cli_str(a, "dump");
-    if (!f->data || cli_int(a, "n", 1, 1 << 16, &n) || cli_double(a, "temperature", 0, 100, &t) ||
-        cli_double(a, "top-p", 1e-6, 1, &top_p) || cli_int(a, "top-k", 0, INT_MAX, &top_k) ||
-        cli_int(a, "max-new-tokens", 1, 1 << 24, &max_new) || cli_int(a, "seed", 0, INT64_MAX, &seed) ||
-        cli_int(a, "max-slots", 1, 1 << 16, &slots) || cli_double(a, "code-timeout", 0.001, 3600, &timeout))
+    if (!f->data || cli_sampling(a, default_n, 1024, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
+        cli_double(a, "code-timeout", 0.001, 3600, &timeout))
         return -1;
-    f->o = (or1_eval_opts){(int)n, (float)t, (float)top_p, (int)top_k, (int)max_new, (int)slots, (uint64_t)seed, timeout};
+    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, s.seed, timeout};
     return 0;
 }
 
