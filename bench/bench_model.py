@@ -26,6 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "model"))
 import ref  # noqa: E402  (the tests' checkpoint writer and float64 reference)
+from bench_common import random_checkpoint, sgemm_rate  # noqa: E402
 
 ENT_COEF = 1e-3
 SHAPES = {
@@ -192,15 +193,6 @@ def run_or1(or1, model, bpath, iters, threads):
     return json.loads(r.stdout)
 
 
-def sgemm_rate(path, threads):
-    """GFLOP/s of OpenBLAS sgemm from build/bench_sgemm, or None if it is missing."""
-    if not path or not os.path.exists(path):
-        return None
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
-    r = subprocess.run([path, "1024"], capture_output=True, text=True, env=env)
-    return json.loads(r.stdout)["gflops"] if r.returncode == 0 else None
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--or1", required=True)
@@ -217,10 +209,7 @@ def main():
     for name in args.shapes.split(","):
         spec = SHAPES[name]
         with tempfile.TemporaryDirectory() as tmp:
-            model = os.path.join(tmp, "m")
-            cfg = ref.make_config(**spec["cfg"])
-            params = ref.random_params(cfg)
-            ref.save_checkpoint(model, cfg, params)
+            model, cfg, params = random_checkpoint(tmp, spec["cfg"])
             batch = make_batch(cfg, spec)
             bpath = os.path.join(tmp, "b.jsonl")
             ref.write_jsonl(bpath, batch)

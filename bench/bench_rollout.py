@@ -32,6 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "model"))
 import ref  # noqa: E402  (the tests' checkpoint writer and float64 reference)
+from bench_common import random_checkpoint, sgemm_rate  # noqa: E402
 
 SHAPES = {
     "small": dict(cfg=dict(arch="qwen2", hidden=256, inter=704, layers=6, heads=8, kv_heads=2,
@@ -202,15 +203,6 @@ def run_or1(or1, model, inp, n, new, threads, slots):
     return dt, cpu
 
 
-def sgemm_rate(path, threads):
-    """GFLOP/s of OpenBLAS sgemm from build/bench_sgemm, or None if it is missing."""
-    if not path or not os.path.exists(path):
-        return None
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
-    r = subprocess.run([path, "1024"], capture_output=True, text=True, env=env)
-    return json.loads(r.stdout)["gflops"] if r.returncode == 0 else None
-
-
 def measure(args, name, cfg, model, sampler, P, S, L, rounds):
     """Best-of-rounds times of both sides for P prompts x S samples x L tokens; one result row."""
     prompts = prompts_for(cfg["vocab_size"], P, seed=P)
@@ -257,10 +249,7 @@ def main():
     for name in args.shapes.split(","):
         spec = SHAPES[name]
         with tempfile.TemporaryDirectory() as tmp:
-            model = os.path.join(tmp, "m")
-            cfg = ref.make_config(**spec["cfg"])
-            params = ref.random_params(cfg)
-            ref.save_checkpoint(model, cfg, params)
+            model, cfg, params = random_checkpoint(tmp, spec["cfg"])
             sampler = TorchSampler(cfg, params)
             for P, S, L, rounds in spec["runs"]:
                 rows.append(measure(args, name, cfg, model, sampler, P, S, L, rounds))
