@@ -14,23 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int passed, failed;
+#include "../check.h"
 
-/* Records one check; prints the failure with its line. */
-static void check(int ok, int line, const char *fmt, ...) {
-    if (ok) {
-        passed++;
-        return;
-    }
-    failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL line %d: ", line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-#define CHECK(c, ...) check((c) != 0, __LINE__, __VA_ARGS__)
 
 static const char *dir; /* scratch directory */
 
