@@ -146,7 +146,7 @@ static int train_step(trainer *t) {
     double grad_norm = 0, t_up = or1_now();
     bool skipped = b.loss_tokens == 0;
     if (!skipped) {
-        if (t->has_ref) batch_ref_logprobs(&b, t);
+        if (t->has_ref) batch_ref_logprobs(&b, t, or1_train_micro_tokens(t->cfg, (size_t)(st - t->cfg->stages)));
         update(t, st, &b, alpha, &ls, &grad_norm);
         or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
     }

@@ -150,26 +150,34 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
     return k;
 }
 
-/* log-probs of the own loss samples under the frozen reference, with the training kernels. */
-void batch_ref_logprobs(step_batch *b, trainer *t) {
-    b->ref_logp = or1_calloc(b->n_samples, sizeof *b->ref_logp);
+/* log-probs of the own loss samples under the frozen reference, with the training kernels,
+ * packed into micro-batches of the stage's size as the update packs them. */
+void batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+    size_t n = b->n_samples ? b->n_samples : 1;
+    b->ref_logp = or1_calloc(n, sizeof *b->ref_logp);
+    or1_sample *s = or1_malloc(n * sizeof *s);
+    size_t *owner = or1_malloc(n * sizeof *owner);
+    int k = 0;
     for (size_t i = 0; i < b->n_samples; i++) {
         if (!b->owned[i] || !b->in_loss[i]) continue;
         const or1_data_row *r = or1_data_row_at(t->data, b->row[i / (size_t)b->M]);
-        int n = r->n_ids + b->c[i].n;
-        int32_t *ids = or1_malloc((size_t)n * sizeof *ids);
-        memcpy(ids, r->ids, (size_t)r->n_ids * sizeof *ids);
-        memcpy(ids + r->n_ids, b->c[i].ids, (size_t)b->c[i].n * sizeof *ids);
-        or1_seq seq = {ids, n, r->n_ids};
-        or1_batch pb;
-        or1_batch_pack(&pb, &seq, 1);
-        or1_acts_reserve(&t->ref_ws, &t->ref.cfg, n, n, false);
-        b->ref_logp[i] = or1_malloc((size_t)b->c[i].n * sizeof(float));
-        float *ent = or1_malloc((size_t)b->c[i].n * sizeof *ent);
-        or1_forward(&t->ref, t->ref_ws, &pb, false);
-        or1_head_forward(&t->ref, t->ref_ws, &pb, (float)t->cfg->rollout.temperature, b->ref_logp[i], ent);
-        free(ent);
-        or1_batch_free(&pb);
-        free(ids);
+        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL};
+        b->ref_logp[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
+        owner[k++] = i;
     }
+    for (int i0 = 0, i1; i0 < k; i0 = i1) {
+        i1 = or1_micro_batch_end(s, k, i0, micro_tokens);
+        or1_packed_samples p;
+        or1_pack_samples(&p, s + i0, i1 - i0);
+        or1_acts_reserve(&t->ref_ws, &t->ref.cfg, p.b.n_tokens, p.b.max_len, false);
+        float *lp = or1_malloc((size_t)2 * (p.b.n_scored + 1) * sizeof *lp);
+        or1_forward(&t->ref, t->ref_ws, &p.b, false);
+        or1_head_forward(&t->ref, t->ref_ws, &p.b, (float)t->cfg->rollout.temperature, lp, lp + p.b.n_scored);
+        for (int j = i0, off = 0; j < i1; off += s[j].n_resp, j++) /* scored positions come sample by sample */
+            memcpy(b->ref_logp[owner[j]], lp + off, (size_t)s[j].n_resp * sizeof *lp);
+        free(lp);
+        or1_packed_samples_free(&p);
+    }
+    free(owner);
+    free(s);
 }

@@ -57,7 +57,7 @@ double batch_entropy_estimate(const step_batch *b, const trainer *t);
 /* The own loss samples of mini-batch c of n (groups split in order) and its global T. */
 int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens);
 /* Reference log-probs of the own loss samples (KL term). */
-void batch_ref_logprobs(step_batch *b, trainer *t);
+void batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
 
 int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
 void trainer_close(trainer *t);

@@ -90,6 +90,10 @@ def with_eval_and_kl():
     tr = C.metrics(out)
     C.check(all("kl" in r for r in tr), "KL on: metrics rows lack kl")
     C.check(all(r["kl"] >= -1e-6 for r in tr if not r["skipped"]), f"k3 KL negative: {[r['kl'] for r in tr]}")
+    # Before its first update the policy is the reference: a step whose kept groups fit one
+    # mini-batch (2 prompts here) must see KL 0, whatever the reference's packing.
+    if tr[0]["kept_groups"] <= 2 and not tr[0]["skipped"]:
+        C.check(abs(tr[0]["kl"]) < 1e-6, f"step 1 KL {tr[0]['kl']} against the starting policy itself")
     C.check(os.listdir(os.path.join(out, "checkpoints")) == ["step-000002", "latest"] or
             sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["latest", "step-000002"],
             f"checkpoint.every 0: {os.listdir(os.path.join(out, 'checkpoints'))}")
