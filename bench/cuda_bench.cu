@@ -24,7 +24,7 @@ typedef struct {
 } opts;
 
 /* The shapes of DeepSeek-R1-Distill-Qwen 1.5B / 7B (Qwen2: q/k/v biases, untied head). */
-static int shape(or1_config *c, const char *name) {
+static int shape(or1_model_config *c, const char *name) {
     memset(c, 0, sizeof *c);
     c->arch = OR1_ARCH_QWEN2, c->qkv_bias = true, c->rms_eps = 1e-6f, c->rope_theta = 10000.0f;
     c->vocab = 151936, c->max_pos = 131072;
@@ -42,7 +42,7 @@ static int shape(or1_config *c, const char *name) {
 
 /* Forward FLOPs of a packed batch: every matmul (2 per multiply-add), causal attention
  * scores and mixing, and the head at the scored positions. Training counts 3x this. */
-static double forward_flops(const or1_config *c, long tokens, double sum_sq_len, long scored) {
+static double forward_flops(const or1_model_config *c, long tokens, double sum_sq_len, long scored) {
     double H = c->hidden, I = c->intermediate, qd = (double)c->heads * c->head_dim;
     double qkvd = qd + 2.0 * c->kv_heads * c->head_dim;
     double per_tok = 2 * (H * qkvd + qd * H + H * 2 * I + I * H);
@@ -75,7 +75,7 @@ static int parse(opts *o, int argc, char **argv) {
 }
 
 /* Training steps over seqs sequences of len tokens (a quarter prompt, the rest scored). */
-static int bench_train(or1_cuda_model *dm, const or1_config *c, const opts *o, or1_cuda *g) {
+static int bench_train(or1_cuda_model *dm, const or1_model_config *c, const opts *o, or1_cuda *g) {
     int32_t *ids = (int32_t *)or1_malloc((size_t)o->seqs * o->len * sizeof(int32_t));
     or1_seq *seqs = (or1_seq *)or1_malloc((size_t)o->seqs * sizeof(or1_seq));
     for (int s = 0; s < o->seqs; s++) {
@@ -113,7 +113,7 @@ static int bench_train(or1_cuda_model *dm, const or1_config *c, const opts *o, o
 }
 
 /* Prefills every slot with a random prompt, then decodes n_new tokens for all slots. */
-static int bench_rollout(or1_cuda_model *dm, const or1_config *c, const opts *o, or1_cuda *g) {
+static int bench_rollout(or1_cuda_model *dm, const or1_model_config *c, const opts *o, or1_cuda *g) {
     int B = o->slots;
     int32_t *ids = (int32_t *)or1_malloc((size_t)o->prompt * sizeof(int32_t)), *tok = (int32_t *)or1_malloc((size_t)B * 4);
     int32_t *next = (int32_t *)or1_malloc((size_t)B * 4);
@@ -148,7 +148,7 @@ static int bench_rollout(or1_cuda_model *dm, const or1_config *c, const opts *o,
 
 int main(int argc, char **argv) {
     opts o;
-    or1_config c;
+    or1_model_config c;
     if (argc < 2 || parse(&o, argc, argv) || shape(&c, o.model)) {
         fprintf(stderr, "cuda_bench: %s\n", argc < 2 ? "usage: cuda_bench 1.5b|7b|tiny [flags]" : or1_error());
         return 2;

@@ -4,7 +4,7 @@
  * Usage: math_bench PAIRS.jsonl VERDICTS.txt */
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/math_verify.h"
+#include "or1/reward_math.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* or1 algo: the per-step formulas of the Skywork-OR1 (MAGIC) recipe around the policy loss,
- * as small pure functions (the loss itself, eq. (3.1), is in or1/rl.h).
+ * as small pure functions, the policy loss of eq. (3.1) among them.
  *
  * Section numbers "recipe §n" refer to the recipe notes of the project (the Skywork-OR1
  * paper, arXiv 2505.22312, and its code, a fork of verl); "peers b.n" to the notes on verl,
@@ -227,5 +227,47 @@ void or1_batch_stats_compute(const float *scores, const int32_t *group, const in
                              const or1_rejection *r, or1_batch_stats *st);
 /* Adds the fields of *st to a JSON object (the trainer's metrics row). */
 void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
+
+/* ---- The policy loss, eq. (3.1) (recipe §2) ------------------------------------------- */
+
+/* Settings of the policy loss, eq. (3.1). */
+typedef struct {
+    float clip_low, clip_high; /* PPO ratio clip: [1 - clip_low, 1 + clip_high] */
+    float entropy_coef;        /* alpha_k */
+    float temperature;         /* logits are divided by it before log-probs and entropy */
+    float kl_coef;             /* beta of the optional KL-to-reference term (0: off) */
+    or1_kl_estimator kl;       /* its estimator (k1, k2, k3, abs as verl defines them) */
+} or1_loss_cfg;
+
+/* One response token's term of the MAGIC loss, eq. (3.1), before the 1/T_k normalisation:
+ *   loss_t = max(-A*rho, -A*clip(rho, 1-eps_low, 1+eps_high)) - alpha * H_t,
+ *   rho = exp(logp - old_logp).
+ * Returns the PPO part (pg term) and sets d(loss_t)/d(logp), d(loss_t)/d(H_t), and whether
+ * the clipped branch is the larger one. Ties split the gradient as torch.maximum does. */
+double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
+                            float *d_logp, float *d_entropy, bool *clipped);
+
+/* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached;
+ * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0). */
+typedef struct {
+    const int32_t *prompt, *resp;
+    int n_prompt, n_resp;
+    float adv;
+    const float *old_logp, *ref_logp;
+} or1_sample;
+
+/* Sums over response tokens (divide by tokens for means); logp is the sum of the tokens'
+ * log-probs under the current weights (its negative mean is the NLL SFT reports). */
+typedef struct {
+    double loss, pg_loss, entropy, kl, logp;
+    long tokens, clipped;
+} or1_loss_stats;
+
+/* The per-token terms of eq. (3.1) (plus the optional KL) for n packed samples, given the
+ * scored log-probs and entropies in sample order: the gradients w.r.t. logp and entropy,
+ * scaled by inv_total, go to g_logp and g_entropy; the loss sums are added into *st.
+ * Shared by every backend, so each runs the same formulas. */
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
+                            const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st);
 
 #endif

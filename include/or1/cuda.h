@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #include "or1/model.h"
-#include "or1/rl.h"
+#include "or1/algo.h"
 #include "or1/rollout.h"
 
 typedef enum { OR1_CUDA_FP32, OR1_CUDA_BF16 } or1_cuda_prec;
@@ -146,7 +146,7 @@ int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float tempe
                           const int32_t *streams, const int32_t *counters, int32_t *next, float *logp);
 /* Empties slot s (a new sequence starts at position 0). */
 void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s);
-const or1_config *or1_cuda_model_config(const or1_cuda_model *dm);
+const or1_model_config *or1_cuda_model_config(const or1_cuda_model *dm);
 
 /* or1_generate on the GPU (same requests, completions, on_done and KV budget): each sample
  * gets a slot, its prompt is prefilled there (no prompt KV shared between samples), freed

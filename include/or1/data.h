@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "or1/config.h"
 #include "or1/tokenizer.h"
 
 typedef struct cJSON cJSON;
@@ -39,6 +38,12 @@ typedef struct {
 int or1_data_row_parse(const cJSON *j, const char *where, const char *difficulty_model, or1_data_row *out);
 void or1_data_row_free(or1_data_row *r);
 
+/* One training data file and its mixing weight (an integer repeat count, recipe §7). */
+typedef struct {
+    char *path;
+    int weight;
+} or1_data_file;
+
 /* What to load. files/weights as in the config: a file of weight w has each of its rows
  * w times in every epoch (the recipe's duplication of a file in its list). */
 typedef struct {
@@ -54,8 +59,6 @@ typedef struct {
     uint64_t seed;
 } or1_data_opts;
 
-/* The options of a trainer config (tok and template supplied by the caller). */
-or1_data_opts or1_data_opts_from_config(const or1_train_config *c, const or1_tokenizer *tok);
 
 /* Counts of the load. */
 typedef struct {

@@ -21,6 +21,6 @@ void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n);
  * elsewhere; *all_len its size). */
 void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len);
 /* Stops every rank with a message: a failure on one rank must not hang the others. */
-_Noreturn void or1_dist_abort(const or1_dist *d, const char *msg);
+__attribute__((noreturn)) void or1_dist_abort(const or1_dist *d, const char *msg);
 
 #endif

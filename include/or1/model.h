@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "or1/safetensors.h"
+#include "or1/io_safetensors.h"
 
 typedef enum { OR1_ARCH_QWEN2, OR1_ARCH_LLAMA } or1_arch;
 
@@ -26,12 +26,12 @@ typedef struct {
     bool tied, qkv_bias, o_bias; /* Llama's attention_bias also gives o_proj a bias */
     int32_t eos[OR1_MAX_EOS]; /* end-of-sequence ids from config.json, if any */
     int n_eos;
-} or1_config;
+} or1_model_config;
 
 /* Parses and validates a Hugging Face config.json (errors name the file and the key). */
-int or1_config_load(or1_config *c, const char *path);
+int or1_model_config_load(or1_model_config *c, const char *path);
 /* Adds the end-of-sequence ids of a generation_config.json, if the file exists. */
-int or1_config_add_generation_eos(or1_config *c, const char *path);
+int or1_model_config_add_generation_eos(or1_model_config *c, const char *path);
 
 /* Pointers into the parameter (or gradient) buffer for one decoder layer. */
 typedef struct {
@@ -52,7 +52,7 @@ typedef struct {
 } or1_param;
 
 typedef struct {
-    or1_config cfg;
+    or1_model_config cfg;
     size_t n_floats;
     float *params, *grads;
     or1_weights w, g;
@@ -61,7 +61,7 @@ typedef struct {
 } or1_model;
 
 /* Lays out a model for cfg with zeroed parameters and gradients. */
-void or1_model_init(or1_model *m, const or1_config *cfg);
+void or1_model_init(or1_model *m, const or1_model_config *cfg);
 /* Loads config.json and the safetensors weights (single file or sharded with an index). */
 int or1_model_load(or1_model *m, const char *dir);
 /* Writes model.safetensors (F32 or BF16) and copies config.json and tokenizer files from src_dir. */
@@ -86,7 +86,7 @@ typedef struct {
 /* Activations saved for backward plus scratch, sized once for the largest micro-batch. */
 typedef struct or1_acts or1_acts;
 
-or1_acts *or1_acts_new(const or1_config *cfg, int cap_tokens, int cap_len, bool train);
+or1_acts *or1_acts_new(const or1_model_config *cfg, int cap_tokens, int cap_len, bool train);
 void or1_acts_free(or1_acts *a);
 
 /* Runs the decoder; with train it keeps what or1_backward needs. */
@@ -138,6 +138,6 @@ typedef struct {
 void or1_batch_pack(or1_batch *b, const or1_seq *seqs, int n);
 void or1_batch_free(or1_batch *b);
 /* Ensures *a holds a workspace for at least tokens/len (re-allocating only to grow). */
-void or1_acts_reserve(or1_acts **a, const or1_config *cfg, int tokens, int len, bool train);
+void or1_acts_reserve(or1_acts **a, const or1_model_config *cfg, int tokens, int len, bool train);
 
 #endif

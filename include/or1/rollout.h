@@ -56,7 +56,7 @@ void or1_completions_free(or1_completion *c, int n);
 
 /* True if tok ends a sample: one of the model's EOS ids or of the request's stop ids (both
  * engines, CPU and CUDA, stop on the same rule). */
-bool or1_is_stop(const or1_config *c, const or1_sampling *s, int32_t tok);
+bool or1_is_stop(const or1_model_config *c, const or1_sampling *s, int32_t tok);
 
 /* Samples one token from logits[V] (temperature, top-k, top-p; greedy at temperature 0)
  * with the uniform u in [0,1); returns the token and sets *logp to its log-prob at the

@@ -11,7 +11,7 @@
 
 #include "or1/dist.h"
 #include "or1/rollout.h"
-#include "or1/safetensors.h"
+#include "or1/io_safetensors.h"
 #include "or1/tokenizer.h"
 
 /* Flags of one subcommand: "--name value" pairs and bare "--switch"es. */

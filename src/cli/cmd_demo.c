@@ -1,11 +1,11 @@
 /* `or1 gen-arith` and `or1 sft`: the built-in demo's task rows, traces and base-model training. */
 #include "cli.h"
 
-#include "or1/arith.h"
+#include "demo.h"
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/model.h"
-#include "or1/sft.h"
+#include "or1/train.h"
 #include "or1/tokenizer.h"
 
 #include <cjson/cJSON.h>

@@ -91,7 +91,7 @@ static int read_request(const cJSON *row, const char *where, const or1_tokenizer
 }
 
 /* Reads every request of the input file. */
-static int read_requests(const char *path, const or1_tokenizer *tok, const or1_config *c, int max_new, request_list *l) {
+static int read_requests(const char *path, const or1_tokenizer *tok, const or1_model_config *c, int max_new, request_list *l) {
     or1_jsonl_reader rd;
     if (or1_jsonl_open(&rd, path)) return -1;
     cJSON *row;

@@ -5,7 +5,7 @@
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/model.h"
-#include "or1/rl.h"
+#include "or1/train.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -349,8 +349,8 @@ int cmd_init(cli_args *a) {
     if (!out || cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_double(a, "std", 0, 10, &std) ||
         cli_save_dtype(a, &dtype) || cli_check_unused(a))
         return 2;
-    or1_config cfg;
-    if (or1_config_load(&cfg, cfg_path) || or1_mkdir_p(out)) return 1;
+    or1_model_config cfg;
+    if (or1_model_config_load(&cfg, cfg_path) || or1_mkdir_p(out)) return 1;
     or1_model m;
     or1_model_init(&m, &cfg);
     or1_model_randomize(&m, (uint64_t)seed, (float)std);

@@ -1,13 +1,13 @@
 /* `or1 train`, `or1 eval` and `or1 difficulty`: the MAGIC recipe end to end. */
 #include "cli.h"
 
-#include "or1/config.h"
+#include "or1/io_yaml.h"
 #include "or1/core.h"
 #include "or1/data.h"
 #include "or1/dist.h"
 #include "or1/io.h"
-#include "or1/sandbox.h"
-#include "or1/trainer.h"
+#include "or1/reward_sandbox.h"
+#include "or1/train.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>

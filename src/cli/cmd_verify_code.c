@@ -3,7 +3,7 @@
 
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/math_verify.h"
+#include "or1/reward_math.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ int cmd_verify_math(cli_args *a) {
     const char *in = cli_str(a, "input");
     const char *outp = cli_str(a, "output");
     or1_math_limits lim;
-    or1_math_limits_default(&lim);
+    or1_math_limits_defaults(&lim);
     if (cli_double(a, "time-limit", 0.001, 600, &lim.time_limit_s) != 0 || cli_check_unused(a) != 0) return 1;
     FILE *out = stdout;
     if (outp && strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))

@@ -18,7 +18,7 @@ typedef struct {
 
 /* Checks what the GPU sampler supports and sizes the cache: the longest prompt plus its new
  * tokens per slot, as many slots as max_slots, the samples and the KV budget allow. */
-static int plan(const or1_config *c, const or1_request *reqs, int n, const or1_engine_cfg *cfg, long total,
+static int plan(const or1_model_config *c, const or1_request *reqs, int n, const or1_engine_cfg *cfg, long total,
                 int *slots, int *cap) {
     *cap = 1;
     for (int i = 0; i < n; i++) {
@@ -65,7 +65,7 @@ static int admit(or1_cuda_model *dm, slot *sl, int b, const or1_request *r, int 
 /* Admit into free slots, decode all slots, append, finish on stop or length, repeat. */
 int or1_cuda_generate(or1_cuda_model *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
                       or1_completion *out) {
-    const or1_config *c = or1_cuda_model_config(dm);
+    const or1_model_config *c = or1_cuda_model_config(dm);
     long total = 0;
     for (int i = 0; i < n; i++) total += reqs[i].n_samples;
     int B = 0, cap = 0;

@@ -22,7 +22,7 @@ typedef or1_layer_acts layer_acts;
 
 struct or1_cuda_model {
     or1_cuda *g;
-    or1_config cfg;
+    or1_model_config cfg;
     size_t n;
     float *params, *grads, *m, *v;
     __nv_bfloat16 *pb; /* bf16 copy of params */
@@ -131,7 +131,7 @@ void or1_cuda_model_zero_grad(or1_cuda_model *dm) { or1_cuda_zero(dm->g, dm->gra
 
 /* (Re)allocates the workspace for T tokens, sequences up to len, every layer when training. */
 static int reserve(or1_cuda_model *dm, int tokens, int len, bool train) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     int slots = train ? c->layers : 1;
     if (dm->mem && dm->cap_tokens >= tokens && dm->cap_len >= len && dm->n_slots_acts >= slots) return 0;
     int T0 = tokens > dm->cap_tokens ? tokens : dm->cap_tokens, L0 = len > dm->cap_len ? len : dm->cap_len;
@@ -226,7 +226,7 @@ typedef struct {
 /* One decoder layer forward (layer_forward in forward.c), saving keys and values to kv. */
 static void layer_forward(or1_cuda_model *dm, const or1_layer *w, layer_acts *l, float *out, const or1_batch *b,
                           int T, kv_dst kv) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     or1_cuda *g = dm->g;
     int H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
@@ -266,7 +266,7 @@ static kv_dst layer_kv(const or1_cuda_model *dm, int i, int s) {
 /* Every layer over T rows of dm->l[..].x (already embedded); a batch b means packed causal
  * attention, none means decode against the KV cache (one row per slot). Output in dm->hf. */
 static void run_layers(or1_cuda_model *dm, const or1_batch *b, int T, bool train, int kv_slot) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     int H = c->hidden;
     for (int i = 0; i < c->layers; i++) {
         layer_acts *l = &dm->l[train ? i : 0];
@@ -322,7 +322,7 @@ static void head_backward(or1_cuda_model *dm, const or1_batch *b, float temperat
 /* One layer backward (layer_backward in forward.c); dres holds d(out) on entry, d(x) on return. */
 static void layer_backward(or1_cuda_model *dm, const or1_layer *w, or1_layer *gw, const layer_acts *l,
                            const or1_batch *b) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     or1_cuda *g = dm->g;
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
@@ -346,7 +346,7 @@ static void layer_backward(or1_cuda_model *dm, const or1_layer *w, or1_layer *gw
 /* Head, final norm, layers in reverse, then the embedding scatter-add. */
 int or1_cuda_model_backward(or1_cuda_model *dm, const or1_batch *b, float temperature, const float *g_logp,
                             const float *g_entropy) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     int T = b->n_tokens, H = c->hidden, S = b->n_scored;
     if (dm->n_slots_acts < c->layers) return or1_fail("cuda model: backward needs a forward with train");
     if (S && (or1_cuda_upload(dm->g, dm->hglp, g_logp, (size_t)S * sizeof(float)) ||
@@ -377,7 +377,7 @@ int or1_cuda_model_step(or1_cuda_model *dm, const or1_adamw_cfg *c, double max_n
 
 /* Allocates the cache, decode buffers and a workspace for one row per slot. */
 int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     if (slots < 1 || cap < 1 || cap > c->max_pos)
         return or1_fail("cuda decode: %d slots of %d tokens (max_position_embeddings %d)", slots, cap, c->max_pos);
     or1_cuda_sync(dm->g);
@@ -402,7 +402,7 @@ int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap) {
 void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s) { dm->slot_len[s] = 0; }
 
 /* The model's config. */
-const or1_config *or1_cuda_model_config(const or1_cuda_model *dm) { return &dm->cfg; }
+const or1_model_config *or1_cuda_model_config(const or1_cuda_model *dm) { return &dm->cfg; }
 
 /* Packs ids as one sequence and runs the layers, writing keys and values into slot s. */
 int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n) {
@@ -485,7 +485,7 @@ __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V,
  * by one GEMM, and samples on the device; only tokens and log-probs come back. */
 int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, const uint64_t *seeds,
                           const int32_t *streams, const int32_t *counters, int32_t *next, float *logp) {
-    const or1_config *c = &dm->cfg;
+    const or1_model_config *c = &dm->cfg;
     int B = dm->kv_slots, V = c->vocab, H = c->hidden;
     if (B < 1) return or1_fail("cuda decode: no KV cache (or1_cuda_model_kv first)");
     int32_t *host = (int32_t *)or1_malloc((size_t)6 * B * sizeof(int32_t));

@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "or1/core.h"
+#include "or1/train.h"
 }
 
 #include <stdlib.h>

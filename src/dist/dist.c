@@ -62,7 +62,7 @@ void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char
 }
 
 /* Prints and takes the whole job down (MPI_Abort reaches every rank). */
-_Noreturn void or1_dist_abort(const or1_dist *d, const char *msg) {
+__attribute__((noreturn)) void or1_dist_abort(const or1_dist *d, const char *msg) {
     fprintf(stderr, "or1: rank %d of %d: %s\n", d->rank, d->size, msg);
     fflush(stderr);
     if (d->size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
@@ -93,7 +93,7 @@ void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char
 }
 
 /* Prints and exits. */
-_Noreturn void or1_dist_abort(const or1_dist *d, const char *msg) {
+__attribute__((noreturn)) void or1_dist_abort(const or1_dist *d, const char *msg) {
     (void)d;
     fprintf(stderr, "or1: %s\n", msg);
     exit(1);

@@ -1,5 +1,5 @@
 /* Safetensors: a bounded, validating reader over mmap and an atomic writer. */
-#include "or1/safetensors.h"
+#include "or1/io_safetensors.h"
 
 #include "or1/core.h"
 #include "or1/io.h"

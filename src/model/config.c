@@ -10,7 +10,7 @@
 enum { DIM_MAX = 1 << 20 };
 
 /* Reads the architecture-specific keys (model type, biases, unsupported features). */
-static int parse_arch(or1_config *c, const cJSON *j, const char *path) {
+static int parse_arch(or1_model_config *c, const cJSON *j, const char *path) {
     const char *type = or1_json_str(j, "model_type", path);
     if (!type) return -1;
     if (strcmp(type, "qwen2") == 0) {
@@ -39,14 +39,14 @@ static int parse_arch(or1_config *c, const cJSON *j, const char *path) {
 }
 
 /* Appends an end-of-sequence id unless already listed. */
-static void add_eos(or1_config *c, int32_t id) {
+static void add_eos(or1_model_config *c, int32_t id) {
     for (int i = 0; i < c->n_eos; i++)
         if (c->eos[i] == id) return;
     if (c->n_eos < OR1_MAX_EOS) c->eos[c->n_eos++] = id;
 }
 
 /* eos_token_id: an integer, a list of integers, or absent. */
-static int parse_eos(or1_config *c, const cJSON *j, const char *path) {
+static int parse_eos(or1_model_config *c, const cJSON *j, const char *path) {
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
     if (!e || cJSON_IsNull(e)) return 0;
     if (cJSON_IsNumber(e)) {
@@ -65,7 +65,7 @@ static int parse_eos(or1_config *c, const cJSON *j, const char *path) {
 }
 
 /* Reads the dimensions and checks they are consistent with each other. */
-static int parse_dims(or1_config *c, const cJSON *j, const char *path) {
+static int parse_dims(or1_model_config *c, const cJSON *j, const char *path) {
     int64_t h, in, l, nh, nkv, v, hd, mp = 32768;
     if (or1_json_int(j, "hidden_size", 1, DIM_MAX, &h, path) ||
         or1_json_int(j, "intermediate_size", 1, DIM_MAX, &in, path) ||
@@ -92,7 +92,7 @@ static int parse_dims(or1_config *c, const cJSON *j, const char *path) {
 }
 
 /* Reads the floating-point and boolean keys with the architectures' defaults. */
-static int parse_scalars(or1_config *c, const cJSON *j, const char *path) {
+static int parse_scalars(or1_model_config *c, const cJSON *j, const char *path) {
     double eps = 1e-6, theta = 10000.0;
     if (or1_json_num_opt(j, "rms_norm_eps", &eps, path) || or1_json_num_opt(j, "rope_theta", &theta, path))
         return -1;
@@ -105,7 +105,7 @@ static int parse_scalars(or1_config *c, const cJSON *j, const char *path) {
 }
 
 /* Loads and validates config.json. */
-int or1_config_load(or1_config *c, const char *path) {
+int or1_model_config_load(or1_model_config *c, const char *path) {
     memset(c, 0, sizeof *c);
     char *text;
     size_t len;
@@ -123,7 +123,7 @@ int or1_config_load(or1_config *c, const char *path) {
 }
 
 /* Adds the eos_token_id of a generation_config.json, when the file exists. */
-int or1_config_add_generation_eos(or1_config *c, const char *path) {
+int or1_model_config_add_generation_eos(or1_model_config *c, const char *path) {
     if (!or1_is_file(path)) return 0;
     char *text;
     size_t len;

@@ -13,7 +13,7 @@ enum { HEAD_ROWS = 128 };
 typedef or1_layer_acts layer_acts;
 
 struct or1_acts {
-    or1_config cfg;
+    or1_model_config cfg;
     int cap_tokens, cap_len, n_slots;
     float *mem;
     layer_acts *l; /* n_slots: every layer when training, one reused slot otherwise */
@@ -25,14 +25,14 @@ struct or1_acts {
 };
 
 /* Floats one layer's saved activations need for T tokens. */
-size_t or1_layer_acts_floats(const or1_config *c, size_t T) {
+size_t or1_layer_acts_floats(const or1_model_config *c, size_t T) {
     size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
     size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate);
 }
 
 /* Carves one layer's views out of a block of memory. */
-float *or1_layer_acts_carve(or1_layer_acts *l, float *p, const or1_config *c, size_t T) {
+float *or1_layer_acts_carve(or1_layer_acts *l, float *p, const or1_model_config *c, size_t T) {
     size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
     size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     l->x = p, p += T * H;
@@ -49,7 +49,7 @@ float *or1_layer_acts_carve(or1_layer_acts *l, float *p, const or1_config *c, si
 }
 
 /* Sizes every buffer for cap_tokens tokens and sequences of at most cap_len. */
-or1_acts *or1_acts_new(const or1_config *c, int cap_tokens, int cap_len, bool train) {
+or1_acts *or1_acts_new(const or1_model_config *c, int cap_tokens, int cap_len, bool train) {
     or1_acts *a = or1_calloc(1, sizeof *a);
     a->cfg = *c;
     a->cap_tokens = cap_tokens;
@@ -101,7 +101,7 @@ static void add_inplace(float *y, const float *x, size_t n) {
 
 /* Copies each token's rotated keys and values into a KV region laid out [2][cap][kvd]
  * (keys, then values) at the token's position. */
-static void save_kv(float *kv, int cap, const float *qkv, const or1_batch *b, const or1_config *c) {
+static void save_kv(float *kv, int cap, const float *qkv, const or1_batch *b, const or1_model_config *c) {
     size_t kvd = (size_t)c->kv_heads * c->head_dim, qd = (size_t)c->heads * c->head_dim, stride = qd + 2 * kvd;
     for (int t = 0; t < b->n_tokens; t++) {
         memcpy(kv + (size_t)b->pos[t] * kvd, qkv + t * stride + qd, kvd * sizeof *kv);
@@ -110,7 +110,7 @@ static void save_kv(float *kv, int cap, const float *qkv, const or1_batch *b, co
 }
 
 /* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). */
-static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l, float *out,
+static void layer_forward(const or1_model_config *c, const or1_layer *w, layer_acts *l, float *out,
                           const or1_acts *a, const or1_batch *b, float *scratch_a, float *kv, int kv_cap) {
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
@@ -132,7 +132,7 @@ static void layer_forward(const or1_config *c, const or1_layer *w, layer_acts *l
  * values also go to kv + layer * 2 * kv_cap * kvd. */
 static void forward_impl(const or1_model *m, or1_acts *a, const or1_batch *b, bool train, float *kv,
                          int kv_cap) {
-    const or1_config *c = &m->cfg;
+    const or1_model_config *c = &m->cfg;
     int T = b->n_tokens, H = c->hidden;
     float *x = a->l[0].x;
     #pragma omp parallel for schedule(static)
@@ -193,7 +193,7 @@ static void head_backward(or1_model *m, or1_acts *a, const or1_batch *b, float t
 }
 
 /* One layer backward; dres holds d(out) on entry and d(x) on return. */
-static void layer_backward(const or1_config *c, const or1_layer *w, or1_layer *g, const layer_acts *l,
+static void layer_backward(const or1_model_config *c, const or1_layer *w, or1_layer *g, const layer_acts *l,
                            or1_acts *a, const or1_batch *b) {
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
@@ -217,7 +217,7 @@ static void layer_backward(const or1_config *c, const or1_layer *w, or1_layer *g
 /* Full backward from the scored positions' loss derivatives into m->grads. */
 void or1_backward(or1_model *m, or1_acts *a, const or1_batch *b, float temperature,
                   const float *g_logp, const float *g_entropy) {
-    const or1_config *c = &m->cfg;
+    const or1_model_config *c = &m->cfg;
     int T = b->n_tokens, H = c->hidden;
     head_backward(m, a, b, temperature, g_logp, g_entropy, a->dxn);
     memset(a->dres, 0, (size_t)T * H * sizeof(float));
@@ -230,7 +230,7 @@ void or1_backward(or1_model *m, or1_acts *a, const or1_batch *b, float temperatu
 }
 
 /* Grows the workspace when a batch needs more tokens or a longer sequence than it holds. */
-void or1_acts_reserve(or1_acts **a, const or1_config *cfg, int tokens, int len, bool train) {
+void or1_acts_reserve(or1_acts **a, const or1_model_config *cfg, int tokens, int len, bool train) {
     if (*a && (*a)->cap_tokens >= tokens && (*a)->cap_len >= len && (*a)->n_slots >= (train ? cfg->layers : 1))
         return;
     int t = *a && (*a)->cap_tokens > tokens ? (*a)->cap_tokens : tokens;

@@ -12,8 +12,8 @@ typedef struct {
 } or1_layer_acts;
 
 /* Floats one layer's saved activations need for T tokens. */
-size_t or1_layer_acts_floats(const or1_config *c, size_t T);
+size_t or1_layer_acts_floats(const or1_model_config *c, size_t T);
 /* Points l's views into p (host or device memory) and returns the first float after them. */
-float *or1_layer_acts_carve(or1_layer_acts *l, float *p, const or1_config *c, size_t T);
+float *or1_layer_acts_carve(or1_layer_acts *l, float *p, const or1_model_config *c, size_t T);
 
 #endif

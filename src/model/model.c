@@ -29,7 +29,7 @@ typedef struct {
 
 /* Registers layer i's tensors under their Hugging Face names. */
 static layer_offsets add_layer(or1_model *m, int i) {
-    const or1_config *c = &m->cfg;
+    const or1_model_config *c = &m->cfg;
     int64_t h = c->hidden, qd = (int64_t)c->heads * c->head_dim, kvd = (int64_t)c->kv_heads * c->head_dim;
     char n[96];
     layer_offsets o;
@@ -75,7 +75,7 @@ static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, s
 }
 
 /* Builds the layout and allocates zeroed parameters and gradients. */
-void or1_model_init(or1_model *m, const or1_config *cfg) {
+void or1_model_init(or1_model *m, const or1_model_config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->p = or1_calloc((size_t)cfg->layers * 14 + 4, sizeof *m->p);
@@ -182,10 +182,10 @@ static void source_close(weight_source *s) {
 
 /* Loads config.json, then every parameter tensor with its shape checked. */
 int or1_model_load(or1_model *m, const char *dir) {
-    or1_config cfg;
+    or1_model_config cfg;
     char *cpath = or1_path_join(dir, "config.json"), *gpath = or1_path_join(dir, "generation_config.json");
-    int rc = or1_config_load(&cfg, cpath);
-    if (rc == 0) rc = or1_config_add_generation_eos(&cfg, gpath);
+    int rc = or1_model_config_load(&cfg, cpath);
+    if (rc == 0) rc = or1_model_config_add_generation_eos(&cfg, gpath);
     free(cpath);
     free(gpath);
     if (rc) return -1;

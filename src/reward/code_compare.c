@@ -1,6 +1,6 @@
 /* Code rewards, output side: LiveCodeBench's stdout comparison and Python equality on JSON. */
 #include "or1/core.h"
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * Skywork-OR1-RL-Data parsed into one form. */
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

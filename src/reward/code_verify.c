@@ -255,7 +255,7 @@ static int run_batch(const or1_code_job *job, const char *code, const or1_sandbo
 
 /* Limits of one test: CPU as asked, wall clock with room for start-up and scheduling. */
 static or1_sandbox_limits job_limits(const or1_code_job *job) {
-    or1_sandbox_limits l = or1_sandbox_default_limits();
+    or1_sandbox_limits l = or1_sandbox_limits_defaults();
     double t = job->time_limit_s > 0 ? job->time_limit_s : 6.0;
     if (t > 600) t = 600;
     l.cpu_s = t;

@@ -1,6 +1,4 @@
-# reward: libseccomp for the code sandbox's system-call filter; the Python harness compiled in.
-find_package(Threads REQUIRED)
-target_link_libraries(or1lib PUBLIC seccomp Threads::Threads)
+# reward: the code sandbox's Python harness (code_driver.py) compiled in as a C string.
 set(OR1_CODE_DRIVER ${CMAKE_CURRENT_LIST_DIR}/code_driver.py)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${OR1_CODE_DRIVER})
 file(READ ${OR1_CODE_DRIVER} or1_driver_hex HEX)
@@ -10,4 +8,4 @@ file(WRITE ${CMAKE_BINARY_DIR}/generated/code_driver.c.tmp
      "const char or1_code_driver_py[] = {${or1_driver_bytes} 0};\n")
 configure_file(${CMAKE_BINARY_DIR}/generated/code_driver.c.tmp
                ${CMAKE_BINARY_DIR}/generated/code_driver.c COPYONLY)
-target_sources(or1lib PRIVATE ${CMAKE_BINARY_DIR}/generated/code_driver.c)
+target_sources(or1_reward PRIVATE ${CMAKE_BINARY_DIR}/generated/code_driver.c)

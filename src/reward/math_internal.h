@@ -3,7 +3,7 @@
 #ifndef OR1_MATH_INTERNAL_H
 #define OR1_MATH_INTERNAL_H
 
-#include "or1/math_verify.h"
+#include "or1/reward_math.h"
 
 #include <complex.h>
 #include <stdbool.h>

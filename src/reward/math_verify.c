@@ -18,7 +18,7 @@ struct mv_chunk {
 };
 
 /* The default bounds (see the header). */
-void or1_math_limits_default(or1_math_limits *l) {
+void or1_math_limits_defaults(or1_math_limits *l) {
     l->max_response_bytes = 1 << 20;
     l->max_answer_bytes = 8192;
     l->max_memory_bytes = 8 << 20;
@@ -113,7 +113,7 @@ bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
 /* The limits to use: the caller's, or the defaults. */
 static const or1_math_limits *limits(const or1_math_limits *lim, or1_math_limits *buf) {
     if (lim) return lim;
-    or1_math_limits_default(buf);
+    or1_math_limits_defaults(buf);
     return buf;
 }
 

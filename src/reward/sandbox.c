@@ -60,7 +60,7 @@ static char *const child_env[] = {
 };
 
 /* Defaults sized for competitive-programming tests under Python. */
-or1_sandbox_limits or1_sandbox_default_limits(void) {
+or1_sandbox_limits or1_sandbox_limits_defaults(void) {
     or1_sandbox_limits l = {
         .cpu_s = 6.0, .wall_s = 10.0, .memory_bytes = (size_t)1 << 30, .max_procs = 64,
         .file_bytes = (size_t)16 << 20, .max_files = 64, .output_bytes = (size_t)16 << 20,

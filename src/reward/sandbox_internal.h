@@ -2,7 +2,7 @@
 #ifndef OR1_SANDBOX_INTERNAL_H
 #define OR1_SANDBOX_INTERNAL_H
 
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <linux/filter.h>
 #include <sys/types.h>

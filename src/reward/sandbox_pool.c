@@ -1,7 +1,7 @@
 /* A pool of worker threads grading code jobs from one queue (one worker per core by default).
  * Each worker runs one sandboxed process at a time, so the pool never oversubscribes the CPUs. */
 #include "or1/core.h"
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <pthread.h>
 #include <stdio.h>

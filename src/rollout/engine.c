@@ -41,7 +41,7 @@ typedef struct {
 } engine;
 
 /* Floats of KV for n tokens of every layer. */
-static size_t kv_floats(const or1_config *c, size_t n) { return (size_t)c->layers * 2 * n * c->kv_heads * c->head_dim; }
+static size_t kv_floats(const or1_model_config *c, size_t n) { return (size_t)c->layers * 2 * n * c->kv_heads * c->head_dim; }
 
 /* Formats a byte count with a unit that keeps three significant figures visible. */
 static const char *human_bytes(double b, char *buf, size_t cap) {
@@ -54,7 +54,7 @@ static const char *human_bytes(double b, char *buf, size_t cap) {
 
 /* Picks the slot count that fits the KV budget; fails if not even one sequence fits. */
 static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
-    const or1_config *c = &e->m->cfg;
+    const or1_model_config *c = &e->m->cfg;
     double budget = (cfg->kv_cache_gb > 0 ? cfg->kv_cache_gb : 8.0) * 1073741824.0;
     int s = cfg->max_slots > 0 ? cfg->max_slots : 64;
     if (s > total) s = (int)total;
@@ -75,7 +75,7 @@ static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
 
 /* Checks every request and finds the longest prompt and generation. */
 static int check_requests(engine *e) {
-    const or1_config *c = &e->m->cfg;
+    const or1_model_config *c = &e->m->cfg;
     for (int i = 0; i < e->n_reqs; i++) {
         const or1_request *r = &e->reqs[i];
         if (r->n_prompt < 1) return or1_fail("generate: request %d has an empty prompt", i);
@@ -95,7 +95,7 @@ static int check_requests(engine *e) {
 
 /* Allocates the KV cache, slots and decode buffers in one go. */
 static void engine_alloc(engine *e) {
-    const or1_config *c = &e->m->cfg;
+    const or1_model_config *c = &e->m->cfg;
     size_t S = (size_t)e->n_slots, H = (size_t)c->hidden, I = (size_t)c->intermediate, V = (size_t)c->vocab;
     size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     int maxpos = e->pcap + e->ncap, threads = omp_get_max_threads();
@@ -175,7 +175,7 @@ static float *kv_layer(float *region, int l, int cap, size_t kvd) { return regio
 
 /* One transformer layer for the decode rows; writes each row's new key and value first. */
 static void decode_layer(engine *e, int l, int R) {
-    const or1_config *c = &e->m->cfg;
+    const or1_model_config *c = &e->m->cfg;
     const or1_layer *w = &e->m->w.layer[l];
     int H = c->hidden, I = c->intermediate, hd = c->head_dim, qd = c->heads * hd, qkvd = qd + 2 * (int)e->kvd;
     or1_rmsnorm(e->xn, e->rstd, e->x, w->ln1, R, H, c->rms_eps);
@@ -203,7 +203,7 @@ static void decode_layer(engine *e, int l, int R) {
 /* Runs every active slot with at least one generated token through the model and leaves
  * each active slot's final hidden state in its row of hid (first tokens: the prompt's). */
 static void decode_step(engine *e, float *hid) {
-    const or1_config *c = &e->m->cfg;
+    const or1_model_config *c = &e->m->cfg;
     int H = c->hidden, R = 0;
     for (int i = 0; i < e->n_slots; i++) {
         slot *s = &e->slots[i];
@@ -224,7 +224,7 @@ static void decode_step(engine *e, float *hid) {
 }
 
 /* A model EOS id or one of the request's stop ids. */
-bool or1_is_stop(const or1_config *c, const or1_sampling *s, int32_t tok) {
+bool or1_is_stop(const or1_model_config *c, const or1_sampling *s, int32_t tok) {
     for (int i = 0; i < c->n_eos; i++)
         if (c->eos[i] == tok) return true;
     for (int i = 0; i < s->n_stop; i++)
@@ -235,7 +235,7 @@ bool or1_is_stop(const or1_config *c, const or1_sampling *s, int32_t tok) {
 /* Samples the next token of every active slot (in parallel; each from its own counters).
  * Logits are computed for the active rows only, gathered into e->x2. */
 static void sample_all(engine *e, const float *hid) {
-    const or1_config *c = &e->m->cfg;
+    const or1_model_config *c = &e->m->cfg;
     int V = c->vocab, H = c->hidden, A = 0;
     for (int i = 0; i < e->n_slots; i++)
         if (e->slots[i].req >= 0) {

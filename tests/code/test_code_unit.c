@@ -1,7 +1,7 @@
 /* Labelled cases for the code reward's pure parts (extraction, comparison, test parsing) and
  * for the sandbox and pool APIs the trainer calls. */
 #include "or1/core.h"
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -201,20 +201,20 @@ static void test_parse(void) {
 static void test_sandbox(void) {
     or1_sandbox_result r;
     const char *rel[] = {"python3", NULL};
-    or1_sandbox_spec s = {.argv = rel, .limits = or1_sandbox_default_limits()};
+    or1_sandbox_spec s = {.argv = rel, .limits = or1_sandbox_limits_defaults()};
     check(or1_sandbox_run(&s, &r) == -1, "relative argv[0] refused");
     const char *py[] = {"/usr/bin/python3", "-c", "import os; os.write(3, b'hi'); print(open('in').read())", NULL};
     or1_sandbox_file bad_name = {"../x", "", 0};
-    s = (or1_sandbox_spec){.argv = py, .files = &bad_name, .n_files = 1, .limits = or1_sandbox_default_limits()};
+    s = (or1_sandbox_spec){.argv = py, .files = &bad_name, .n_files = 1, .limits = or1_sandbox_limits_defaults()};
     check(or1_sandbox_run(&s, &r) == -1, "file name with a slash refused");
     or1_sandbox_file in = {"in", "payload", 7};
-    s = (or1_sandbox_spec){.argv = py, .files = &in, .n_files = 1, .limits = or1_sandbox_default_limits()};
+    s = (or1_sandbox_spec){.argv = py, .files = &in, .n_files = 1, .limits = or1_sandbox_limits_defaults()};
     check(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_EXITED && r.exit_code == 0 &&
               strcmp(r.out, "payload\n") == 0 && strcmp(r.chan, "hi") == 0,
           "a run sees its files and writes its channel");
     or1_sandbox_result_free(&r);
     const char *flood[] = {"/usr/bin/python3", "-c", "print('x' * 100000)", NULL};
-    s = (or1_sandbox_spec){.argv = flood, .limits = or1_sandbox_default_limits()};
+    s = (or1_sandbox_spec){.argv = flood, .limits = or1_sandbox_limits_defaults()};
     s.limits.output_bytes = 1000;
     check(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_OUTPUT_LIMIT && r.out_len == 1000, "output capped");
     or1_sandbox_result_free(&r);

@@ -2,7 +2,8 @@
  * (unknown keys, wrong types, ranges), hostile YAML, missing files, the trainer's defaults,
  * and every YAML file under configs/ of the repository loading and surviving a dump/reload.
  * Usage: test_config SCRATCH_DIR CONFIGS_DIR SHARED_DATA_DIR */
-#include "or1/config.h"
+#include "or1/io_yaml.h"
+#include "or1/train.h"
 #include "or1/core.h"
 #include "or1/io.h"
 
@@ -184,23 +185,23 @@ static void test_hostile(void) {
                {"\"a\nb: 1\n", "t.yaml:"},
                {"? [a, b]\n: 1\n", "mapping key"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        or1_cfg *c = or1_cfg_load(put("t.yaml", bad[i].text));
+        or1_yaml *c = or1_yaml_load(put("t.yaml", bad[i].text));
         CHECK(!c && error_has(bad[i].frag, NULL), "hostile YAML %zu", i);
-        or1_cfg_free(c);
+        or1_yaml_free(c);
     }
     char deep[400] = "";
     for (int i = 0; i < 60; i++) strcat(deep, "[");
-    or1_cfg *c = or1_cfg_parse(deep, strlen(deep), "deep.yaml");
+    or1_yaml *c = or1_yaml_parse(deep, strlen(deep), "deep.yaml");
     CHECK(!c && error_has("deep.yaml", NULL), "deep nesting");
-    or1_cfg_free(c);
+    or1_yaml_free(c);
     unsigned char junk[512];
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(i * 37 + 11);
-    c = or1_cfg_parse((const char *)junk, sizeof junk, "junk.yaml");
+    c = or1_yaml_parse((const char *)junk, sizeof junk, "junk.yaml");
     CHECK(!c && error_has("junk.yaml", NULL), "binary garbage");
-    or1_cfg_free(c);
-    c = or1_cfg_parse("a: \"x\\0y\"\n", 10, "nul.yaml");
+    or1_yaml_free(c);
+    c = or1_yaml_parse("a: \"x\\0y\"\n", 10, "nul.yaml");
     CHECK(!c && error_has("NUL", NULL), "NUL in a value");
-    or1_cfg_free(c);
+    or1_yaml_free(c);
     or1_train_config tc;
     CHECK(or1_train_config_load("/nonexistent/dir/x.yaml", NULL, 0, &tc) != 0 &&
               error_has("/nonexistent/dir/x.yaml", NULL), "missing config file");
@@ -208,13 +209,13 @@ static void test_hostile(void) {
     char *huge = or1_malloc(big + 1);
     memset(huge, '#', big);
     huge[big] = 0;
-    c = or1_cfg_load(put("huge.yaml", huge));
+    c = or1_yaml_load(put("huge.yaml", huge));
     CHECK(!c && error_has("huge.yaml", NULL), "oversized config");
-    or1_cfg_free(c);
+    or1_yaml_free(c);
     free(huge);
-    c = or1_cfg_load(put("empty.yaml", "# nothing\n"));
-    CHECK(c && or1_cfg_root(c) && !or1_cfg_get(or1_cfg_root(c), "a"), "an empty file is an empty mapping");
-    or1_cfg_free(c);
+    c = or1_yaml_load(put("empty.yaml", "# nothing\n"));
+    CHECK(c && or1_yaml_root(c) && !or1_yaml_get(or1_yaml_root(c), "a"), "an empty file is an empty mapping");
+    or1_yaml_free(c);
 }
 
 /* Random damage to a valid config (byte flips, cuts, inserted YAML punctuation), loaded and
@@ -272,57 +273,57 @@ static void test_fuzz(const char *configs) {
 static void test_getters(void) {
     const char *text = "i: 42\nh: 0x1F\nneg: -7\nd: 1e-6\ndi: 3\nb: true\nB: False\ns: hello\nq: \"12\"\n"
                        "nul: ~\nl: [a, 'b', 3]\nld: [1, 2.5, -1e3]\nm:\n  - {x: 1}\n  - {x: 2}\nsub: {deep: {k: v}}\n";
-    or1_cfg *c = or1_cfg_parse(text, strlen(text), "g.yaml");
+    or1_yaml *c = or1_yaml_parse(text, strlen(text), "g.yaml");
     CHECK(c != NULL, "getter tree: %s", or1_error());
     if (!c) return;
-    const or1_cfg_node *r = or1_cfg_root(c);
+    const or1_yaml_node *r = or1_yaml_root(c);
     int64_t i;
     double d;
     bool b;
     const char *s;
-    CHECK(or1_cfg_int(r, "i", 0, 100, 0, &i) == 0 && i == 42, "int");
-    CHECK(or1_cfg_int(r, "h", 0, 100, 0, &i) == 0 && i == 31, "hex int");
-    CHECK(or1_cfg_int(r, "neg", -10, 10, 0, &i) == 0 && i == -7, "negative int");
-    CHECK(or1_cfg_int(r, "absent", 0, 100, 5, &i) == 0 && i == 5, "int default");
-    CHECK(or1_cfg_int(r, "nul", 0, 100, 6, &i) == 0 && i == 6, "null takes the default");
-    CHECK(or1_cfg_int(r, "i", 0, 10, 0, &i) != 0 && error_has("g.yaml:1", "\"i\"", "outside", NULL), "int range");
-    CHECK(or1_cfg_int(r, "q", 0, 100, 0, &i) != 0 && error_has("g.yaml:9", "expected an integer", NULL),
+    CHECK(or1_yaml_int(r, "i", 0, 100, 0, &i) == 0 && i == 42, "int");
+    CHECK(or1_yaml_int(r, "h", 0, 100, 0, &i) == 0 && i == 31, "hex int");
+    CHECK(or1_yaml_int(r, "neg", -10, 10, 0, &i) == 0 && i == -7, "negative int");
+    CHECK(or1_yaml_int(r, "absent", 0, 100, 5, &i) == 0 && i == 5, "int default");
+    CHECK(or1_yaml_int(r, "nul", 0, 100, 6, &i) == 0 && i == 6, "null takes the default");
+    CHECK(or1_yaml_int(r, "i", 0, 10, 0, &i) != 0 && error_has("g.yaml:1", "\"i\"", "outside", NULL), "int range");
+    CHECK(or1_yaml_int(r, "q", 0, 100, 0, &i) != 0 && error_has("g.yaml:9", "expected an integer", NULL),
           "quoted number is a string");
-    CHECK(or1_cfg_int(r, "d", 0, 100, 0, &i) != 0, "float is not an int");
-    CHECK(or1_cfg_double(r, "d", 0, 1, 0, &d) == 0 && d == 1e-6, "double");
-    CHECK(or1_cfg_double(r, "di", 0, 10, 0, &d) == 0 && d == 3, "int as double");
-    CHECK(or1_cfg_double(r, "s", 0, 10, 0, &d) != 0 && error_has("g.yaml:8", "\"s\"", NULL), "string as double");
-    CHECK(or1_cfg_bool(r, "b", false, &b) == 0 && b, "bool true");
-    CHECK(or1_cfg_bool(r, "B", true, &b) == 0 && !b, "bool False");
-    CHECK(or1_cfg_bool(r, "i", true, &b) != 0, "int as bool");
-    CHECK(or1_cfg_string(r, "s", NULL, &s) == 0 && !strcmp(s, "hello"), "string");
-    CHECK(or1_cfg_string(r, "q", NULL, &s) == 0 && !strcmp(s, "12"), "quoted string");
-    CHECK(or1_cfg_string(r, "l", NULL, &s) != 0 && error_has("\"l\"", "expected a string", NULL), "list as string");
-    CHECK(or1_cfg_string(r, "sub.deep.k", NULL, &s) == 0 && !strcmp(s, "v"), "dotted path");
-    CHECK(or1_cfg_string(r, "m.1.x", NULL, &s) == 0 && !strcmp(s, "2"), "list index in a path");
+    CHECK(or1_yaml_int(r, "d", 0, 100, 0, &i) != 0, "float is not an int");
+    CHECK(or1_yaml_double(r, "d", 0, 1, 0, &d) == 0 && d == 1e-6, "double");
+    CHECK(or1_yaml_double(r, "di", 0, 10, 0, &d) == 0 && d == 3, "int as double");
+    CHECK(or1_yaml_double(r, "s", 0, 10, 0, &d) != 0 && error_has("g.yaml:8", "\"s\"", NULL), "string as double");
+    CHECK(or1_yaml_bool(r, "b", false, &b) == 0 && b, "bool true");
+    CHECK(or1_yaml_bool(r, "B", true, &b) == 0 && !b, "bool False");
+    CHECK(or1_yaml_bool(r, "i", true, &b) != 0, "int as bool");
+    CHECK(or1_yaml_string(r, "s", NULL, &s) == 0 && !strcmp(s, "hello"), "string");
+    CHECK(or1_yaml_string(r, "q", NULL, &s) == 0 && !strcmp(s, "12"), "quoted string");
+    CHECK(or1_yaml_string(r, "l", NULL, &s) != 0 && error_has("\"l\"", "expected a string", NULL), "list as string");
+    CHECK(or1_yaml_string(r, "sub.deep.k", NULL, &s) == 0 && !strcmp(s, "v"), "dotted path");
+    CHECK(or1_yaml_string(r, "m.1.x", NULL, &s) == 0 && !strcmp(s, "2"), "list index in a path");
     char **l;
     size_t n;
-    CHECK(or1_cfg_strings(r, "l", &l, &n) == 0 && n == 3 && !strcmp(l[1], "b") && !strcmp(l[2], "3"), "strings");
+    CHECK(or1_yaml_strings(r, "l", &l, &n) == 0 && n == 3 && !strcmp(l[1], "b") && !strcmp(l[2], "3"), "strings");
     for (size_t k = 0; k < n; k++) free(l[k]);
     free(l);
-    CHECK(or1_cfg_strings(r, "s", &l, &n) != 0 && error_has("expected a list", NULL), "scalar is not a list");
+    CHECK(or1_yaml_strings(r, "s", &l, &n) != 0 && error_has("expected a list", NULL), "scalar is not a list");
     double *ld;
-    CHECK(or1_cfg_doubles(r, "ld", &ld, &n) == 0 && n == 3 && ld[1] == 2.5 && ld[2] == -1e3, "doubles");
+    CHECK(or1_yaml_doubles(r, "ld", &ld, &n) == 0 && n == 3 && ld[1] == 2.5 && ld[2] == -1e3, "doubles");
     free(ld);
-    CHECK(or1_cfg_doubles(r, "l", &ld, &n) != 0 && error_has("l[0]", NULL), "strings as doubles");
-    const or1_cfg_node **items;
-    CHECK(or1_cfg_maps(r, "m", &items, &n) == 0 && n == 2 && !strcmp(or1_cfg_node_path(items[1]), "m[1]") &&
-              or1_cfg_int(items[1], "x", 0, 9, 0, &i) == 0 && i == 2, "maps");
+    CHECK(or1_yaml_doubles(r, "l", &ld, &n) != 0 && error_has("l[0]", NULL), "strings as doubles");
+    const or1_yaml_node **items;
+    CHECK(or1_yaml_maps(r, "m", &items, &n) == 0 && n == 2 && !strcmp(or1_yaml_node_path(items[1]), "m[1]") &&
+              or1_yaml_int(items[1], "x", 0, 9, 0, &i) == 0 && i == 2, "maps");
     free(items);
-    CHECK(or1_cfg_maps(r, "l", &items, &n) != 0 && error_has("l[0]", "expected a mapping", NULL), "list of scalars as maps");
-    CHECK(or1_cfg_set(c, "sub.deep.k=w") == 0 && or1_cfg_string(r, "sub.deep.k", NULL, &s) == 0 && !strcmp(s, "w"),
+    CHECK(or1_yaml_maps(r, "l", &items, &n) != 0 && error_has("l[0]", "expected a mapping", NULL), "list of scalars as maps");
+    CHECK(or1_yaml_set(c, "sub.deep.k=w") == 0 && or1_yaml_string(r, "sub.deep.k", NULL, &s) == 0 && !strcmp(s, "w"),
           "set existing");
-    CHECK(or1_cfg_set(c, "m.0.x=9") == 0 && or1_cfg_int(r, "m.0.x", 0, 99, 0, &i) == 0 && i == 9, "set through a list");
-    CHECK(or1_cfg_set(c, "new.a.b=1") == 0 && or1_cfg_int(r, "new.a.b", 0, 9, 0, &i) == 0 && i == 1 &&
-              !strcmp(or1_cfg_node_path(or1_cfg_get(r, "new.a.b")), "new.a.b") &&
-              !strcmp(or1_cfg_node_where(or1_cfg_get(r, "new.a.b")), "--set new.a.b=1"), "set creates maps");
-    CHECK(or1_cfg_set(c, "s.x=1") != 0 && error_has("--set s.x=1", NULL), "set below a scalar");
-    or1_cfg_free(c);
+    CHECK(or1_yaml_set(c, "m.0.x=9") == 0 && or1_yaml_int(r, "m.0.x", 0, 99, 0, &i) == 0 && i == 9, "set through a list");
+    CHECK(or1_yaml_set(c, "new.a.b=1") == 0 && or1_yaml_int(r, "new.a.b", 0, 9, 0, &i) == 0 && i == 1 &&
+              !strcmp(or1_yaml_node_path(or1_yaml_get(r, "new.a.b")), "new.a.b") &&
+              !strcmp(or1_yaml_node_where(or1_yaml_get(r, "new.a.b")), "--set new.a.b=1"), "set creates maps");
+    CHECK(or1_yaml_set(c, "s.x=1") != 0 && error_has("--set s.x=1", NULL), "set below a scalar");
+    or1_yaml_free(c);
 }
 
 /* Every file the config names must exist: the error names the key and the file. */

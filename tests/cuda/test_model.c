@@ -13,8 +13,8 @@
 #include "or1/model.h"
 
 /* A small Qwen2 (q/k/v biases, untied) or Llama (o_proj bias, tied embeddings) config. */
-static or1_config tiny(bool llama) {
-    or1_config c;
+static or1_model_config tiny(bool llama) {
+    or1_model_config c;
     memset(&c, 0, sizeof c);
     c.arch = llama ? OR1_ARCH_LLAMA : OR1_ARCH_QWEN2;
     c.hidden = 64, c.intermediate = 128, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 16;
@@ -38,7 +38,7 @@ static void make_batch(or1_batch *b, int vocab) {
 }
 
 /* Forward, head and backward on both backends; compares outputs and every parameter's grad. */
-static void check_grads(const or1_config *c, or1_cuda_prec prec, double tol_lp, double tol_g, const char *tag) {
+static void check_grads(const or1_model_config *c, or1_cuda_prec prec, double tol_lp, double tol_g, const char *tag) {
     or1_cuda *g = or1_cuda_new(prec);
     or1_model m, mg;
     or1_model_init(&m, c);
@@ -81,7 +81,7 @@ static void check_grads(const or1_config *c, or1_cuda_prec prec, double tol_lp, 
 }
 
 /* One clipped AdamW step on both sides from the same gradients. */
-static void check_step(const or1_config *c) {
+static void check_step(const or1_model_config *c) {
     or1_cuda *g = or1_cuda_new(OR1_CUDA_FP32);
     or1_model m, mg;
     or1_model_init(&m, c);
@@ -118,7 +118,7 @@ static void check_step(const or1_config *c) {
 
 /* Prefills three slots with different prompts, decodes `steps` tokens, then scores each
  * slot's whole sequence on the CPU: log-probs must match; greedy tokens must be the argmax. */
-static void check_decode(const or1_config *c, float temperature) {
+static void check_decode(const or1_model_config *c, float temperature) {
     enum { SLOTS = 3, STEPS = 6 };
     or1_cuda *g = or1_cuda_new(OR1_CUDA_FP32);
     or1_model m;
@@ -186,7 +186,7 @@ int main(void) {
     require_gpu("cuda_model");
     or1_set_threads(2);
     for (int llama = 0; llama < 2; llama++) {
-        or1_config c = tiny(llama);
+        or1_model_config c = tiny(llama);
         const char *arch = llama ? "llama" : "qwen2";
         char tag[32];
         snprintf(tag, sizeof tag, "%s fp32", arch);

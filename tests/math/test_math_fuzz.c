@@ -5,7 +5,7 @@
  * Usage: test_math_fuzz CASES.jsonl [ROUNDS] */
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/math_verify.h"
+#include "or1/reward_math.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

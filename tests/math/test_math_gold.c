@@ -5,7 +5,7 @@
  * mathematics. */
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/math_verify.h"
+#include "or1/reward_math.h"
 #include "reward/math_internal.h"
 
 #include <cjson/cJSON.h>
@@ -81,7 +81,7 @@ static int check_file(const char *path, strset *forms, strset *keys, size_t *n_m
         return 1;
     }
     or1_math_limits lim;
-    or1_math_limits_default(&lim);
+    or1_math_limits_defaults(&lim);
     lim.time_limit_s = 0;
     int fails = 0;
     cJSON *row;

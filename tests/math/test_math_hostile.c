@@ -3,7 +3,7 @@
  * that must stop at the work bound; and invalid arguments of the API. Each verdict is
  * checked; the test's own time limit (tests.cmake) catches a hang. */
 #include "or1/core.h"
-#include "or1/math_verify.h"
+#include "or1/reward_math.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +110,7 @@ static void big(void) {
     resp = repeat("\\boxed{", p, 1, "}");
     expect("120-element sets in reverse order", resp, g, true, 0);
     or1_math_limits lim;
-    or1_math_limits_default(&lim);
+    or1_math_limits_defaults(&lim);
     lim.max_work = 20000;
     const char *gold = g;
     or1_math_result r;

@@ -1,5 +1,5 @@
 /* Typed access to the configuration tree and the check against a schema of known keys. */
-#include "config_internal.h"
+#include "yaml_internal.h"
 #include "or1/core.h"
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #define NODE_FAIL(n, fmt, ...) or1_fail("%s: key \"%s\": " fmt, (n)->where, (n)->path, __VA_ARGS__)
 
 /* A plain scalar in YAML 1.2 core integer form (decimal, or 0x hex); sets *out. */
-static bool scalar_int(const or1_cfg_node *n, int64_t *out) {
+static bool scalar_int(const or1_yaml_node *n, int64_t *out) {
     if (n->kind != CFG_SCALAR || !n->plain) return false;
     const char *s = n->value;
     char *end;
@@ -30,7 +30,7 @@ static bool scalar_int(const or1_cfg_node *n, int64_t *out) {
 }
 
 /* A plain scalar in YAML 1.2 core float (or integer) form, finite; sets *out. */
-static bool scalar_double(const or1_cfg_node *n, double *out) {
+static bool scalar_double(const or1_yaml_node *n, double *out) {
     if (n->kind != CFG_SCALAR || !n->plain) return false;
     const char *s = n->value, *d = s + (*s == '-' || *s == '+');
     if (!((*d >= '0' && *d <= '9') || (*d == '.' && d[1] >= '0' && d[1] <= '9'))) return false;
@@ -45,7 +45,7 @@ static bool scalar_double(const or1_cfg_node *n, double *out) {
 }
 
 /* A plain true/True/TRUE/false/False/FALSE; sets *out. */
-static bool scalar_bool(const or1_cfg_node *n, bool *out) {
+static bool scalar_bool(const or1_yaml_node *n, bool *out) {
     if (n->kind != CFG_SCALAR || !n->plain) return false;
     const char *v = n->value;
     if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "TRUE")) return *out = true;
@@ -54,14 +54,14 @@ static bool scalar_bool(const or1_cfg_node *n, bool *out) {
 }
 
 /* A short rendering of a node for messages. */
-static const char *shown(const or1_cfg_node *n) {
+static const char *shown(const or1_yaml_node *n) {
     return n->kind == CFG_MAP ? "a mapping" : n->kind == CFG_SEQ ? "a list" : n->value;
 }
 
 /* An integer in [lo, hi], or def when absent. */
-int or1_cfg_int(const or1_cfg_node *base, const char *path, int64_t lo, int64_t hi, int64_t def,
+int or1_yaml_int(const or1_yaml_node *base, const char *path, int64_t lo, int64_t hi, int64_t def,
                 int64_t *out) {
-    const or1_cfg_node *n = or1_cfg_get(base, path);
+    const or1_yaml_node *n = or1_yaml_get(base, path);
     if (!n) {
         *out = def;
         return 0;
@@ -75,9 +75,9 @@ int or1_cfg_int(const or1_cfg_node *base, const char *path, int64_t lo, int64_t 
 }
 
 /* A finite number in [lo, hi], or def when absent. */
-int or1_cfg_double(const or1_cfg_node *base, const char *path, double lo, double hi, double def,
+int or1_yaml_double(const or1_yaml_node *base, const char *path, double lo, double hi, double def,
                    double *out) {
-    const or1_cfg_node *n = or1_cfg_get(base, path);
+    const or1_yaml_node *n = or1_yaml_get(base, path);
     if (!n) {
         *out = def;
         return 0;
@@ -90,8 +90,8 @@ int or1_cfg_double(const or1_cfg_node *base, const char *path, double lo, double
 }
 
 /* A YAML boolean, or def when absent. */
-int or1_cfg_bool(const or1_cfg_node *base, const char *path, bool def, bool *out) {
-    const or1_cfg_node *n = or1_cfg_get(base, path);
+int or1_yaml_bool(const or1_yaml_node *base, const char *path, bool def, bool *out) {
+    const or1_yaml_node *n = or1_yaml_get(base, path);
     if (!n) {
         *out = def;
         return 0;
@@ -101,8 +101,8 @@ int or1_cfg_bool(const or1_cfg_node *base, const char *path, bool def, bool *out
 }
 
 /* Any scalar's text, or def when absent. */
-int or1_cfg_string(const or1_cfg_node *base, const char *path, const char *def, const char **out) {
-    const or1_cfg_node *n = or1_cfg_get(base, path);
+int or1_yaml_string(const or1_yaml_node *base, const char *path, const char *def, const char **out) {
+    const or1_yaml_node *n = or1_yaml_get(base, path);
     if (!n) {
         *out = def;
         return 0;
@@ -113,15 +113,15 @@ int or1_cfg_string(const or1_cfg_node *base, const char *path, const char *def, 
 }
 
 /* The list node at path (NULL and *n = 0 when absent); -1 if it is not a list. */
-static int list_at(const or1_cfg_node *base, const char *path, const or1_cfg_node **l) {
-    *l = or1_cfg_get(base, path);
+static int list_at(const or1_yaml_node *base, const char *path, const or1_yaml_node **l) {
+    *l = or1_yaml_get(base, path);
     if (*l && (*l)->kind != CFG_SEQ) return NODE_FAIL(*l, "expected a list, got \"%.80s\"", shown(*l));
     return 0;
 }
 
 /* A list of non-null scalars, copied. */
-int or1_cfg_strings(const or1_cfg_node *base, const char *path, char ***out, size_t *n) {
-    const or1_cfg_node *l;
+int or1_yaml_strings(const or1_yaml_node *base, const char *path, char ***out, size_t *n) {
+    const or1_yaml_node *l;
     *out = NULL;
     *n = 0;
     if (list_at(base, path, &l) != 0) return -1;
@@ -136,8 +136,8 @@ int or1_cfg_strings(const or1_cfg_node *base, const char *path, char ***out, siz
 }
 
 /* A list of finite numbers, copied. */
-int or1_cfg_doubles(const or1_cfg_node *base, const char *path, double **out, size_t *n) {
-    const or1_cfg_node *l;
+int or1_yaml_doubles(const or1_yaml_node *base, const char *path, double **out, size_t *n) {
+    const or1_yaml_node *l;
     *out = NULL;
     *n = 0;
     if (list_at(base, path, &l) != 0) return -1;
@@ -154,8 +154,8 @@ int or1_cfg_doubles(const or1_cfg_node *base, const char *path, double **out, si
 }
 
 /* A list of mappings, as pointers into the tree. */
-int or1_cfg_maps(const or1_cfg_node *base, const char *path, const or1_cfg_node ***items, size_t *n) {
-    const or1_cfg_node *l;
+int or1_yaml_maps(const or1_yaml_node *base, const char *path, const or1_yaml_node ***items, size_t *n) {
+    const or1_yaml_node *l;
     *items = NULL;
     *n = 0;
     if (list_at(base, path, &l) != 0) return -1;
@@ -206,14 +206,14 @@ static void schema_form(const char *path, char *out, size_t cap) {
 }
 
 /* The schema entry for a path, or NULL. */
-static const or1_cfg_key *find_key(const or1_cfg_key *schema, size_t n, const char *path) {
+static const or1_yaml_key *find_key(const or1_yaml_key *schema, size_t n, const char *path) {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(schema[i].path, path)) return &schema[i];
     return NULL;
 }
 
 /* True if path is a proper prefix (at a '.') of some schema key: a mapping of keys. */
-static bool is_section(const or1_cfg_key *schema, size_t n, const char *path) {
+static bool is_section(const or1_yaml_key *schema, size_t n, const char *path) {
     size_t len = strlen(path);
     for (size_t i = 0; i < n; i++)
         if (!strncmp(schema[i].path, path, len) && schema[i].path[len] == '.') return true;
@@ -221,7 +221,7 @@ static bool is_section(const or1_cfg_key *schema, size_t n, const char *path) {
 }
 
 /* An unknown key: names it and the closest known key of the schema, if one is close. */
-static int unknown(const or1_cfg_node *n, const char *form, const or1_cfg_key *schema, size_t ns) {
+static int unknown(const or1_yaml_node *n, const char *form, const or1_yaml_key *schema, size_t ns) {
     const char *best = NULL;
     size_t bd = (size_t)-1;
     for (size_t i = 0; i < ns; i++) {
@@ -235,41 +235,41 @@ static int unknown(const or1_cfg_node *n, const char *form, const or1_cfg_key *s
 }
 
 /* Checks one value against its schema entry's type and range. */
-static int check_value(const or1_cfg_node *n, const or1_cfg_key *k) {
+static int check_value(const or1_yaml_node *n, const or1_yaml_key *k) {
     if (cfg_is_null(n)) return 0;
     int64_t i;
     double d;
     bool b;
     switch (k->type) {
-    case OR1_CFG_INT:
+    case OR1_YAML_INT:
         if (!scalar_int(n, &i)) return NODE_FAIL(n, "expected an integer, got \"%.80s\"", shown(n));
         if ((double)i < k->lo || (double)i > k->hi)
             return NODE_FAIL(n, "%lld is outside [%.0f, %.0f]", (long long)i, k->lo, k->hi);
         return 0;
-    case OR1_CFG_DOUBLE:
+    case OR1_YAML_DOUBLE:
         if (!scalar_double(n, &d)) return NODE_FAIL(n, "expected a number, got \"%.80s\"", shown(n));
         if (d < k->lo || d > k->hi) return NODE_FAIL(n, "%g is outside [%g, %g]", d, k->lo, k->hi);
         return 0;
-    case OR1_CFG_BOOL:
+    case OR1_YAML_BOOL:
         if (!scalar_bool(n, &b)) return NODE_FAIL(n, "expected true or false, got \"%.80s\"", shown(n));
         return 0;
-    case OR1_CFG_STRING:
-    case OR1_CFG_PATH:
+    case OR1_YAML_STRING:
+    case OR1_YAML_PATH:
         if (n->kind != CFG_SCALAR) return NODE_FAIL(n, "expected a string, got %s", shown(n));
         return 0;
-    case OR1_CFG_STRINGS:
-    case OR1_CFG_PATHS: {
+    case OR1_YAML_STRINGS:
+    case OR1_YAML_PATHS: {
         char **s;
         size_t m;
-        if (or1_cfg_strings(n, "", &s, &m) != 0) return -1;
+        if (or1_yaml_strings(n, "", &s, &m) != 0) return -1;
         for (size_t j = 0; j < m; j++) free(s[j]);
         free(s);
         return 0;
     }
-    case OR1_CFG_DOUBLES: {
+    case OR1_YAML_DOUBLES: {
         double *v;
         size_t m;
-        if (or1_cfg_doubles(n, "", &v, &m) != 0) return -1;
+        if (or1_yaml_doubles(n, "", &v, &m) != 0) return -1;
         for (size_t j = 0; j < m; j++)
             if (v[j] < k->lo || v[j] > k->hi) {
                 double bad = v[j];
@@ -280,26 +280,26 @@ static int check_value(const or1_cfg_node *n, const or1_cfg_key *k) {
         return 0;
     }
     default: {
-        const or1_cfg_node **items;
+        const or1_yaml_node **items;
         size_t m;
-        if (or1_cfg_maps(n, "", &items, &m) != 0) return -1;
+        if (or1_yaml_maps(n, "", &items, &m) != 0) return -1;
         free(items);
         return 0;
     }
     }
 }
 
-static int check_map(const or1_cfg_node *m, const or1_cfg_key *schema, size_t ns);
+static int check_map(const or1_yaml_node *m, const or1_yaml_key *schema, size_t ns);
 
 /* Checks one mapping entry: a known key's value, a section's keys, or a list of mappings'
  * items; anything else is unknown. */
-static int check_entry(const or1_cfg_node *n, const or1_cfg_key *schema, size_t ns) {
+static int check_entry(const or1_yaml_node *n, const or1_yaml_key *schema, size_t ns) {
     char form[512];
     schema_form(n->path, form, sizeof form);
-    const or1_cfg_key *k = find_key(schema, ns, form);
+    const or1_yaml_key *k = find_key(schema, ns, form);
     if (k) {
         if (check_value(n, k) != 0) return -1;
-        if (k->type == OR1_CFG_MAPS && n->kind == CFG_SEQ)
+        if (k->type == OR1_YAML_MAPS && n->kind == CFG_SEQ)
             for (size_t i = 0; i < n->n_kids; i++)
                 if (check_map(n->kids[i], schema, ns) != 0) return -1;
         return 0;
@@ -313,13 +313,13 @@ static int check_entry(const or1_cfg_node *n, const or1_cfg_key *schema, size_t 
 }
 
 /* Checks every entry of a mapping. */
-static int check_map(const or1_cfg_node *m, const or1_cfg_key *schema, size_t ns) {
+static int check_map(const or1_yaml_node *m, const or1_yaml_key *schema, size_t ns) {
     for (size_t i = 0; i < m->n_kids; i++)
         if (check_entry(m->kids[i], schema, ns) != 0) return -1;
     return 0;
 }
 
 /* Walks the whole tree from the top-level mapping. */
-int or1_cfg_check(const or1_cfg *c, const or1_cfg_key *schema, size_t n) {
+int or1_yaml_check(const or1_yaml *c, const or1_yaml_key *schema, size_t n) {
     return check_map(c->root, schema, n);
 }

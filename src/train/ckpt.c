@@ -1,8 +1,8 @@
 /* Trainer set-up and tear-down, checkpoints (written atomically) and exact resume. */
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/sandbox.h"
-#include "trainer_internal.h"
+#include "or1/reward_sandbox.h"
+#include "internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -167,7 +167,7 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
     if (or1_model_load(&t->m, resume_dir ? resume_dir : cfg->model.path)) return -1;
     t->tok = or1_tokenizer_load(tokenizer_path(cfg));
     if (!t->tok) return -1;
-    or1_data_opts o = or1_data_opts_from_config(cfg, t->tok);
+    or1_data_opts o = or1_train_data_opts(cfg, t->tok);
     t->data = or1_data_load(&o);
     if (!t->data || open_eval(t)) return -1;
     if (cfg->kl.enabled) {

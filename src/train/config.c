@@ -1,8 +1,7 @@
 /* The trainer's configuration: its schema (known keys, types, defaults) and the loader that
  * fills or1_train_config from a YAML file and --set overrides. Defaults are the recipe's
  * final training scripts (recipe §11; entropy control §6.3, first row). */
-#include "config_internal.h"
-#include "or1/config.h"
+#include "or1/train.h"
 #include "or1/core.h"
 #include "or1/io.h"
 
@@ -15,17 +14,17 @@
 #include <sys/stat.h>
 
 #define BIG 1e9
-#define INT_KEY(p, d, lo, hi, h) {p, OR1_CFG_INT, d, lo, hi, h}
-#define NUM_KEY(p, d, lo, hi, h) {p, OR1_CFG_DOUBLE, d, lo, hi, h}
-#define BOOL_KEY(p, d, h) {p, OR1_CFG_BOOL, d, 0, 0, h}
-#define STR_KEY(p, d, h) {p, OR1_CFG_STRING, d, 0, 0, h}
-#define PATH_KEY(p, d, h) {p, OR1_CFG_PATH, d, 0, 0, h}
+#define INT_KEY(p, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h}
+#define NUM_KEY(p, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h}
+#define BOOL_KEY(p, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h}
+#define STR_KEY(p, d, h) {p, OR1_YAML_STRING, d, 0, 0, h}
+#define PATH_KEY(p, d, h) {p, OR1_YAML_PATH, d, 0, 0, h}
 
-const or1_cfg_key or1_train_schema[] = {
+const or1_yaml_key or1_train_schema[] = {
     PATH_KEY("model.path", "", "checkpoint folder (config.json + safetensors); required"),
     PATH_KEY("model.tokenizer", "", "tokenizer.json or its folder; empty: model.path"),
     STR_KEY("model.chat_template", "", "deepseek-r1 | deepseek | chatml | llama3 | plain; empty: the tokenizer's"),
-    {"data.train", OR1_CFG_MAPS, "", 0, 0, "training files: list of {path, weight}"},
+    {"data.train", OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"},
     PATH_KEY("data.train[].path", "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
     INT_KEY("data.train[].weight", "1", 1, 1000, "mixing weight: each row is drawn this many times per epoch"),
     INT_KEY("data.max_prompt_length", "2048", 1, BIG, "drop rows whose chat-templated prompt is longer (tokens)"),
@@ -71,17 +70,17 @@ const or1_cfg_key or1_train_schema[] = {
     STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
     INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
     NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
-    {"stages", OR1_CFG_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
+    {"stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
     STR_KEY("stages[].name", "", "label for logs"),
     INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
     INT_KEY("stages[].prompts", "", 1, BIG, "N; default train.prompts_per_step"),
     INT_KEY("stages[].n", "", 1, 4096, "M; default rollout.n"),
     INT_KEY("stages[].mini_batch", "", 1, BIG, "default train.mini_batch"),
     INT_KEY("stages[].steps", "", 1, BIG, "steps of this stage; required"),
-    {"eval.files", OR1_CFG_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"},
+    {"eval.files", OR1_YAML_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"},
     INT_KEY("eval.every", "20", 0, BIG, "validate every K steps; 0: off"),
     INT_KEY("eval.n", "8", 1, 4096, "samples per problem"),
-    {"eval.temperatures", OR1_CFG_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"},
+    {"eval.temperatures", OR1_YAML_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"},
     NUM_KEY("eval.top_p", "1.0", 1e-6, 1, "nucleus sampling in validation"),
     INT_KEY("eval.max_new_tokens", "0", 0, BIG, "0: the stage's T"),
     INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
@@ -120,46 +119,46 @@ static const struct {
 };
 
 /* The node holding a key's default (parsed from the schema's YAML text), or NULL. */
-static const or1_cfg_node *default_node(const or1_cfg_key *k, or1_cfg **keep) {
+static const or1_yaml_node *default_node(const or1_yaml_key *k, or1_yaml **keep) {
     char text[256];
     snprintf(text, sizeof text, "v: %s\n", k->def);
-    *keep = or1_cfg_parse(text, strlen(text), "(schema default)");
-    return *keep ? or1_cfg_get(or1_cfg_root(*keep), "v") : NULL;
+    *keep = or1_yaml_parse(text, strlen(text), "(schema default)");
+    return *keep ? or1_yaml_get(or1_yaml_root(*keep), "v") : NULL;
 }
 
 /* Reads one scalar schema key (path relative to base) into the struct field at dst. */
-static int fill_one(const or1_cfg_node *base, const char *rel, const or1_cfg_key *k, void *dst) {
-    or1_cfg *defs = NULL;
-    const or1_cfg_node *src = base;
+static int fill_one(const or1_yaml_node *base, const char *rel, const or1_yaml_key *k, void *dst) {
+    or1_yaml *defs = NULL;
+    const or1_yaml_node *src = base;
     const char *p = rel;
-    if (!or1_cfg_get(base, rel)) {
+    if (!or1_yaml_get(base, rel)) {
         src = default_node(k, &defs);
         p = "";
     }
     int rc = 0;
     if (!src) { /* no value and no default: leave the field zero (checked by the caller) */
-    } else if (k->type == OR1_CFG_INT) {
+    } else if (k->type == OR1_YAML_INT) {
         int64_t v;
-        rc = or1_cfg_int(src, p, (int64_t)k->lo, (int64_t)k->hi, 0, &v);
+        rc = or1_yaml_int(src, p, (int64_t)k->lo, (int64_t)k->hi, 0, &v);
         *(int *)dst = (int)v;
-    } else if (k->type == OR1_CFG_DOUBLE) {
-        rc = or1_cfg_double(src, p, k->lo, k->hi, 0, (double *)dst);
-    } else if (k->type == OR1_CFG_BOOL) {
-        rc = or1_cfg_bool(src, p, false, (bool *)dst);
+    } else if (k->type == OR1_YAML_DOUBLE) {
+        rc = or1_yaml_double(src, p, k->lo, k->hi, 0, (double *)dst);
+    } else if (k->type == OR1_YAML_BOOL) {
+        rc = or1_yaml_bool(src, p, false, (bool *)dst);
     } else {
         const char *s;
-        rc = or1_cfg_string(src, p, "", &s);
+        rc = or1_yaml_string(src, p, "", &s);
         if (rc == 0) *(char **)dst = or1_strdup(s);
     }
-    if (k->type >= OR1_CFG_STRING && k->type <= OR1_CFG_PATH && !*(char **)dst) *(char **)dst = or1_strdup("");
-    or1_cfg_free(defs);
+    if (k->type >= OR1_YAML_STRING && k->type <= OR1_YAML_PATH && !*(char **)dst) *(char **)dst = or1_strdup("");
+    or1_yaml_free(defs);
     return rc;
 }
 
 /* Fills every top-level scalar key of the schema that has a struct field. */
-static int fill_scalars(const or1_cfg_node *root, or1_train_config *c) {
+static int fill_scalars(const or1_yaml_node *root, or1_train_config *c) {
     for (size_t i = 0; i < or1_train_schema_len; i++) {
-        const or1_cfg_key *k = &or1_train_schema[i];
+        const or1_yaml_key *k = &or1_train_schema[i];
         for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++)
             if (!strcmp(FIELDS[f].path, k->path) && fill_one(root, k->path, k, (char *)c + FIELDS[f].off) != 0)
                 return -1;
@@ -168,31 +167,31 @@ static int fill_scalars(const or1_cfg_node *root, or1_train_config *c) {
 }
 
 /* The schema entry of a path (it exists: the table is the source of the names). */
-static const or1_cfg_key *key_of(const char *path) {
+static const or1_yaml_key *key_of(const char *path) {
     for (size_t i = 0; i < or1_train_schema_len; i++)
         if (!strcmp(or1_train_schema[i].path, path)) return &or1_train_schema[i];
     return NULL;
 }
 
 /* A string key's value (or default), for the enumerations. */
-static const char *str_of(const or1_cfg_node *root, const char *path) {
+static const char *str_of(const or1_yaml_node *root, const char *path) {
     const char *s;
-    or1_cfg_string(root, path, key_of(path)->def, &s);
+    or1_yaml_string(root, path, key_of(path)->def, &s);
     return s;
 }
 
 /* Where a key was written, for messages about values the loader checks itself. */
-static const char *where_of(const or1_cfg *cfg, const char *path, char *buf, size_t cap) {
-    const or1_cfg_node *n = or1_cfg_get(or1_cfg_root(cfg), path);
-    if (n) snprintf(buf, cap, "%s: key \"%s\"", or1_cfg_node_where(n), path);
-    else snprintf(buf, cap, "%s: key \"%s\" (default)", or1_cfg_file(cfg), path);
+static const char *where_of(const or1_yaml *cfg, const char *path, char *buf, size_t cap) {
+    const or1_yaml_node *n = or1_yaml_get(or1_yaml_root(cfg), path);
+    if (n) snprintf(buf, cap, "%s: key \"%s\"", or1_yaml_node_where(n), path);
+    else snprintf(buf, cap, "%s: key \"%s\" (default)", or1_yaml_file(cfg), path);
     return buf;
 }
 
 /* The enumerated keys: entropy mode, KL estimator, advantage estimator and mask, missing
  * difficulty policy. */
-static int fill_enums(const or1_cfg *cfg, or1_train_config *c) {
-    const or1_cfg_node *root = or1_cfg_root(cfg);
+static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
+    const or1_yaml_node *root = or1_yaml_root(cfg);
     char w[700];
     if (or1_entropy_mode_parse(str_of(root, "entropy.mode"), &c->entropy.mode, where_of(cfg, "entropy.mode", w, sizeof w)) ||
         or1_kl_parse(str_of(root, "kl.estimator"), &c->kl.estimator, where_of(cfg, "kl.estimator", w, sizeof w)) ||
@@ -213,16 +212,16 @@ static int fill_enums(const or1_cfg *cfg, or1_train_config *c) {
 }
 
 /* data.train: a non-empty list of {path, weight}. */
-static int fill_train_files(const or1_cfg *cfg, or1_train_config *c) {
-    const or1_cfg_node **items;
+static int fill_train_files(const or1_yaml *cfg, or1_train_config *c) {
+    const or1_yaml_node **items;
     size_t n;
-    if (or1_cfg_maps(or1_cfg_root(cfg), "data.train", &items, &n) != 0) return -1;
+    if (or1_yaml_maps(or1_yaml_root(cfg), "data.train", &items, &n) != 0) return -1;
     c->data.train = or1_calloc(n + 1, sizeof *c->data.train);
     c->data.n_train = n;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!or1_cfg_get(items[i], "path")) {
-            rc = or1_fail("%s: key \"%s\" needs a \"path\"", or1_cfg_node_where(items[i]), or1_cfg_node_path(items[i]));
+        if (!or1_yaml_get(items[i], "path")) {
+            rc = or1_fail("%s: key \"%s\" needs a \"path\"", or1_yaml_node_where(items[i]), or1_yaml_node_path(items[i]));
             break;
         }
         rc = fill_one(items[i], "path", key_of("data.train[].path"), &c->data.train[i].path) ||
@@ -234,10 +233,10 @@ static int fill_train_files(const or1_cfg *cfg, or1_train_config *c) {
 
 /* stages: each item's keys default to the top-level values; absent: one stage of
  * train.steps steps. */
-static int fill_stages(const or1_cfg *cfg, or1_train_config *c) {
-    const or1_cfg_node **items;
+static int fill_stages(const or1_yaml *cfg, or1_train_config *c) {
+    const or1_yaml_node **items;
     size_t n;
-    if (or1_cfg_maps(or1_cfg_root(cfg), "stages", &items, &n) != 0) return -1;
+    if (or1_yaml_maps(or1_yaml_root(cfg), "stages", &items, &n) != 0) return -1;
     c->n_stages = n ? n : 1;
     c->stages = or1_calloc(c->n_stages, sizeof *c->stages);
     for (size_t i = 0; i < c->n_stages; i++)
@@ -246,14 +245,14 @@ static int fill_stages(const or1_cfg *cfg, or1_train_config *c) {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         or1_stage_cfg *s = &c->stages[i];
-        const or1_cfg_node *it = items[i];
-        if (!or1_cfg_get(it, "steps")) {
-            rc = or1_fail("%s: key \"%s\" needs \"steps\"", or1_cfg_node_where(it), or1_cfg_node_path(it));
+        const or1_yaml_node *it = items[i];
+        if (!or1_yaml_get(it, "steps")) {
+            rc = or1_fail("%s: key \"%s\" needs \"steps\"", or1_yaml_node_where(it), or1_yaml_node_path(it));
             break;
         }
         int64_t v;
         const char *name;
-        if ((rc = or1_cfg_string(it, "name", "", &name)) != 0) break;
+        if ((rc = or1_yaml_string(it, "name", "", &name)) != 0) break;
         s->name = or1_strdup(name);
         struct {
             const char *key;
@@ -263,7 +262,7 @@ static int fill_stages(const or1_cfg *cfg, or1_train_config *c) {
                     {"n", &s->samples, 4096}, {"mini_batch", &s->mini_batch, (int64_t)BIG},
                     {"steps", &s->steps, (int64_t)BIG}};
         for (size_t j = 0; j < sizeof ints / sizeof ints[0] && rc == 0; j++) {
-            rc = or1_cfg_int(it, ints[j].key, 1, ints[j].hi, *ints[j].dst, &v);
+            rc = or1_yaml_int(it, ints[j].key, 1, ints[j].hi, *ints[j].dst, &v);
             *ints[j].dst = (int)v;
         }
     }
@@ -274,27 +273,27 @@ static int fill_stages(const or1_cfg *cfg, or1_train_config *c) {
 }
 
 /* eval.files and eval.temperatures, from the tree or the schema's defaults. */
-static int fill_lists(const or1_cfg_node *root, or1_train_config *c) {
-    or1_cfg *defs = NULL;
-    const or1_cfg_node *src = root;
+static int fill_lists(const or1_yaml_node *root, or1_train_config *c) {
+    or1_yaml *defs = NULL;
+    const or1_yaml_node *src = root;
     const char *p = "eval.files";
-    if (!or1_cfg_get(root, p)) src = default_node(key_of(p), &defs), p = "";
-    int rc = src ? or1_cfg_strings(src, p, &c->eval.files, &c->eval.n_files) : 0;
-    or1_cfg_free(defs);
+    if (!or1_yaml_get(root, p)) src = default_node(key_of(p), &defs), p = "";
+    int rc = src ? or1_yaml_strings(src, p, &c->eval.files, &c->eval.n_files) : 0;
+    or1_yaml_free(defs);
     defs = NULL;
     src = root;
     p = "eval.temperatures";
-    if (!or1_cfg_get(root, p)) src = default_node(key_of(p), &defs), p = "";
-    if (rc == 0 && src) rc = or1_cfg_doubles(src, p, &c->eval.temperatures, &c->eval.n_temperatures);
-    or1_cfg_free(defs);
+    if (!or1_yaml_get(root, p)) src = default_node(key_of(p), &defs), p = "";
+    if (rc == 0 && src) rc = or1_yaml_doubles(src, p, &c->eval.temperatures, &c->eval.n_temperatures);
+    or1_yaml_free(defs);
     return rc;
 }
 
 /* Relations between values that no single key can check. */
-static int check_relations(const or1_cfg *cfg, const or1_train_config *c) {
+static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     char w[700];
-    if (!*c->model.path) return or1_fail("%s: missing key \"model.path\"", or1_cfg_file(cfg));
-    if (c->data.n_train == 0) return or1_fail("%s: missing key \"data.train\" (a list of {path, weight})", or1_cfg_file(cfg));
+    if (!*c->model.path) return or1_fail("%s: missing key \"model.path\"", or1_yaml_file(cfg));
+    if (c->data.n_train == 0) return or1_fail("%s: missing key \"data.train\" (a list of {path, weight})", or1_yaml_file(cfg));
     if (c->entropy.c_min > c->entropy.c_max)
         return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
                         c->entropy.c_max);
@@ -305,10 +304,10 @@ static int check_relations(const or1_cfg *cfg, const or1_train_config *c) {
         const or1_stage_cfg *s = &c->stages[i];
         char path[32];
         snprintf(path, sizeof path, "stages.%zu", i);
-        const or1_cfg_node *n = or1_cfg_get(or1_cfg_root(cfg), path);
+        const or1_yaml_node *n = or1_yaml_get(or1_yaml_root(cfg), path);
         if (s->mini_batch > s->prompts || s->prompts % s->mini_batch != 0)
             return or1_fail("%s: key \"%s\": mini_batch %d must divide prompts %d (N_SGD = N / mini_batch)",
-                            n ? or1_cfg_node_where(n) : or1_cfg_file(cfg), n ? or1_cfg_node_path(n) : "train",
+                            n ? or1_yaml_node_where(n) : or1_yaml_file(cfg), n ? or1_yaml_node_path(n) : "train",
                             s->mini_batch, s->prompts);
     }
     return 0;
@@ -318,19 +317,19 @@ static int check_relations(const or1_cfg *cfg, const or1_train_config *c) {
 int or1_train_config_load(const char *path, const char *const *overrides, size_t n_overrides,
                           or1_train_config *out) {
     memset(out, 0, sizeof *out);
-    or1_cfg *cfg = or1_cfg_load(path);
+    or1_yaml *cfg = or1_yaml_load(path);
     if (!cfg) return -1;
     int rc = 0;
-    for (size_t i = 0; i < n_overrides && rc == 0; i++) rc = or1_cfg_set(cfg, overrides[i]);
-    if (rc == 0) rc = or1_cfg_check(cfg, or1_train_schema, or1_train_schema_len);
+    for (size_t i = 0; i < n_overrides && rc == 0; i++) rc = or1_yaml_set(cfg, overrides[i]);
+    if (rc == 0) rc = or1_yaml_check(cfg, or1_train_schema, or1_train_schema_len);
     out->config_path = or1_strdup(path);
-    if (rc == 0) rc = fill_scalars(or1_cfg_root(cfg), out);
+    if (rc == 0) rc = fill_scalars(or1_yaml_root(cfg), out);
     if (rc == 0) rc = fill_enums(cfg, out);
     if (rc == 0) rc = fill_train_files(cfg, out);
     if (rc == 0) rc = fill_stages(cfg, out);
-    if (rc == 0) rc = fill_lists(or1_cfg_root(cfg), out);
+    if (rc == 0) rc = fill_lists(or1_yaml_root(cfg), out);
     if (rc == 0) rc = check_relations(cfg, out);
-    or1_cfg_free(cfg);
+    or1_yaml_free(cfg);
     if (rc != 0) or1_train_config_free(out);
     return rc ? -1 : 0;
 }
@@ -338,8 +337,8 @@ int or1_train_config_load(const char *path, const char *const *overrides, size_t
 /* Frees every string and list of the struct. */
 void or1_train_config_free(or1_train_config *c) {
     for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++) {
-        const or1_cfg_key *k = key_of(FIELDS[f].path);
-        if (k->type == OR1_CFG_STRING || k->type == OR1_CFG_PATH) free(*(char **)((char *)c + FIELDS[f].off));
+        const or1_yaml_key *k = key_of(FIELDS[f].path);
+        if (k->type == OR1_YAML_STRING || k->type == OR1_YAML_PATH) free(*(char **)((char *)c + FIELDS[f].off));
     }
     for (size_t i = 0; c->data.train && i < c->data.n_train; i++) free(c->data.train[i].path);
     for (size_t i = 0; c->stages && i < c->n_stages; i++) free(c->stages[i].name);
@@ -414,7 +413,7 @@ static void put_double(FILE *f, double v) {
 
 /* Writes the value of one schema key (lists and enumerations by name, scalars through
  * their struct field), after "key: ". */
-static void put_value(FILE *f, const or1_train_config *c, const or1_cfg_key *k) {
+static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k) {
     const char *p = k->path;
     if (!strcmp(p, "data.train")) {
         for (size_t j = 0; j < c->data.n_train; j++) {
@@ -458,9 +457,9 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_cfg_key *k) 
         const void *v = NULL;
         for (size_t j = 0; j < sizeof FIELDS / sizeof FIELDS[0]; j++)
             if (!strcmp(FIELDS[j].path, p)) v = (const char *)c + FIELDS[j].off;
-        if (k->type == OR1_CFG_INT) fprintf(f, "%d", *(const int *)v);
-        else if (k->type == OR1_CFG_DOUBLE) put_double(f, *(const double *)v);
-        else if (k->type == OR1_CFG_BOOL) fputs(*(const bool *)v ? "true" : "false", f);
+        if (k->type == OR1_YAML_INT) fprintf(f, "%d", *(const int *)v);
+        else if (k->type == OR1_YAML_DOUBLE) put_double(f, *(const double *)v);
+        else if (k->type == OR1_YAML_BOOL) fputs(*(const bool *)v ? "true" : "false", f);
         else put_str(f, *(char *const *)v);
     }
     fputc('\n', f);
@@ -474,7 +473,7 @@ char *or1_train_config_yaml(const or1_train_config *c) {
     FILE *f = open_memstream(&buf, &len);
     char prev[128] = "";
     for (size_t i = 0; i < or1_train_schema_len; i++) {
-        const or1_cfg_key *k = &or1_train_schema[i];
+        const or1_yaml_key *k = &or1_train_schema[i];
         if (strchr(k->path, '[')) continue;
         const char *leaf = strrchr(k->path, '.');
         leaf = leaf ? leaf + 1 : k->path;
@@ -491,10 +490,17 @@ char *or1_train_config_yaml(const or1_train_config *c) {
             depth++;
         }
         fprintf(f, "%*s%s:", (int)(2 * depth), "", leaf);
-        if (k->type != OR1_CFG_MAPS) fputc(' ', f);
+        if (k->type != OR1_YAML_MAPS) fputc(' ', f);
         put_value(f, c, k);
         snprintf(prev, sizeof prev, "%.*s", (int)plen, k->path);
     }
     fclose(f);
     return buf;
+}
+
+/* The config's data section as load options. */
+or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer *tok) {
+    return (or1_data_opts){c->data.train, c->data.n_train, c->data.difficulty_model, c->data.difficulty_min,
+                           c->data.difficulty_max, c->data.difficulty_keep_missing, tok, c->model.chat_template,
+                           c->data.max_prompt_length, c->data.shuffle, (uint64_t)c->seed};
 }

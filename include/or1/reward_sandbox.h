@@ -29,7 +29,7 @@ typedef struct {
 } or1_sandbox_limits;
 
 /* Defaults: 6 s CPU, 10 s wall, 1 GiB, 64 processes, 16 MiB files, 64 fds, 16 MiB output. */
-or1_sandbox_limits or1_sandbox_default_limits(void);
+or1_sandbox_limits or1_sandbox_limits_defaults(void);
 
 /* A file placed in the run's private directory before the program starts. */
 typedef struct {

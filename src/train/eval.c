@@ -3,7 +3,7 @@
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/reward.h"
-#include "or1/trainer.h"
+#include "or1/train.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>

@@ -4,8 +4,7 @@
 
 #include "or1/algo.h"
 #include "or1/model.h"
-#include "or1/rl.h"
-#include "or1/trainer.h"
+#include "or1/train.h"
 
 /* Everything one training run holds. */
 typedef struct {

@@ -1,6 +1,6 @@
 /* The step batch: gathering rounds over ranks, advantages, mini-batches, reference log-probs. */
 #include "or1/core.h"
-#include "trainer_internal.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
 #include "or1/reward.h"
 
 #include "or1/core.h"
-#include "or1/math_verify.h"
-#include "or1/sandbox.h"
+#include "or1/reward_math.h"
+#include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -30,7 +30,7 @@ typedef struct {
 
 /* The default bounds: 1 MiB responses, 8 KiB answers, 8 MiB scratch, depth 64,
  * 4M node evaluations and 2 s per call. */
-void or1_math_limits_default(or1_math_limits *l);
+void or1_math_limits_defaults(or1_math_limits *l);
 
 /* The verdict of one response. */
 typedef struct {

@@ -1,13 +1,12 @@
 /* The MAGIC training loop (recipe §2): rollout, rewards, advantages with rejection,
  * N_SGD updates of eq. (3.1), adaptive entropy control, metrics, stages, checkpoints. */
-#include "or1/trainer.h"
+#include "or1/train.h"
 
 #include "or1/algo.h"
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/rl.h"
-#include "or1/sandbox.h"
-#include "trainer_internal.h"
+#include "or1/reward_sandbox.h"
+#include "internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

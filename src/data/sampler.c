@@ -1,7 +1,7 @@
 /* The prompt sampler: seeded per-epoch permutations of the weighted rows, drop_last batches,
  * the online filter, and a cursor that checkpoints can save and restore (recipe §2 step 1:
  * shuffled sampler, seed, drop_last; §7 online filter). */
-#include "data_internal.h"
+#include "internal.h"
 #include "or1/core.h"
 #include "or1/io.h"
 

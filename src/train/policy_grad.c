@@ -1,6 +1,6 @@
 /* Gradient of the MAGIC objective over a batch of samples, micro-batch by micro-batch. */
 #include "or1/core.h"
-#include "or1/rl.h"
+#include "or1/train.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,31 +29,6 @@ void or1_packed_samples_free(or1_packed_samples *p) {
     free(p->seqs);
 }
 
-/* Eq. (3.1) token by token: PPO-clip term, entropy bonus, optional KL; gradients scaled by
- * the global 1/T. */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
-                            const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st) {
-    for (int i = 0, k = 0; i < n; i++) {
-        const or1_sample *x = &s[i];
-        for (int j = 0; j < x->n_resp; j++, k++) {
-            float old = x->old_logp ? x->old_logp[j] : logp[k], dlp, dh;
-            bool clipped;
-            double pg = or1_magic_token_loss(logp[k], old, x->adv, cfg, &dlp, &dh, &clipped);
-            double kl = 0, dkl = 0;
-            if (cfg->kl_coef != 0 && x->ref_logp) kl = or1_kl_token(&cfg->kl, logp[k], x->ref_logp[j], &dkl);
-            dlp += (float)(cfg->kl_coef * dkl);
-            st->pg_loss += pg;
-            st->entropy += ent[k];
-            st->kl += kl;
-            st->logp += logp[k];
-            st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
-            st->clipped += clipped;
-            st->tokens++;
-            g_logp[k] = (float)(dlp * inv_total);
-            g_entropy[k] = (float)(dh * inv_total);
-        }
-    }
-}
 
 /* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
 static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0, int i1, double inv_total,

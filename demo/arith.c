@@ -1,5 +1,5 @@
 /* The built-in demo task: arithmetic expressions, their values and step-by-step traces. */
-#include "or1/arith.h"
+#include "demo.h"
 
 #include "or1/core.h"
 

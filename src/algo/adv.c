@@ -1,6 +1,6 @@
 /* Advantages, truncation masks, rejection of zero-advantage groups and refill decisions
  * (recipe §3, §5, §9; peers b.1, b.5). */
-#include "algo_internal.h"
+#include "internal.h"
 #include "or1/algo.h"
 #include "or1/core.h"
 

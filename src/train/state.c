@@ -1,8 +1,8 @@
 /* Trainer set-up, metrics, validation, the online filter, checkpoints and resume. */
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/sandbox.h"
-#include "trainer_internal.h"
+#include "or1/reward_sandbox.h"
+#include "internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

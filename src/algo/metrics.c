@@ -1,6 +1,6 @@
 /* Batch statistics of one training step for the metrics row (issue item 5; the batch
  * metrics of the recipe's trainer). */
-#include "algo_internal.h"
+#include "internal.h"
 #include "or1/algo.h"
 
 #include <cjson/cJSON.h>

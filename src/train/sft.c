@@ -1,8 +1,7 @@
 /* Supervised fine-tuning: the NLL of response tokens through the policy-gradient path. */
-#include "or1/sft.h"
+#include "or1/train.h"
 
 #include "or1/core.h"
-#include "or1/rl.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* The RL dataset: JSONL rows in the Skywork-OR1-RL-Data shape, validated row by row, with
  * the offline difficulty filter and the prompt-length filter (recipe §7, §13). */
-#include "data_internal.h"
+#include "internal.h"
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/sandbox.h"
+#include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -163,12 +163,6 @@ void or1_data_row_free(or1_data_row *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* The config's data section as load options. */
-or1_data_opts or1_data_opts_from_config(const or1_train_config *c, const or1_tokenizer *tok) {
-    return (or1_data_opts){c->data.train, c->data.n_train, c->data.difficulty_model, c->data.difficulty_min,
-                           c->data.difficulty_max, c->data.difficulty_keep_missing, tok, c->model.chat_template,
-                           c->data.max_prompt_length, c->data.shuffle, (uint64_t)c->seed};
-}
 
 /* Appends a row to the dataset's growable array. */
 static void push_row(or1_dataset *d, or1_data_row *r, size_t *cap) {

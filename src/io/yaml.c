@@ -1,5 +1,5 @@
 /* YAML configuration files as a tree (libyaml's event parser), and --set overrides. */
-#include "config_internal.h"
+#include "yaml_internal.h"
 #include "or1/core.h"
 #include "or1/io.h"
 
@@ -15,7 +15,7 @@ enum {
 };
 
 /* Frees a node and everything below it. */
-static void node_free(or1_cfg_node *n) {
+static void node_free(or1_yaml_node *n) {
     if (!n) return;
     for (size_t i = 0; i < n->n_kids; i++) node_free(n->kids[i]);
     free(n->kids);
@@ -27,8 +27,8 @@ static void node_free(or1_cfg_node *n) {
 }
 
 /* A new empty node of the given kind. */
-static or1_cfg_node *node_new(cfg_kind kind, const char *where) {
-    or1_cfg_node *n = or1_calloc(1, sizeof *n);
+static or1_yaml_node *node_new(cfg_kind kind, const char *where) {
+    or1_yaml_node *n = or1_calloc(1, sizeof *n);
     n->kind = kind;
     n->where = or1_strdup(where);
     n->path = or1_strdup("");
@@ -36,13 +36,13 @@ static or1_cfg_node *node_new(cfg_kind kind, const char *where) {
 }
 
 /* Appends a child. */
-static void node_add(or1_cfg_node *parent, or1_cfg_node *kid) {
+static void node_add(or1_yaml_node *parent, or1_yaml_node *kid) {
     parent->kids = or1_realloc(parent->kids, (parent->n_kids + 1) * sizeof *parent->kids);
     parent->kids[parent->n_kids++] = kid;
 }
 
 /* Sets the paths of a subtree from its parent's path: "a.b" under maps, "a[i]" in lists. */
-static void set_paths(or1_cfg_node *n, const char *parent, const char *key, long index) {
+static void set_paths(or1_yaml_node *n, const char *parent, const char *key, long index) {
     free(n->path);
     size_t len = strlen(parent) + (key ? strlen(key) : 24) + 4;
     n->path = or1_malloc(len);
@@ -75,11 +75,11 @@ static int next_event(reader *r, yaml_event_t *e) {
     return or1_fail("%s:%zu: YAML: %s", r->name, (size_t)r->p.problem_mark.line + 1, what);
 }
 
-static or1_cfg_node *read_node(reader *r, yaml_event_t *e, int depth);
+static or1_yaml_node *read_node(reader *r, yaml_event_t *e, int depth);
 
 /* Reads a collection's entries up to its end event: mapping values keyed by scalar keys
  * (duplicates refused), or list items. */
-static int read_children(reader *r, or1_cfg_node *n, int depth) {
+static int read_children(reader *r, or1_yaml_node *n, int depth) {
     yaml_event_type_t end = n->kind == CFG_MAP ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
     for (;;) {
         yaml_event_t e;
@@ -113,7 +113,7 @@ static int read_children(reader *r, or1_cfg_node *n, int depth) {
                 return -1;
             }
         }
-        or1_cfg_node *kid = read_node(r, &e, depth + 1);
+        or1_yaml_node *kid = read_node(r, &e, depth + 1);
         yaml_event_delete(&e);
         if (!kid) {
             free(key);
@@ -129,7 +129,7 @@ static int read_children(reader *r, or1_cfg_node *n, int depth) {
 }
 
 /* Builds the node that starts with event e (scalar, list or mapping). */
-static or1_cfg_node *read_node(reader *r, yaml_event_t *e, int depth) {
+static or1_yaml_node *read_node(reader *r, yaml_event_t *e, int depth) {
     char where[512];
     mark(r, e, where, sizeof where);
     if (depth > CFG_MAX_DEPTH) {
@@ -145,7 +145,7 @@ static or1_cfg_node *read_node(reader *r, yaml_event_t *e, int depth) {
             or1_fail("%s: YAML anchors (&name) are not supported in a config", where);
             return NULL;
         }
-        or1_cfg_node *n = node_new(CFG_SCALAR, where);
+        or1_yaml_node *n = node_new(CFG_SCALAR, where);
         n->value = or1_malloc(e->data.scalar.length + 1);
         memcpy(n->value, e->data.scalar.value, e->data.scalar.length);
         n->value[e->data.scalar.length] = '\0';
@@ -167,7 +167,7 @@ static or1_cfg_node *read_node(reader *r, yaml_event_t *e, int depth) {
         or1_fail("%s: YAML anchors (&name) are not supported in a config", where);
         return NULL;
     }
-    or1_cfg_node *n = node_new(map ? CFG_MAP : CFG_SEQ, where);
+    or1_yaml_node *n = node_new(map ? CFG_MAP : CFG_SEQ, where);
     if (read_children(r, n, depth) != 0) {
         node_free(n);
         return NULL;
@@ -177,7 +177,7 @@ static or1_cfg_node *read_node(reader *r, yaml_event_t *e, int depth) {
 
 /* Parses one YAML document into a tree; an empty document gives NULL without error
  * (*empty set). */
-static or1_cfg_node *parse_doc(const char *text, size_t len, const char *name, bool from_override,
+static or1_yaml_node *parse_doc(const char *text, size_t len, const char *name, bool from_override,
                                bool *empty) {
     reader r = {.name = name, .from_override = from_override};
     *empty = false;
@@ -186,7 +186,7 @@ static or1_cfg_node *parse_doc(const char *text, size_t len, const char *name, b
         return NULL;
     }
     yaml_parser_set_input_string(&r.p, (const unsigned char *)text, len);
-    or1_cfg_node *root = NULL;
+    or1_yaml_node *root = NULL;
     int state = 0; /* 0: before the document, 1: after its root, 2: after its end */
     for (;;) {
         yaml_event_t e;
@@ -224,9 +224,9 @@ static or1_cfg_node *parse_doc(const char *text, size_t len, const char *name, b
 }
 
 /* Parses config text; the top level must be a mapping (an empty file is an empty one). */
-or1_cfg *or1_cfg_parse(const char *text, size_t len, const char *name) {
+or1_yaml *or1_yaml_parse(const char *text, size_t len, const char *name) {
     bool empty;
-    or1_cfg_node *root = parse_doc(text, len, name, false, &empty);
+    or1_yaml_node *root = parse_doc(text, len, name, false, &empty);
     if (!root && !empty) return NULL;
     if (!root) {
         char where[512];
@@ -239,27 +239,27 @@ or1_cfg *or1_cfg_parse(const char *text, size_t len, const char *name) {
         return NULL;
     }
     set_paths(root, "", NULL, -1);
-    or1_cfg *c = or1_calloc(1, sizeof *c);
+    or1_yaml *c = or1_calloc(1, sizeof *c);
     c->file = or1_strdup(name);
     c->root = root;
     return c;
 }
 
 /* Reads and parses a config file. */
-or1_cfg *or1_cfg_load(const char *path) {
+or1_yaml *or1_yaml_load(const char *path) {
     char *text;
     size_t len;
     if (or1_read_file(path, CFG_MAX_BYTES, &text, &len) != 0) {
         or1_fail_ctx("config");
         return NULL;
     }
-    or1_cfg *c = or1_cfg_parse(text, len, path);
+    or1_yaml *c = or1_yaml_parse(text, len, path);
     free(text);
     return c;
 }
 
 /* Frees the tree. */
-void or1_cfg_free(or1_cfg *c) {
+void or1_yaml_free(or1_yaml *c) {
     if (!c) return;
     node_free(c->root);
     free(c->file);
@@ -267,13 +267,13 @@ void or1_cfg_free(or1_cfg *c) {
 }
 
 /* Accessors of the tree and its nodes. */
-const char *or1_cfg_file(const or1_cfg *c) { return c->file; }
-const or1_cfg_node *or1_cfg_root(const or1_cfg *c) { return c->root; }
-const char *or1_cfg_node_path(const or1_cfg_node *n) { return n->path; }
-const char *or1_cfg_node_where(const or1_cfg_node *n) { return n->where; }
+const char *or1_yaml_file(const or1_yaml *c) { return c->file; }
+const or1_yaml_node *or1_yaml_root(const or1_yaml *c) { return c->root; }
+const char *or1_yaml_node_path(const or1_yaml_node *n) { return n->path; }
+const char *or1_yaml_node_where(const or1_yaml_node *n) { return n->where; }
 
 /* Plain "", "~", "null", "Null", "NULL" (YAML 1.2 core schema). */
-bool cfg_is_null(const or1_cfg_node *n) {
+bool cfg_is_null(const or1_yaml_node *n) {
     if (n->kind != CFG_SCALAR || !n->plain) return false;
     const char *v = n->value;
     return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
@@ -291,7 +291,7 @@ static long index_of(const char *s, size_t len) {
 }
 
 /* The child of n named by one path component (a key, or an index into a list), or NULL. */
-static or1_cfg_node *child(const or1_cfg_node *n, const char *comp, size_t len, size_t *slot) {
+static or1_yaml_node *child(const or1_yaml_node *n, const char *comp, size_t len, size_t *slot) {
     if (n->kind == CFG_MAP) {
         for (size_t i = 0; i < n->n_kids; i++)
             if (strlen(n->kids[i]->key) == len && !strncmp(n->kids[i]->key, comp, len)) {
@@ -309,8 +309,8 @@ static or1_cfg_node *child(const or1_cfg_node *n, const char *comp, size_t len, 
 }
 
 /* Walks a dotted path; absent or null -> NULL. */
-const or1_cfg_node *or1_cfg_get(const or1_cfg_node *base, const char *path) {
-    const or1_cfg_node *n = base;
+const or1_yaml_node *or1_yaml_get(const or1_yaml_node *base, const char *path) {
+    const or1_yaml_node *n = base;
     const char *s = path;
     while (n && *s) {
         const char *dot = strchr(s, '.');
@@ -331,7 +331,7 @@ static char *dup_n(const char *s, size_t len) {
 
 /* Puts node v into n, replacing the old child k at slot (or appending when k is NULL), and
  * sets the paths of v's subtree. */
-static void place(or1_cfg_node *n, or1_cfg_node *k, size_t slot, or1_cfg_node *v) {
+static void place(or1_yaml_node *n, or1_yaml_node *k, size_t slot, or1_yaml_node *v) {
     if (k) {
         node_free(k);
         n->kids[slot] = v;
@@ -344,7 +344,7 @@ static void place(or1_cfg_node *n, or1_cfg_node *k, size_t slot, or1_cfg_node *v
 
 /* The value of "KEY=VALUE" parsed as YAML (empty: a null scalar) with the key copied into
  * key[401]; NULL on error. */
-static or1_cfg_node *parse_assignment(const char *assignment, const char *where, char *key) {
+static or1_yaml_node *parse_assignment(const char *assignment, const char *where, char *key) {
     const char *eq = strchr(assignment, '=');
     if (!eq || eq == assignment) {
         or1_fail("%s: expected KEY=VALUE with a dotted key, e.g. train.lr=1e-6", where);
@@ -358,7 +358,7 @@ static or1_cfg_node *parse_assignment(const char *assignment, const char *where,
     memcpy(key, assignment, klen);
     key[klen] = '\0';
     bool empty;
-    or1_cfg_node *v = parse_doc(eq + 1, strlen(eq + 1), where, true, &empty);
+    or1_yaml_node *v = parse_doc(eq + 1, strlen(eq + 1), where, true, &empty);
     if (!v && !empty) return NULL;
     if (!v) { /* "key=" sets null: the default applies */
         v = node_new(CFG_SCALAR, where);
@@ -372,16 +372,16 @@ static or1_cfg_node *parse_assignment(const char *assignment, const char *where,
 
 /* "--set a.b=c": walks the path, creating mappings as needed (a null value may become one),
  * and puts the parsed value at its end, replacing what was there. */
-int or1_cfg_set(or1_cfg *c, const char *assignment) {
+int or1_yaml_set(or1_yaml *c, const char *assignment) {
     char where[600], key[401];
     snprintf(where, sizeof where, "--set %.500s", assignment);
-    or1_cfg_node *v = parse_assignment(assignment, where, key);
+    or1_yaml_node *v = parse_assignment(assignment, where, key);
     if (!v) return -1;
-    or1_cfg_node *n = c->root;
+    or1_yaml_node *n = c->root;
     for (char *s = key;;) {
         char *dot = strchr(s, '.');
         size_t len = dot ? (size_t)(dot - s) : strlen(s), slot = 0;
-        or1_cfg_node *k = len ? child(n, s, len, &slot) : NULL;
+        or1_yaml_node *k = len ? child(n, s, len, &slot) : NULL;
         int rc = 0;
         if (len == 0)
             rc = or1_fail("%s: empty component in key \"%s\"", where, key);
@@ -401,7 +401,7 @@ int or1_cfg_set(or1_cfg *c, const char *assignment) {
             return 0;
         }
         if (!k || k->kind == CFG_SCALAR) {
-            or1_cfg_node *m = node_new(CFG_MAP, where);
+            or1_yaml_node *m = node_new(CFG_MAP, where);
             m->key = dup_n(s, len);
             place(n, k, slot, m);
             k = m;

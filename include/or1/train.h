@@ -1,0 +1,216 @@
+/* or1 trainer: the MAGIC training loop of Skywork-OR1 (recipe §2) and evaluation.
+ *
+ * One step: N prompts x M samples through the rollout engine, verifiable rewards, GRPO
+ * advantages with rejection of zero-advantage groups (optional DAPO refill), N_SGD
+ * mini-batch updates of the eq. (3.1) loss with AdamW, then the adaptive entropy controller;
+ * a metrics row per step, checkpoints that resume exactly, stages with the online filter.
+ * With several ranks each rank samples and scores whole prompt groups; per-sample results
+ * are shared so that every rank takes the same decisions, and gradients are summed. */
+#ifndef OR1_TRAIN_H
+#define OR1_TRAIN_H
+
+#include <stdio.h>
+
+#include "or1/algo.h"
+#include "or1/io_yaml.h"
+#include "or1/model.h"
+#include "or1/data.h"
+#include "or1/dist.h"
+#include "or1/rollout.h"
+
+typedef struct or1_sandbox_pool or1_sandbox_pool;
+
+/* ---- The trainer's configuration --------------------------------------------------------- */
+
+/* One stage of the multi-stage schedule (recipe §10). */
+typedef struct {
+    char *name;
+    int context_length; /* max new tokens of a response, T */
+    int prompts;        /* N prompts per step */
+    int samples;        /* M samples per prompt */
+    int mini_batch;     /* prompts per mini-batch: N_SGD = prompts / mini_batch */
+    int steps;
+} or1_stage_cfg;
+
+typedef struct {
+    char *config_path; /* the YAML file it came from */
+    struct {
+        char *path, *tokenizer, *chat_template; /* tokenizer "" -> path; template "" -> auto */
+    } model;
+    struct {
+        or1_data_file *train;
+        size_t n_train;
+        int max_prompt_length;
+        bool shuffle, online_filter;
+        char *difficulty_model; /* "" -> no offline difficulty filter */
+        int difficulty_min, difficulty_max;
+        bool difficulty_keep_missing;
+    } data;
+    struct {
+        int n;
+        double temperature, top_p;
+        int top_k; /* 0 = off */
+        int max_new_tokens;
+    } rollout;
+    struct {
+        int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
+        double lr, weight_decay, beta1, beta2, adam_eps, grad_clip, clip_low, clip_high;
+    } train;
+    or1_entropy_params entropy;
+    struct {
+        bool enabled;
+        double coef;
+        or1_kl_estimator estimator;
+        char *reference; /* "" -> model.path */
+    } kl;
+    struct {
+        bool enabled, keep_single;
+        int max_rounds; /* generation rounds per step; 1 = no refill */
+    } rejection;
+    or1_adv_cfg advantage; /* reject/keep_single mirror the rejection section */
+    struct {
+        int workers; /* 0 = one per CPU */
+        double code_timeout;
+    } reward;
+    or1_stage_cfg *stages;
+    size_t n_stages;
+    struct {
+        char **files;
+        size_t n_files;
+        double *temperatures;
+        size_t n_temperatures;
+        int every, n, max_new_tokens; /* every 0 = off; max_new_tokens 0 = stage T */
+        double top_p;
+    } eval;
+    struct {
+        int every;
+    } checkpoint;
+    char *output_dir;
+    int seed;
+} or1_train_config;
+
+/* The schema of the trainer's config (defaults from the recipe's final training scripts,
+ * recipe §11) and its size. */
+extern const or1_yaml_key or1_train_schema[];
+extern const size_t or1_train_schema_len;
+
+/* Loads FILE, applies the overrides in order, checks the tree against the schema and fills
+ * *out (free with or1_train_config_free). Does not touch the files the config names. */
+int or1_train_config_load(const char *path, const char *const *overrides, size_t n_overrides,
+                          or1_train_config *out);
+void or1_train_config_free(or1_train_config *c);
+/* Checks that every file the config names exists (model folder, tokenizer, data and eval
+ * files, reference); the error names the key and the file. */
+int or1_train_config_check_files(const or1_train_config *c);
+/* The multi-stage schedule (recipe §10): the stage that 0-based global step `step` falls in
+ * and the step's index inside it (*in_stage may be NULL); -1 once every stage is done. */
+int or1_train_stage_of(const or1_train_config *c, long step, long *in_stage);
+/* Steps of all stages together. */
+long or1_train_total_steps(const or1_train_config *c);
+/* Tokens per loss micro-batch in a stage: train.micro_tokens, or when 0 the longest possible
+ * sequence, max_prompt_length + the stage's context length. */
+int or1_train_micro_tokens(const or1_train_config *c, size_t stage);
+
+/* The resolved configuration as YAML text (new string), e.g. to store beside checkpoints. */
+char *or1_train_config_yaml(const or1_train_config *c);
+
+/* The dataset options of a trainer config (tok and template supplied by the caller). */
+or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer *tok);
+
+/* ---- The trainer and evaluation -------------------------------------------------------------- */
+
+/* Runs the whole schedule of cfg; resume_dir (or NULL) is a checkpoint folder to continue. */
+int or1_train_run(const or1_train_config *cfg, const char *resume_dir, const or1_dist *d);
+
+/* Generated and scored samples of some rows (M per row, row-major). */
+typedef struct {
+    or1_completion *c;
+    float *scores;
+    size_t n;
+} or1_scored;
+
+/* Samples M responses for each row (request seed seeds[i]; max_new from s), decodes them and
+ * scores them with the row's verifier on a thread that starts on each sample as soon as it
+ * is finished. Seconds of generation go to t_rollout; the scoring left after the last sample
+ * to t_reward. */
+int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+                      int M, const or1_sampling *s, const uint64_t *seeds, int max_slots, or1_sandbox_pool *pool,
+                      double code_timeout, or1_scored *out, double *t_rollout, double *t_reward);
+void or1_scored_free(or1_scored *s);
+
+/* Evaluation settings. */
+typedef struct {
+    int n;
+    float temperature, top_p;
+    int top_k, max_new_tokens, max_slots;
+    uint64_t seed;
+    double code_timeout;
+} or1_eval_opts;
+
+/* Samples n responses per row and returns the avg@n / pass@k report (per data_source and
+ * overall) as JSON. Rows are split over ranks and the counts summed, so every rank returns
+ * the same report. With dump (non-NULL on every rank, or on none), every sample of every rank
+ * is written as a JSON line to rank 0's dump. */
+cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+                const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct);
+
+/* ---- The eq. (3.1) driver: micro-batches over the model ----------------------------------- */
+
+/* Samples packed as prompt+response sequences (response positions scored). */
+typedef struct {
+    or1_batch b;
+    int32_t **joined;
+    or1_seq *seqs;
+    int n;
+} or1_packed_samples;
+
+/* Packs samples s[0..n) into p->b (free with or1_packed_samples_free). */
+void or1_pack_samples(or1_packed_samples *p, const or1_sample *s, int n);
+void or1_packed_samples_free(or1_packed_samples *p);
+
+/* The end of the micro-batch that starts at sample i0: samples are taken in order while their
+ * prompt+response tokens fit in micro_tokens (always at least one). */
+int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens);
+
+/* Adds to m->grads the gradient of the eq. (3.1) loss over samples, each token weighted
+ * 1/total_tokens (the global response-token count, so any micro-batch or rank split gives
+ * the same sum). Samples are packed greedily into micro-batches of at most micro_tokens
+ * tokens. *ws is a reusable workspace. Adds this call's sums into *st. */
+void or1_policy_grad(or1_model *m, or1_acts **ws, const or1_sample *s, int n, long total_tokens,
+                     int micro_tokens, const or1_loss_cfg *cfg, or1_loss_stats *st);
+
+/* ---- Supervised fine-tuning ---------------------------------------------------------------- */
+
+/* One example: the response tokens are the targets, the prompt only conditions them. */
+typedef struct {
+    const int32_t *prompt, *resp;
+    int n_prompt, n_resp;
+} or1_sft_example;
+
+typedef struct {
+    int steps;          /* optimizer steps */
+    int batch;          /* examples per step */
+    int warmup;         /* steps of linear warm-up from lr/warmup to lr (0: none) */
+    int micro_tokens;   /* packed tokens per forward/backward micro-batch */
+    float lr, weight_decay, max_grad_norm;
+    uint64_t seed;      /* the shuffle */
+    int log_every;      /* measure the batch NLL every this many steps (and at the last) */
+    float min_lr;       /* the rate the cosine decay ends at, on the last step */
+} or1_sft_cfg;
+
+/* What the progress callback sees after a step. nll is the batch's mean response-token NLL
+ * before the step, measured only on logging steps (NaN otherwise). */
+typedef struct {
+    int step;           /* 1-based */
+    double nll, grad_norm, lr, seconds;
+    long tokens;        /* response tokens of this step's batch */
+} or1_sft_progress;
+
+typedef void (*or1_sft_callback)(void *ctx, const or1_sft_progress *p);
+
+/* Trains m in place on n examples; calls cb (if any) after every step. Fails on an empty
+ * set, a bad setting or an example longer than the model's context. */
+int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_cfg *cfg,
+                  or1_sft_callback cb, void *ctx);
+
+#endif

@@ -1,2 +1,0 @@
-# YAML configuration files (libyaml).
-target_link_libraries(or1lib PUBLIC yaml)
