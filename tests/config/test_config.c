@@ -425,6 +425,5 @@ int main(int argc, char **argv) {
     test_check_files(argv[3]);
     test_repo_configs(argv[2]);
     test_fuzz(argv[2]);
-    printf("config: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_report();
 }
