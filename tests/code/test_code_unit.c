@@ -10,16 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures, checks;
+#include "../check.h"
 
-/* Counts a check and reports a failing one with its label. */
-static void check(bool ok, const char *what) {
-    checks++;
-    if (!ok) {
-        failures++;
-        fprintf(stderr, "FAIL: %s\n", what);
-    }
-}
 
 /* Extraction: expected code (NULL = none) for a response. */
 static void test_extract(void) {
@@ -44,9 +36,7 @@ static void test_extract(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *got = or1_code_extract(cases[i].response);
-        char label[128];
-        snprintf(label, sizeof label, "extract case %zu", i);
-        check(cases[i].code ? got && strcmp(got, cases[i].code) == 0 : got == NULL, label);
+        CHECK(cases[i].code ? got && strcmp(got, cases[i].code) == 0 : got == NULL, "extract case %zu", i);
         free(got);
     }
 }
@@ -97,10 +87,8 @@ static void test_stdout(void) {
         {"1\r\n2\r\n", "1\n2\n", 0, 0, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char label[256];
-        snprintf(label, sizeof label, "stdout case %zu: '%s' vs '%s'", i, cases[i].got, cases[i].want);
-        check(or1_code_stdout_equal(cases[i].got, cases[i].want, cases[i].abs_tol, cases[i].rel_tol) == cases[i].eq,
-              label);
+        CHECK(or1_code_stdout_equal(cases[i].got, cases[i].want, cases[i].abs_tol, cases[i].rel_tol) == cases[i].eq,
+              "stdout case %zu: '%s' vs '%s'", i, cases[i].got, cases[i].want);
     }
 }
 
@@ -119,11 +107,10 @@ static void test_json(void) {
         {"", "1", false},         {"[1,", "[1]", false},        {"0.1", "0.10000000000000001", true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char label[256];
-        snprintf(label, sizeof label, "json case %zu: '%s' vs '%s'", i, cases[i].got, cases[i].want);
-        check(or1_code_json_equal(cases[i].got, cases[i].want, 0, 0) == cases[i].eq, label);
+        CHECK(or1_code_json_equal(cases[i].got, cases[i].want, 0, 0) == cases[i].eq, "json case %zu: '%s' vs '%s'", i,
+              cases[i].got, cases[i].want);
     }
-    check(or1_code_json_equal("[1.0001]", "[1]", 1e-3, 0), "json tolerance");
+    CHECK(or1_code_json_equal("[1.0001]", "[1]", 1e-3, 0), "json tolerance");
 }
 
 /* Parses text as tests; returns the parse status and frees. */
@@ -138,32 +125,32 @@ static int parse_text(const char *text, or1_code_tests *t) {
 /* The four shapes and malformed inputs. */
 static void test_parse(void) {
     or1_code_tests t;
-    check(parse_text("{\"inputs\": [\"1\"], \"outputs\": [\"2\"]}", &t) == 0 && t.kind == OR1_TESTS_STDIO && t.n == 1,
+    CHECK(parse_text("{\"inputs\": [\"1\"], \"outputs\": [\"2\"]}", &t) == 0 && t.kind == OR1_TESTS_STDIO && t.n == 1,
           "parse stdio");
     or1_code_tests_free(&t);
-    check(parse_text("{\"inputs\": [\"1\\n2\"], \"outputs\": [\"3\"], \"fn_name\": \"add\"}", &t) == 0 &&
+    CHECK(parse_text("{\"inputs\": [\"1\\n2\"], \"outputs\": [\"3\"], \"fn_name\": \"add\"}", &t) == 0 &&
               t.kind == OR1_TESTS_CALL && strcmp(t.fn_name, "add") == 0,
           "parse call");
     or1_code_tests_free(&t);
-    check(parse_text("{\"inputs\": [[1, [2]]], \"outputs\": [3], \"fn_name\": \"f\"}", &t) == 0 &&
+    CHECK(parse_text("{\"inputs\": [[1, [2]]], \"outputs\": [3], \"fn_name\": \"f\"}", &t) == 0 &&
               strcmp(t.inputs[0], "1\n[2]\n") == 0 && strcmp(t.outputs[0], "3") == 0,
           "parse call with TACO-style argument lists");
     or1_code_tests_free(&t);
-    check(parse_text("{\"assert_case\": [\"assert 1\", \"assert 2\"]}", &t) == 0 && t.kind == OR1_TESTS_ASSERT &&
+    CHECK(parse_text("{\"assert_case\": [\"assert 1\", \"assert 2\"]}", &t) == 0 && t.kind == OR1_TESTS_ASSERT &&
               t.n == 2 && strstr(t.prefix, "from typing import *"),
           "parse assert_case");
     or1_code_tests_free(&t);
-    check(parse_text("{\"import_prefix\": \"import os\\n\", \"test_code\": \"def check(c):\\n\\n    assert c(1)\\n    "
+    CHECK(parse_text("{\"import_prefix\": \"import os\\n\", \"test_code\": \"def check(c):\\n\\n    assert c(1)\\n    "
                      "assert c(2)\\n\", \"entry_point\": \"f\"}",
                      &t) == 0 &&
               t.kind == OR1_TESTS_CHECK && t.n == 2 && strcmp(t.asserts[1], "def check(c):    assert c(2)") == 0 &&
               strcmp(t.suffix, "\ncheck(f)") == 0,
           "parse import_prefix (line 0 and line i joined as Skywork-OR1 does)");
     or1_code_tests_free(&t);
-    check(parse_text("\"{\\\"inputs\\\": [\\\"1\\\"], \\\"outputs\\\": [\\\"1\\\"]}\"", &t) == 0 && t.n == 1,
+    CHECK(parse_text("\"{\\\"inputs\\\": [\\\"1\\\"], \\\"outputs\\\": [\\\"1\\\"]}\"", &t) == 0 && t.n == 1,
           "parse tests encoded as a JSON string");
     or1_code_tests_free(&t);
-    check(parse_text("{\"inputs\": [\"1\"], \"outputs\": [\"1\"], \"abs_tol\": 0.5, \"checker\": \"pass\"}", &t) == 0 &&
+    CHECK(parse_text("{\"inputs\": [\"1\"], \"outputs\": [\"1\"], \"abs_tol\": 0.5, \"checker\": \"pass\"}", &t) == 0 &&
               t.abs_tol == 0.5 && t.checker,
           "parse extras");
     or1_code_tests_free(&t);
@@ -190,10 +177,9 @@ static void test_parse(void) {
         "3",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char label[256];
-        snprintf(label, sizeof label, "malformed tests rejected with a located message: %s", bad[i]);
         int rc = parse_text(bad[i], &t);
-        check(rc == -1 && strncmp(or1_error(), "case", 4) == 0, label);
+        CHECK(rc == -1 && strncmp(or1_error(), "case", 4) == 0, "malformed tests rejected with a located message: %s",
+              bad[i]);
     }
 }
 
@@ -202,21 +188,21 @@ static void test_sandbox(void) {
     or1_sandbox_result r;
     const char *rel[] = {"python3", NULL};
     or1_sandbox_spec s = {.argv = rel, .limits = or1_sandbox_limits_defaults()};
-    check(or1_sandbox_run(&s, &r) == -1, "relative argv[0] refused");
+    CHECK(or1_sandbox_run(&s, &r) == -1, "relative argv[0] refused");
     const char *py[] = {"/usr/bin/python3", "-c", "import os; os.write(3, b'hi'); print(open('in').read())", NULL};
     or1_sandbox_file bad_name = {"../x", "", 0};
     s = (or1_sandbox_spec){.argv = py, .files = &bad_name, .n_files = 1, .limits = or1_sandbox_limits_defaults()};
-    check(or1_sandbox_run(&s, &r) == -1, "file name with a slash refused");
+    CHECK(or1_sandbox_run(&s, &r) == -1, "file name with a slash refused");
     or1_sandbox_file in = {"in", "payload", 7};
     s = (or1_sandbox_spec){.argv = py, .files = &in, .n_files = 1, .limits = or1_sandbox_limits_defaults()};
-    check(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_EXITED && r.exit_code == 0 &&
+    CHECK(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_EXITED && r.exit_code == 0 &&
               strcmp(r.out, "payload\n") == 0 && strcmp(r.chan, "hi") == 0,
           "a run sees its files and writes its channel");
     or1_sandbox_result_free(&r);
     const char *flood[] = {"/usr/bin/python3", "-c", "print('x' * 100000)", NULL};
     s = (or1_sandbox_spec){.argv = flood, .limits = or1_sandbox_limits_defaults()};
     s.limits.output_bytes = 1000;
-    check(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_OUTPUT_LIMIT && r.out_len == 1000, "output capped");
+    CHECK(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_OUTPUT_LIMIT && r.out_len == 1000, "output capped");
     or1_sandbox_result_free(&r);
 }
 
@@ -258,9 +244,9 @@ static int open_fds(void) {
 static void test_pool(void) {
     int fds_before = open_fds();
     or1_code_tests t;
-    check(parse_text("{\"inputs\": [\"1\\n\", \"41\\n\"], \"outputs\": [\"2\\n\", \"42\\n\"]}", &t) == 0, "pool tests");
+    CHECK(parse_text("{\"inputs\": [\"1\\n\", \"41\\n\"], \"outputs\": [\"2\\n\", \"42\\n\"]}", &t) == 0, "pool tests");
     or1_sandbox_pool *pool = or1_sandbox_pool_new(0);
-    check(pool && or1_sandbox_pool_workers(pool) >= 1, "pool starts one worker per core");
+    CHECK(pool && or1_sandbox_pool_workers(pool) >= 1, "pool starts one worker per core");
     if (!pool) return;
     pool_arg a = {pool, &t, 0, 0}, b = a;
     pthread_t ta, tb;
@@ -268,17 +254,17 @@ static void test_pool(void) {
     pthread_create(&tb, NULL, pool_thread, &b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    check(a.rc == 0 && b.rc == 0 && a.right == 12 && b.right == 12, "two threads share a pool");
+    CHECK(a.rc == 0 && b.rc == 0 && a.right == 12 && b.right == 12, "two threads share a pool");
     or1_code_result res;
     or1_code_job none = {"no code", &t, 1.0, 0, false};
-    check(or1_sandbox_pool_run(pool, &none, &res, 1) == 0 && res.verdict == OR1_CODE_NO_CODE && res.total == 2 &&
+    CHECK(or1_sandbox_pool_run(pool, &none, &res, 1) == 0 && res.verdict == OR1_CODE_NO_CODE && res.total == 2 &&
               res.per_test[0] == OR1_CODE_NOT_RUN,
           "no code is a verdict of its own");
     or1_code_result_free(&res);
-    check(or1_sandbox_pool_run(pool, NULL, NULL, 0) == 0, "empty batch");
+    CHECK(or1_sandbox_pool_run(pool, NULL, NULL, 0) == 0, "empty batch");
     or1_sandbox_pool_free(pool);
     or1_code_tests_free(&t);
-    check(open_fds() == fds_before, "no descriptor leaked by the pool's jobs");
+    CHECK(open_fds() == fds_before, "no descriptor leaked by the pool's jobs");
 }
 
 int main(void) {
@@ -288,7 +274,6 @@ int main(void) {
     test_parse();
     test_sandbox();
     test_pool();
-    printf("%d/%d checks passed (isolation: %s)\n", checks - failures, checks,
-           or1_isolation_name(or1_sandbox_isolation()));
-    return failures ? 1 : 0;
+    printf("isolation: %s\n", or1_isolation_name(or1_sandbox_isolation()));
+    return check_report();
 }

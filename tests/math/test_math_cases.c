@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
+
 typedef struct {
     char *response;
     char **gold;
@@ -70,32 +72,39 @@ static mcase *load(const char *path, size_t *n) {
     return cs;
 }
 
-/* Runs every case; counts (and, when verbose, prints) the wrong verdicts. */
-static int run(const mcase *cs, size_t n, bool verbose) {
-    int wrong = 0;
-    for (size_t i = 0; i < n; i++) {
-        or1_math_result res;
-        if (or1_math_verify(cs[i].response, (const char *const *)cs[i].gold, cs[i].n_gold, NULL, &res) != 0) {
-            fprintf(stderr, "line %zu: error %s\n", cs[i].line, or1_error());
-            wrong++;
-            continue;
-        }
-        if (res.correct != cs[i].expected) {
-            wrong++;
-            if (verbose)
-                fprintf(stderr, "line %zu: expected %s, got %s (extracted \"%s\", gold \"%s\"): %s\n", cs[i].line,
-                        cs[i].expected ? "true" : "false", res.correct ? "true" : "false", res.extracted,
-                        cs[i].n_gold ? cs[i].gold[0] : "", cs[i].reason);
-        }
-        or1_math_result_free(&res);
+/* True when the case's verdict is the labelled one; otherwise, when why is given, writes there
+ * what went wrong. */
+static bool verdict_ok(const mcase *c, char *why, size_t cap) {
+    or1_math_result res;
+    if (or1_math_verify(c->response, (const char *const *)c->gold, c->n_gold, NULL, &res) != 0) {
+        if (why) snprintf(why, cap, "error %s", or1_error());
+        return false;
     }
+    bool ok = res.correct == c->expected;
+    if (!ok && why)
+        snprintf(why, cap, "expected %s, got %s (extracted \"%s\", gold \"%s\"): %s", c->expected ? "true" : "false",
+                 res.correct ? "true" : "false", res.extracted, c->n_gold ? c->gold[0] : "", c->reason);
+    or1_math_result_free(&res);
+    return ok;
+}
+
+/* Counts the wrong verdicts of every case (a thread's share of the reentrancy run). */
+static int count_wrong(const mcase *cs, size_t n) {
+    int wrong = 0;
+    for (size_t i = 0; i < n; i++) wrong += !verdict_ok(&cs[i], NULL, 0);
     return wrong;
+}
+
+/* Checks every case's verdict, saying what went wrong with each failing one. */
+static void check_cases(const mcase *cs, size_t n) {
+    char why[4096];
+    for (size_t i = 0; i < n; i++) CHECK(verdict_ok(&cs[i], why, sizeof why), "line %zu: %s", cs[i].line, why);
 }
 
 /* Thread body: all cases, quietly. */
 static void *thread_main(void *arg) {
     job *j = arg;
-    j->wrong = run(j->cases, j->n, false);
+    j->wrong = count_wrong(j->cases, j->n);
     return NULL;
 }
 
@@ -108,12 +117,11 @@ int main(int argc, char **argv) {
     size_t n;
     mcase *cs = load(argv[1], &n);
     int threads = argc >= 4 && strcmp(argv[2], "--threads") == 0 ? atoi(argv[3]) : 0;
-    int wrong;
     if (threads <= 0) {
-        wrong = run(cs, n, true);
+        check_cases(cs, n);
         size_t pos = 0;
         for (size_t i = 0; i < n; i++) pos += cs[i].expected;
-        printf("math cases: %zu (%zu expected true), %d wrong\n", n, pos, wrong);
+        printf("math cases: %zu (%zu expected true)\n", n, pos);
     } else {
         pthread_t *t = or1_malloc((size_t)threads * sizeof *t);
         job *jobs = or1_calloc((size_t)threads, sizeof *jobs);
@@ -121,12 +129,11 @@ int main(int argc, char **argv) {
             jobs[k] = (job){cs, n, 0};
             pthread_create(&t[k], NULL, thread_main, &jobs[k]);
         }
-        wrong = 0;
         for (int k = 0; k < threads; k++) {
             pthread_join(t[k], NULL);
-            wrong += jobs[k].wrong;
+            CHECK(jobs[k].wrong == 0, "thread %d: %d wrong verdicts of %zu", k, jobs[k].wrong, n);
         }
-        printf("math cases on %d threads: %zu each, %d wrong in all\n", threads, n, wrong);
+        printf("math cases on %d threads: %zu each\n", threads, n);
         free(t);
         free(jobs);
     }
@@ -137,5 +144,5 @@ int main(int argc, char **argv) {
         free(cs[i].gold);
     }
     free(cs);
-    return wrong ? 1 : 0;
+    return check_report();
 }

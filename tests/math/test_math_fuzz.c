@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
+
 /* xorshift64*: the fixed-seed source of mutations. */
 static uint64_t next(uint64_t *s) {
     *s ^= *s >> 12;
@@ -82,7 +84,6 @@ int main(int argc, char **argv) {
     or1_jsonl_close(&r);
     uint64_t seed = 0x9E3779B97F4A7C15ULL;
     size_t calls = 0, accepted = 0;
-    int failures = 0;
     for (int round = 0; round < rounds; round++)
         for (size_t k = 0; k < n; k++) {
             char *m = mutate(answers[k], &seed);
@@ -93,11 +94,8 @@ int main(int argc, char **argv) {
             or1_math_result res;
             for (int way = 0; way < 2; way++) {
                 const char *response = way ? resp : m;
-                if (or1_math_verify(response, golds, 2, NULL, &res) != 0) {
-                    printf("FAIL error on %s: %s\n", response, or1_error());
-                    failures++;
+                if (!CHECK(or1_math_verify(response, golds, 2, NULL, &res) == 0, "error on %s: %s", response, or1_error()))
                     continue;
-                }
                 accepted += res.correct;
                 calls++;
                 or1_math_result_free(&res);
@@ -106,13 +104,10 @@ int main(int argc, char **argv) {
             free(resp);
         }
     for (size_t k = 0; k < n; k++) {
-        if (!or1_math_equal(answers[k], answers[k], NULL)) {
-            printf("FAIL unmutated answer not equal to itself: %s\n", answers[k]);
-            failures++;
-        }
+        CHECK(or1_math_equal(answers[k], answers[k], NULL), "unmutated answer not equal to itself: %s", answers[k]);
         free(answers[k]);
     }
     free(answers);
-    printf("math fuzz: %zu calls on mutated answers (%zu accepted), %d failure(s)\n", calls, accepted, failures);
-    return failures ? 1 : 0;
+    printf("math fuzz: %zu calls on mutated answers (%zu accepted)\n", calls, accepted);
+    return check_report();
 }

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check.h"
+
 /* A set of strings (open addressing) to count distinct forms. */
 typedef struct {
     char **slot;
@@ -72,18 +74,14 @@ static void add_key(strset *keys, const char *gold, const or1_math_limits *lim) 
     mv_ctx_free(&c);
 }
 
-/* Checks one data file; returns the number of failures. */
-static int check_file(const char *path, strset *forms, strset *keys, size_t *n_math, size_t *n_gold,
+/* Checks one data file. */
+static void check_file(const char *path, strset *forms, strset *keys, size_t *n_math, size_t *n_gold,
                       size_t *n_unbalanced) {
     or1_jsonl_reader r;
-    if (or1_jsonl_open(&r, path) != 0) {
-        fprintf(stderr, "%s\n", or1_error());
-        return 1;
-    }
+    if (!CHECK(or1_jsonl_open(&r, path) == 0, "%s", or1_error())) return;
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
     lim.time_limit_s = 0;
-    int fails = 0;
     cJSON *row;
     while (or1_jsonl_next(&r, &row) == 1) {
         const cJSON *rm = cJSON_GetObjectItemCaseSensitive(row, "reward_model");
@@ -99,10 +97,8 @@ static int check_file(const char *path, strset *forms, strset *keys, size_t *n_m
             if (!balanced(gold)) {
                 (*n_unbalanced)++;
             } else {
-                if (or1_math_verify_json(resp, gt->valuestring, &lim, &res) != 0 || !res.correct) {
-                    fprintf(stderr, "%s:%zu: boxed gold not accepted: %s\n", path, r.line, gold);
-                    fails++;
-                }
+                CHECK(or1_math_verify_json(resp, gt->valuestring, &lim, &res) == 0 && res.correct,
+                      "%s:%zu: boxed gold not accepted: %s", path, r.line, gold);
                 or1_math_result_free(&res);
             }
             (*n_gold)++;
@@ -110,10 +106,8 @@ static int check_file(const char *path, strset *forms, strset *keys, size_t *n_m
                 add_key(keys, gold, &lim);
                 if (mv_parses_as_math(gold, &lim)) {
                     (*n_math)++;
-                    if (!mv_equal_strings(gold, n, gold, n, &lim, false, NULL)) {
-                        fprintf(stderr, "%s:%zu: parses but is not equal to itself: %s\n", path, r.line, gold);
-                        fails++;
-                    }
+                    CHECK(mv_equal_strings(gold, n, gold, n, &lim, false, NULL),
+                          "%s:%zu: parses but is not equal to itself: %s", path, r.line, gold);
                 }
             }
             free(resp);
@@ -122,20 +116,17 @@ static int check_file(const char *path, strset *forms, strset *keys, size_t *n_m
         cJSON_Delete(row);
     }
     or1_jsonl_close(&r);
-    return fails;
 }
 
 /* Usage: test_math_gold DATA.jsonl... */
 int main(int argc, char **argv) {
     strset forms = {0}, keys = {0};
     size_t n_math = 0, n_gold = 0, n_unbalanced = 0;
-    int fails = 0;
-    for (int i = 1; i < argc; i++) fails += check_file(argv[i], &forms, &keys, &n_math, &n_gold, &n_unbalanced);
+    for (int i = 1; i < argc; i++) check_file(argv[i], &forms, &keys, &n_math, &n_gold, &n_unbalanced);
     printf("gold answers: %zu (%zu with unbalanced braces, not boxable), distinct strings: %zu, distinct "
-           "normalised forms: %zu, strings that parse as mathematics: %zu (%.1f%%), failures: %d\n",
-           n_gold, n_unbalanced, forms.n, keys.n, n_math, forms.n ? 100.0 * (double)n_math / (double)forms.n : 0.0,
-           fails);
+           "normalised forms: %zu, strings that parse as mathematics: %zu (%.1f%%)\n",
+           n_gold, n_unbalanced, forms.n, keys.n, n_math, forms.n ? 100.0 * (double)n_math / (double)forms.n : 0.0);
     strset_free(&forms);
     strset_free(&keys);
-    return fails ? 1 : 0;
+    return check_report();
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+#include "../check.h"
 
 /* A string of count copies of piece between prefix and suffix (malloc'd). */
 static char *repeat(const char *prefix, const char *piece, size_t count, const char *suffix) {
@@ -22,19 +22,16 @@ static char *repeat(const char *prefix, const char *piece, size_t count, const c
     return s;
 }
 
-/* Verifies response against one gold and checks the verdict (and optionally the bound flag). */
+/* Verifies response against one gold, prints the verdict and its time, and checks the verdict
+ * (and, unless bounded < 0, the bound flag). */
 static void expect(const char *name, const char *response, const char *gold, bool correct, int bounded) {
     or1_math_result r;
     double t0 = or1_now();
-    if (or1_math_verify(response, &gold, 1, NULL, &r) != 0) {
-        printf("FAIL %s: error %s\n", name, or1_error());
-        failures++;
-        return;
-    }
+    if (!CHECK(or1_math_verify(response, &gold, 1, NULL, &r) == 0, "%s: error %s", name, or1_error())) return;
     double dt = or1_now() - t0;
-    bool ok = r.correct == correct && (bounded < 0 || r.bounded == (bounded == 1));
-    printf("%s %s: correct=%d bounded=%d (%.4f s)\n", ok ? "ok  " : "FAIL", name, r.correct, r.bounded, dt);
-    failures += !ok;
+    printf("%s: correct=%d bounded=%d (%.4f s)\n", name, r.correct, r.bounded, dt);
+    CHECK(r.correct == correct && (bounded < 0 || r.bounded == (bounded == 1)), "%s: want correct=%d bounded=%d", name,
+          correct, bounded);
     or1_math_result_free(&r);
 }
 
@@ -115,10 +112,8 @@ static void big(void) {
     const char *gold = g;
     or1_math_result r;
     or1_math_verify(resp, &gold, 1, &lim, &r);
-    bool ok = !r.correct && r.bounded;
-    printf("%s same sets under a 20000-evaluation budget: correct=%d bounded=%d\n", ok ? "ok  " : "FAIL", r.correct,
-           r.bounded);
-    failures += !ok;
+    CHECK(!r.correct && r.bounded, "same sets under a 20000-evaluation budget: correct=%d bounded=%d", r.correct,
+          r.bounded);
     or1_math_result_free(&r);
     free(resp), free(g), free(p);
 }
@@ -127,32 +122,25 @@ static void big(void) {
 static void api(void) {
     or1_math_result r;
     const char *gold[] = {"1", NULL};
-    if (or1_math_verify(NULL, gold, 1, NULL, &r) != -1) printf("FAIL NULL response accepted\n"), failures++;
-    if (or1_math_verify("\\boxed{1}", gold, 2, NULL, &r) != -1) printf("FAIL NULL gold accepted\n"), failures++;
-    if (or1_math_verify_json("\\boxed{1}", "[1, {}]", NULL, &r) != -1)
-        printf("FAIL object in the gold list accepted\n"), failures++;
-    else
-        printf("ok   object in gold list: %s\n", or1_error());
-    if (or1_math_verify_json("\\boxed{1}", "{\"a\": 1}", NULL, &r) != -1) printf("FAIL object gold accepted\n"), failures++;
+    CHECK(or1_math_verify(NULL, gold, 1, NULL, &r) == -1, "NULL response accepted");
+    CHECK(or1_math_verify("\\boxed{1}", gold, 2, NULL, &r) == -1, "NULL gold accepted");
+    if (CHECK(or1_math_verify_json("\\boxed{1}", "[1, {}]", NULL, &r) == -1, "object in the gold list accepted"))
+        printf("object in gold list refused: %s\n", or1_error());
+    CHECK(or1_math_verify_json("\\boxed{1}", "{\"a\": 1}", NULL, &r) == -1, "object gold accepted");
     const struct {
         const char *truth;
         bool correct;
     } lenient[] = {{"[\"2\", 1]", true}, {"1", true}, {"\"1\"", true}, {"[\"1\"", false}, {"[]", false},
                    {"\\frac{2}{2}", true}};
     for (size_t k = 0; k < sizeof lenient / sizeof lenient[0]; k++) {
-        if (or1_math_verify_json("\\boxed{1}", lenient[k].truth, NULL, &r) != 0 || r.correct != lenient[k].correct) {
-            printf("FAIL ground truth %s\n", lenient[k].truth);
-            failures++;
-        } else {
-            printf("ok   ground truth %s -> %d\n", lenient[k].truth, r.correct);
-        }
+        CHECK(or1_math_verify_json("\\boxed{1}", lenient[k].truth, NULL, &r) == 0 && r.correct == lenient[k].correct,
+              "ground truth %s: want correct=%d", lenient[k].truth, lenient[k].correct);
         or1_math_result_free(&r);
     }
     char *e = or1_math_extract("<think>\\boxed{1}</think> The answer is \\boxed{\\frac{3}{4}}.", NULL);
-    if (strcmp(e, "\\frac{3}{4}") != 0) printf("FAIL extract gave %s\n", e), failures++;
+    CHECK(strcmp(e, "\\frac{3}{4}") == 0, "extract gave %s", e);
     free(e);
-    if (!or1_math_equal("0.5", "\\frac{1}{2}", NULL) || or1_math_equal("0.5", "\\frac{1}{3}", NULL))
-        printf("FAIL or1_math_equal\n"), failures++;
+    CHECK(or1_math_equal("0.5", "\\frac{1}{2}", NULL) && !or1_math_equal("0.5", "\\frac{1}{3}", NULL), "or1_math_equal");
 }
 
 /* Runs the three groups; the exit status is the verdict. */
@@ -160,6 +148,5 @@ int main(void) {
     hostile();
     big();
     api();
-    printf("%d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    return check_report();
 }
