@@ -15,17 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures, checks;
-
-/* Records a failed check with a message. */
-static void check(int ok, const char *what, const char *fmt, double a, double b) {
-    checks++;
-    if (ok) return;
-    failures++;
-    printf("FAIL: %s: ", what);
-    printf(fmt, a, b);
-    printf("\n");
-}
+#include "../check.h"
 
 /* Random logits with a few nats of spread (splitmix-based normal draws via Box-Muller). */
 static void random_logits(float *x, int V, double scale, uint64_t seed) {
@@ -83,7 +73,7 @@ static void sweep(const char *what, const float *x, int V, float t, int top_k, f
         float logp;
         int32_t tok = or1_sample_token(x, V, &s, (i + 0.5) / G, &logp, scratch);
         if (tok < 0 || tok >= V) {
-            check(0, what, "token %g out of range (u index %g)", tok, i);
+            CHECK(false, "%s: token %d out of range (u index %d)", what, tok, i);
             break;
         }
         count[tok]++;
@@ -95,10 +85,10 @@ static void sweep(const char *what, const float *x, int V, float t, int top_k, f
         if (q[v] == 0 && count[v] > 0) bad = v;
         worst = fmax(worst, fabs((double)count[v] / G - q[v]));
     }
-    check(bad < 0, what, "token %g (outside the truncated set) drawn %g times", bad, bad < 0 ? 0 : count[bad]);
-    check(worst <= 2.0 / G + 1e-5, what, "frequency off the expected probability by %g (grid step %g)", worst,
+    CHECK(bad < 0, "%s: token %d (outside the truncated set) drawn %ld times", what, bad, bad < 0 ? 0 : count[bad]);
+    CHECK(worst <= 2.0 / G + 1e-5, "%s: frequency off the expected probability by %g (grid step %g)", what, worst,
           1.0 / G);
-    check(worst_lp <= 2e-5, what, "log-prob off the untruncated log-softmax by %g", worst_lp, 0);
+    CHECK(worst_lp <= 2e-5, "%s: log-prob off the untruncated log-softmax by %g", what, worst_lp);
     free(q), free(lp), free(count), free(scratch);
 }
 
@@ -111,8 +101,8 @@ static void greedy(void) {
     for (int k = 0; k < 3; k++) {
         double u = k / 3.0;
         int32_t tok = or1_sample_token(x, 6, &s, u, &logp, scratch);
-        check(tok == 1, "greedy", "token %g, want %g (first of two equal maxima)", tok, 1);
-        check(fabs(logp - (2.0 - log(lse))) < 1e-6, "greedy log-prob", "%g, want %g", logp, 2.0 - log(lse));
+        CHECK(tok == 1, "greedy: token %d, want 1 (first of two equal maxima)", tok);
+        CHECK(fabs(logp - (2.0 - log(lse))) < 1e-6, "greedy log-prob: %g, want %g", logp, 2.0 - log(lse));
     }
 }
 
@@ -124,9 +114,8 @@ static void extremes(void) {
         or1_sampling plain = {1.0f, 1.0f, 0, 1, 0, NULL, 0}, trunc = {1.0f, 0.7f, 3, 1, 0, NULL, 0};
         int32_t a = or1_sample_token(x, 5, &plain, us[k], &logp, scratch);
         int32_t b = or1_sample_token(x, 5, &trunc, us[k], &logp, scratch);
-        check(a >= 0 && a < 5, "u at an end, plain", "token %g (u %g)", a, us[k]);
-        check(b >= 0 && b < 2, "u at an end, top-p 0.7 top-k 3", "token %g (u %g); only 0 and 1 are kept", b,
-              us[k]);
+        CHECK(a >= 0 && a < 5, "u at an end, plain: token %d (u %g)", a, us[k]);
+        CHECK(b >= 0 && b < 2, "u at an end, top-p 0.7 top-k 3: token %d (u %g); only 0 and 1 are kept", b, us[k]);
     }
 }
 
@@ -154,10 +143,5 @@ int main(void) {
     free(big);
     greedy();
     extremes();
-    if (failures) {
-        printf("sampler: %d of %d checks failed\n", failures, checks);
-        return 1;
-    }
-    printf("sampler: all %d checks passed\n", checks);
-    return 0;
+    return check_report();
 }
