@@ -1,5 +1,5 @@
 /* Helpers shared by the CUDA test programs: GPU detection with ctest's skip code, random
- * host data, device copies and a scaled max-error check that records failures. */
+ * host data, device copies and a scaled max-error check (a CHECK of tests/check.h). */
 #ifndef OR1_TESTS_CUDA_COMMON_H
 #define OR1_TESTS_CUDA_COMMON_H
 
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SKIP_CODE = 77 };
+#include "../check.h"
 
-static int n_failed;
+enum { SKIP_CODE = 77 };
 
 /* Exits with the skip code and says why when no GPU is visible. */
 static inline void require_gpu(const char *test) {
@@ -49,7 +49,8 @@ static inline float *from_dev(or1_cuda *g, const void *d, size_t n) {
     return h;
 }
 
-/* max|got - want| / max(max|want|, 1e-6) against tol; prints one line either way. */
+/* Checks max|got - want| / max(max|want|, 1e-6) against tol; prints the error when it holds
+ * too, to show the margin. */
 static inline void expect_close(const char *what, const float *got, const float *want, size_t n, double tol) {
     double err = 0, ref = 1e-6;
     size_t worst = 0;
@@ -60,11 +61,9 @@ static inline void expect_close(const char *what, const float *got, const float 
         if (fabs(want[i]) > ref) ref = fabs(want[i]);
     }
     double rel = err / ref;
-    bool ok = rel <= tol;
-    printf("%s %-40s scaled max error %.3g (tol %.1g)", ok ? "ok  " : "FAIL", what, rel, tol);
-    if (!ok) printf(" at %zu: got %g want %g", worst, got[worst], want[worst]);
-    printf("\n");
-    n_failed += !ok;
+    if (CHECK(rel <= tol, "%s: scaled max error %.3g (tol %.1g) at %zu: got %g want %g", what, rel, tol, worst,
+              got[worst], want[worst]))
+        printf("ok   %-40s scaled max error %.3g (tol %.1g)\n", what, rel, tol);
 }
 
 /* Downloads n floats from d and compares them with want; frees the host copy. */

@@ -243,9 +243,7 @@ static void check_optimizer(or1_cuda *g) {
     expect_dev(g, "adamw params (3 steps)", p_d, p, n, 1e-6);
     expect_dev(g, "adamw exp_avg_sq", v_d, o.v, n, 1e-6);
     double want = or1_grad_norm(gr, n), got = or1_cuda_grad_norm(g, gr_d, n);
-    bool ok = fabs(got - want) <= 1e-12 * want;
-    printf("%s grad_norm %.17g vs CPU %.17g (tol 1e-12 relative)\n", ok ? "ok  " : "FAIL", got, want);
-    n_failed += !ok;
+    CHECK(near(got, want, 0, 1e-12), "grad_norm %.17g vs CPU %.17g (tol 1e-12 relative)", got, want);
     or1_clip_grad_norm(gr, n, want, 1.0);
     or1_cuda_clip(g, gr_d, n, got, 1.0);
     expect_dev(g, "clip_grad_norm", gr_d, gr, n, 1e-7);
@@ -279,11 +277,7 @@ int main(void) {
     or1_cuda_set_prec(g, OR1_CUDA_BF16);
     check_matmul(g, 2e-2, "bf16");
     check_head(g, 1e-2, 2e-2, "bf16");
-    if (or1_cuda_sync(g)) {
-        printf("FAIL pending CUDA error: %s\n", or1_error());
-        n_failed++;
-    }
+    CHECK(!or1_cuda_sync(g), "pending CUDA error: %s", or1_error());
     or1_cuda_free(g);
-    printf("%s: %d check(s) failed\n", n_failed ? "FAIL" : "ok", n_failed);
-    return n_failed ? 1 : 0;
+    return check_report();
 }

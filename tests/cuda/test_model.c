@@ -55,11 +55,9 @@ static void check_grads(const or1_model_config *c, or1_cuda_prec prec, double to
     or1_head_forward(&m, a, &b, 0.9f, lp, ent);
     or1_backward(&m, a, &b, 0.9f, glp, gH);
     or1_cuda_model *dm = g ? or1_cuda_model_new(g, &m) : NULL;
-    if (!dm || or1_cuda_model_forward(dm, &b, true) || or1_cuda_model_head(dm, &b, 0.9f, lp_g, ent_g) ||
-        or1_cuda_model_backward(dm, &b, 0.9f, glp, gH) || or1_cuda_model_download(dm, &mg)) {
-        printf("FAIL %s: %s\n", tag, or1_error());
-        n_failed++;
-    } else {
+    bool ran = dm && !or1_cuda_model_forward(dm, &b, true) && !or1_cuda_model_head(dm, &b, 0.9f, lp_g, ent_g) &&
+               !or1_cuda_model_backward(dm, &b, 0.9f, glp, gH) && !or1_cuda_model_download(dm, &mg);
+    if (CHECK(ran, "%s: %s", tag, or1_error())) {
         char name[160];
         snprintf(name, sizeof name, "%s logp", tag);
         expect_close(name, lp_g, lp, S, tol_lp);
@@ -98,14 +96,10 @@ static void check_step(const or1_model_config *c) {
     or1_clip_grad_norm(m.grads, m.n_floats, want, 1.0);
     or1_adamw_step(&o, m.params, m.grads, &ac);
     memcpy(mg.grads, gr, m.n_floats * sizeof(float));
-    if (!dm || or1_cuda_model_set_grads(dm, &mg) || or1_cuda_model_step(dm, &ac, 1.0, &norm) ||
-        or1_cuda_model_download(dm, &mg)) {
-        printf("FAIL adamw step: %s\n", or1_error());
-        n_failed++;
-    } else {
-        bool ok = fabs(norm - want) <= 1e-9 * want;
-        printf("%s model grad norm %.12g vs CPU %.12g\n", ok ? "ok  " : "FAIL", norm, want);
-        n_failed += !ok;
+    bool ran = dm && !or1_cuda_model_set_grads(dm, &mg) && !or1_cuda_model_step(dm, &ac, 1.0, &norm) &&
+               !or1_cuda_model_download(dm, &mg);
+    if (CHECK(ran, "adamw step: %s", or1_error())) {
+        CHECK(near(norm, want, 0, 1e-9), "model grad norm %.12g vs CPU %.12g", norm, want);
         expect_close("model adamw step (clipped)", mg.params, m.params, m.n_floats, 1e-5);
     }
     or1_adamw_free(&o);
@@ -146,10 +140,7 @@ static void check_decode(const or1_model_config *c, float temperature) {
             lp[s][k] = lpd[s];
         }
     }
-    if (rc) {
-        printf("FAIL decode: %s\n", or1_error());
-        n_failed++;
-    }
+    CHECK(!rc, "decode: %s", or1_error());
     float t_cpu = temperature > 0 ? temperature : 1.0f;
     for (int s = 0; s < SLOTS && !rc; s++) {
         or1_seq q = {seqs[s], np[s] + STEPS, np[s]};
@@ -168,9 +159,8 @@ static void check_decode(const or1_model_config *c, float temperature) {
                 int best = 0;
                 for (int v = 1; v < c->vocab; v++) best = logits[v] > logits[best] ? v : best;
                 int got = seqs[s][np[s] + k];
-                bool ok = got == best || fabsf(logits[got] - logits[best]) < 1e-4f;
-                if (!ok) printf("FAIL greedy slot %d step %d: token %d, CPU argmax %d\n", s, k, got, best);
-                n_failed += !ok;
+                CHECK(got == best || fabsf(logits[got] - logits[best]) < 1e-4f,
+                      "greedy slot %d step %d: token %d, CPU argmax %d", s, k, got, best);
             }
             free(logits);
         }
@@ -197,6 +187,5 @@ int main(void) {
         check_decode(&c, 0);
         check_decode(&c, 0.8f);
     }
-    printf("%s: %d check(s) failed\n", n_failed ? "FAIL" : "ok", n_failed);
-    return n_failed ? 1 : 0;
+    return check_report();
 }
