@@ -1,5 +1,5 @@
 """`or1 logprobs`, `or1 grad` and `or1 generate` with --device cuda against the CPU path on
-random checkpoints built by tests/model/ref.py (which checks the CPU path against float64
+random checkpoints built by tests/or1test/ref.py (which checks the CPU path against float64
 PyTorch).
 
 usage: test_cli.py OR1        exits 77 (ctest's skip) when no GPU is visible.
@@ -11,13 +11,13 @@ rounded to 8 significant bits through two layers and the head).
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import torch
 
-import ref
+from or1test import files, proc, ref
+from or1test.check import Checker
 
 CONFIGS = [
     dict(arch="qwen2", tied=False),
@@ -29,8 +29,7 @@ CONFIGS = [
 
 def run(or1, args, prec, what):
     """Runs or1 with OR1_CUDA_PREC set; returns stdout lines, raising on failure."""
-    env = dict(os.environ, OR1_CUDA_PREC=prec)
-    p = subprocess.run([or1] + [str(a) for a in args], capture_output=True, text=True, env=env, timeout=600)
+    p = proc.run([or1, *args], ok=False, timeout=600, env={"OR1_CUDA_PREC": prec})
     if p.returncode != 0:
         raise RuntimeError(f"{what}: exit {p.returncode}: {p.stderr.strip()}")
     return p.stdout.splitlines()
@@ -41,7 +40,7 @@ def require_gpu(or1, tmp):
     ck = os.path.join(tmp, "probe")
     ref.new_checkpoint(ck, seed=0)
     inp = os.path.join(tmp, "probe.jsonl")
-    ref.write_jsonl(inp, [{"ids": [1, 2, 3]}])
+    files.write_jsonl(inp, [{"ids": [1, 2, 3]}])
     try:
         run(or1, ["logprobs", "--model", ck, "--input", inp, "--device", "cuda"], "fp32", "probe")
     except RuntimeError as e:
@@ -58,9 +57,9 @@ def check_generate(or1, tmp, c):
     cfg, _ = ref.new_checkpoint(ck, seed=7, arch="qwen2", tied=False)
     g = torch.Generator().manual_seed(3)
     inp = os.path.join(tmp, "prompts.jsonl")
-    ref.write_jsonl(inp, [{"prompt_ids": ref.random_ids(g, cfg["vocab_size"], n)} for n in (1, 6, 13)])
+    files.write_jsonl(inp, [{"prompt_ids": ref.random_ids(g, cfg["vocab_size"], n)} for n in (1, 6, 13)])
     base = ["generate", "--model", ck, "--input", inp, "--n", 3, "--max-new-tokens", 9, "--max-slots", 4]
-    parse = lambda lines: sorted((ref.parse_json_line(l, "generate") for l in lines),
+    parse = lambda lines: sorted((proc.parse_json_line(l, "generate") for l in lines),
                                  key=lambda j: (j["index"], j["sample"]))
     cpu = parse(run(or1, base + ["--temperature", 0], "fp32", "cpu generate"))
     gpu = parse(run(or1, base + ["--temperature", 0, "--device", "cuda"], "fp32", "gpu generate"))
@@ -74,16 +73,16 @@ def check_generate(or1, tmp, c):
     sampled = parse(run(or1, base + ["--temperature", 0.8, "--seed", 5, "--device", "cuda"], "fp32", "gpu sample"))
     rows = [{"ids": prompts[j["index"]] + j["response_ids"]} for j in sampled]
     lp_in = os.path.join(tmp, "sampled.jsonl")
-    ref.write_jsonl(lp_in, rows)
+    files.write_jsonl(lp_in, rows)
     lps = run(or1, ["logprobs", "--model", ck, "--input", lp_in, "--temperature", 0.8], "fp32", "cpu logprobs")
     for j, line in zip(sampled, lps):
-        want = ref.parse_json_line(line, "logprobs")["logprobs"][-len(j["response_ids"]):]
+        want = proc.parse_json_line(line, "logprobs")["logprobs"][-len(j["response_ids"]):]
         c.close(f"sampled {j['index']}/{j['sample']} logprobs", j["logprobs"], want, 1e-4)
 
 
 def main():
     or1 = sys.argv[1]
-    c = ref.Checker("cuda_cli")
+    c = Checker("cuda_cli")
     with tempfile.TemporaryDirectory() as tmp:
         require_gpu(or1, tmp)
         for k, kw in enumerate(CONFIGS):
@@ -92,21 +91,21 @@ def main():
             g = torch.Generator().manual_seed(k)
             rows = [{"ids": ref.random_ids(g, cfg["vocab_size"], n)} for n in (2, 9, 33, 70)]
             inp = os.path.join(tmp, f"in{k}.jsonl")
-            ref.write_jsonl(inp, rows)
+            files.write_jsonl(inp, rows)
             base = ["logprobs", "--model", ck, "--input", inp, "--temperature", 0.7]
-            cpu = [ref.parse_json_line(l, "cpu") for l in run(or1, base, "fp32", "cpu logprobs")]
+            cpu = [proc.parse_json_line(l, "cpu") for l in run(or1, base, "fp32", "cpu logprobs")]
             for prec, tol in (("fp32", 1e-4), ("bf16", 5e-2)):
-                gpu = [ref.parse_json_line(l, "gpu") for l in run(or1, base + ["--device", "cuda"], prec, "gpu")]
+                gpu = [proc.parse_json_line(l, "gpu") for l in run(or1, base + ["--device", "cuda"], prec, "gpu")]
                 c.ok(len(gpu) == len(cpu), f"{kw} {prec}: {len(gpu)} lines, want {len(cpu)}")
                 for i, (a, b) in enumerate(zip(gpu, cpu)):
                     c.close(f"{kw} {prec} row {i} logprobs", a["logprobs"], b["logprobs"], tol)
                     c.close(f"{kw} {prec} row {i} entropy", a["entropy"], b["entropy"], tol)
             batch = os.path.join(tmp, f"batch{k}.jsonl")
-            ref.write_jsonl(batch, ref.make_batch(params, cfg, seed=k, temperature=0.7))
+            files.write_jsonl(batch, ref.make_batch(params, cfg, seed=k, temperature=0.7))
             gargs = ["grad", "--model", ck, "--batch", batch, "--temperature", 0.7, "--entropy-coef", 0.01,
                      "--micro-batch-tokens", 12]
-            want = ref.parse_json_line(run(or1, gargs + ["--out", os.path.join(tmp, "g_cpu")], "fp32", "cpu grad")[0], "cpu")
-            got = ref.parse_json_line(run(or1, gargs + ["--out", os.path.join(tmp, "g_gpu"), "--device", "cuda"],
+            want = proc.parse_json_line(run(or1, gargs + ["--out", os.path.join(tmp, "g_cpu")], "fp32", "cpu grad")[0], "cpu")
+            got = proc.parse_json_line(run(or1, gargs + ["--out", os.path.join(tmp, "g_gpu"), "--device", "cuda"],
                                           "fp32", "gpu grad")[0], "gpu")
             for key in ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm", "tokens"):
                 c.close(f"{kw} grad {key}", [got[key]], [want[key]], 1e-4 * max(1.0, abs(want[key])))

@@ -1,14 +1,12 @@
 # The built-in demo: the arithmetic task generator, the demo tokenizer and SFT traces, or1 sft,
 # and the shipped base model under models/arith-base.
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 set(OR1_DEMO_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # Registers demo_<name>: tests/demo/<script> OR1 REPO_ROOT SCRATCH (the script empties SCRATCH).
 function(or1_demo_test name script)
-  add_test(NAME demo_${name}
-           COMMAND ${OR1_PYTHON} ${OR1_DEMO_TEST_DIR}/${script} $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
-                   ${CMAKE_CURRENT_BINARY_DIR}/demo_${name})
-  set_tests_properties(demo_${name} PROPERTIES TIMEOUT 300
-                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+  or1_python_test(demo_${name} ${OR1_DEMO_TEST_DIR}/${script} $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
+                  ${CMAKE_CURRENT_BINARY_DIR}/demo_${name} TIMEOUT 300 ENV OMP_NUM_THREADS=1)
 endfunction()
 
 or1_demo_test(gen_arith test_gen_arith.py)

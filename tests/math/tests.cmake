@@ -1,5 +1,6 @@
 # Math verifier tests: labelled cases, hostile inputs, threads, the CLI, and every gold
 # answer of the shared data accepted against itself.
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 set(OR1_MATH_DATA ${CMAKE_SOURCE_DIR}/../shared/data)
 
 add_executable(test_math_gold tests/math/test_math_gold.c)
@@ -20,7 +21,7 @@ target_link_libraries(test_math_hostile PRIVATE or1lib)
 add_test(NAME math_hostile COMMAND test_math_hostile)
 set_tests_properties(math_hostile math_cases math_cases_threads math_gold_self PROPERTIES TIMEOUT 300)
 
-add_test(NAME math_cli COMMAND ${OR1_PYTHON} ${CMAKE_SOURCE_DIR}/tests/math/cli_test.py $<TARGET_FILE:or1>)
+or1_python_test(math_cli ${CMAKE_SOURCE_DIR}/tests/math/cli_test.py $<TARGET_FILE:or1>)
 
 add_executable(test_math_fuzz tests/math/test_math_fuzz.c)
 target_include_directories(test_math_fuzz PRIVATE ${CJSON_INCLUDE})

@@ -23,7 +23,8 @@ import tempfile
 
 import torch
 
-import ref
+from or1test import files, proc, ref
+from or1test.check import Checker
 
 LR, WD = 2e-3, 0.1
 LOSS_FLAGS = ["--temperature", 0.8, "--entropy-coef", 0.01, "--clip-high", 0.28]
@@ -35,11 +36,11 @@ CONFIG_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_lay
 
 def or1_grad(chk, or1, model, bpath, extra, what):
     """Runs or1 grad; returns its printed statistics or None."""
-    r = ref.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--threads", 2]
+    r = proc.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--threads", 2]
                     + LOSS_FLAGS + extra)
     if not chk.ok(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr.strip()}"):
         return None
-    return ref.parse_json_line(r.stdout.strip(), what)
+    return proc.parse_json_line(r.stdout.strip(), what)
 
 
 def c_gradient(chk, or1, tmp, model, bpath, batch, cfg, params, what):
@@ -86,12 +87,9 @@ def check_weights(chk, what, got, opt, slack, bf16=False):
             continue
         tol = 1e-7 + 1e-6 * w.abs() + slack[name]
         bad = (g - w).abs() > tol
-        if bad.any():
-            i = int(((g - w).abs() - tol).argmax())
-            chk.fail(f"{what}: weight {name}: {int(bad.sum())}/{bad.numel()} elements off; flat "
-                     f"{i}: got {g.flatten()[i]:.9g}, want {w.flatten()[i]:.9g}")
-        else:
-            chk.checks += 1
+        i = int(((g - w).abs() - tol).argmax())
+        chk.ok(not bad.any(), f"{what}: weight {name}: {int(bad.sum())}/{bad.numel()} elements off; flat "
+               f"{i}: got {g.flatten()[i]:.9g}, want {w.flatten()[i]:.9g}")
 
 
 def find_moment(tensors, name, want):
@@ -140,14 +138,14 @@ def check_reload(chk, or1, tmp, model, what):
     g = torch.Generator().manual_seed(7)
     seqs = [ref.random_ids(g, cfg["vocab_size"], n) for n in (9, 30)]
     inp = os.path.join(tmp, "reload.jsonl")
-    ref.write_jsonl(inp, [{"ids": s} for s in seqs])
-    r = ref.run_or1(or1, ["logprobs", "--model", model, "--input", inp])
+    files.write_jsonl(inp, [{"ids": s} for s in seqs])
+    r = proc.run_or1(or1, ["logprobs", "--model", model, "--input", inp])
     if not chk.ok(r.returncode == 0, f"{what}: logprobs exit {r.returncode}: {r.stderr.strip()}"):
         return
     for s, line in zip(seqs, r.stdout.splitlines()):
         with torch.no_grad():
             lp, ent = ref.sequence_logprobs(params, cfg, s)
-        row = ref.parse_json_line(line, what)
+        row = proc.parse_json_line(line, what)
         chk.close(f"{what}: reloaded logprobs", row.get("logprobs"), lp, 1e-4, 1e-5)
         chk.close(f"{what}: reloaded entropy", row.get("entropy"), ent, 1e-4, 1e-5)
 
@@ -159,7 +157,7 @@ def chain(chk, or1, tmp, label, cfg_kw, dtype, steps, bf16_step):
     cfg, params = ref.new_checkpoint(d0, seed=21, dtype=dtype, **cfg_kw)
     batch = ref.make_batch(params, cfg, seed=8, temperature=0.8)
     bpath = os.path.join(tmp, f"{label}.jsonl")
-    ref.write_jsonl(bpath, batch)
+    files.write_jsonl(bpath, batch)
     opt = ref.RefAdamW(params, LR, WD, None)
     slack = {n: torch.zeros_like(t) for n, t in params.items()}
     prev = d0
@@ -204,7 +202,7 @@ def chain(chk, or1, tmp, label, cfg_kw, dtype, steps, bf16_step):
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("AdamW chain")
+    chk = Checker("AdamW chain")
     with tempfile.TemporaryDirectory() as tmp:
         chain(chk, or1, tmp, "qwen2-untied-f32-", dict(arch="qwen2", tied=False), "F32", 3, True)
         chain(chk, or1, tmp, "llama-tied-bf16-", dict(arch="llama", tied=True, kv_heads=1),

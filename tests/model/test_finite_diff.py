@@ -14,7 +14,8 @@ import os
 import sys
 import tempfile
 
-import ref
+from or1test import files, proc, ref
+from or1test.check import Checker
 
 H = 1e-2
 TENSORS = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight",
@@ -29,22 +30,22 @@ def loss_of(chk, or1, tmp, cfg, params, bpath, tag):
     model = os.path.join(tmp, tag)
     ref.save_checkpoint(model, cfg, params)
     out = os.path.join(tmp, "g.safetensors")
-    r = ref.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", out] + FLAGS)
+    r = proc.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", out] + FLAGS)
     if not chk.ok(r.returncode == 0, f"{tag}: exit {r.returncode}: {r.stderr.strip()}"):
         return None
-    return float(ref.parse_json_line(r.stdout.strip(), tag)["loss"])
+    return float(proc.parse_json_line(r.stdout.strip(), tag)["loss"])
 
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("finite differences")
+    chk = Checker("finite differences")
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "base")
         cfg, params = ref.new_checkpoint(model, seed=4, arch="qwen2", tied=False)
         batch = ref.make_batch(params, cfg, seed=9, temperature=0.8)
         bpath, gpath = os.path.join(tmp, "b.jsonl"), os.path.join(tmp, "grad.safetensors")
-        ref.write_jsonl(bpath, batch)
-        r = ref.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", gpath] + FLAGS)
+        files.write_jsonl(bpath, batch)
+        r = proc.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", gpath] + FLAGS)
         if not chk.ok(r.returncode == 0, f"base: exit {r.returncode}: {r.stderr.strip()}"):
             chk.finish()
         grads = ref.read_safetensors(gpath)[0]

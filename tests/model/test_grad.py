@@ -14,7 +14,8 @@ import os
 import sys
 import tempfile
 
-import ref
+from or1test import files, proc, ref
+from or1test.check import Checker
 
 STAT_TOL = 2e-5      # relative to max(1, |value|)
 GRAD_ELEM = 1e-4     # element error / largest |gradient| of that tensor
@@ -102,13 +103,13 @@ def check_case(chk, or1, tmp, k, case):
     batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"],
                            with_old=case.get("with_old", True))
     bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
-    ref.write_jsonl(bpath, batch)
+    files.write_jsonl(bpath, batch)
     what = f"{case['cfg']} {case['dtype']} shards={case['shards']} {case['flags']}"
     stdin = None
     if case.get("stdin"):  # the batch through --batch /dev/stdin
         with open(bpath) as f:
             stdin, bpath = f.read(), "/dev/stdin"
-    r = ref.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", gpath,
+    r = proc.run_or1(or1, ["grad", "--model", model, "--batch", bpath, "--out", gpath,
                           "--threads", 2] + flag_args(case["flags"]), stdin=stdin)
     if not chk.ok(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr.strip()}"):
         return
@@ -116,13 +117,13 @@ def check_case(chk, or1, tmp, k, case):
     if case.get("with_old", True) and kw["clip_low"] < 0.5:
         # the batch must exercise the clip in both directions, or this test proves little
         assert 0 < want_stats["clip_frac"] < 1, want_stats
-    check_stats(chk, what, ref.parse_json_line(r.stdout.strip(), what), want_stats)
+    check_stats(chk, what, proc.parse_json_line(r.stdout.strip(), what), want_stats)
     check_grads(chk, what, gpath, want_grads)
 
 
 def main():
     or1, group = sys.argv[1], sys.argv[2]
-    chk = ref.Checker(f"grad {group}")
+    chk = Checker(f"grad {group}")
     with tempfile.TemporaryDirectory() as tmp:
         for k, case in enumerate(GROUPS[group]):
             check_case(chk, or1, tmp, k, case)

@@ -17,7 +17,8 @@ import tempfile
 
 import torch
 
-import ref
+from or1test import files, proc, ref
+from or1test.check import Checker
 
 ATOL, RTOL = 1e-4, 1e-5
 # (heads, kv_heads, head_dim) cycled over the variants: MHA, GQA 2:1 and 4:1, wide head_dim.
@@ -39,7 +40,7 @@ def check_output(chk, what, stdout, want):
     if not chk.ok(len(lines) == len(want), f"{what}: {len(lines)} output lines, want {len(want)}"):
         return
     for k, (line, (lp, ent)) in enumerate(zip(lines, want)):
-        row = ref.parse_json_line(line, f"{what} line {k + 1}")
+        row = proc.parse_json_line(line, f"{what} line {k + 1}")
         seq = f"{what} seq {k} (len {len(lp) + 1})"
         chk.close(f"{seq} logprobs", row.get("logprobs"), lp, ATOL, RTOL)
         chk.close(f"{seq} entropy", row.get("entropy"), ent, ATOL, RTOL)
@@ -56,14 +57,14 @@ def check_variant(chk, or1, tmp, arch, k, tied, dtype, shards):
                                      vocab=97 + 50 * (k % 3), **extra)
     seqs = sequences(cfg["vocab_size"], k)
     inp = os.path.join(tmp, f"in{k}.jsonl")
-    ref.write_jsonl(inp, [{"ids": s} for s in seqs])
+    files.write_jsonl(inp, [{"ids": s} for s in seqs])
     for temp in (1.0, 0.7):
         what = (f"{arch} tied={tied} {dtype} shards={shards} heads={heads}/{kv} head_dim={hd} "
                 f"T={temp}")
         args = ["logprobs", "--model", model, "--input", inp, "--threads", 1 + k % 2]
         if temp != 1.0:
             args += ["--temperature", temp]
-        r = ref.run_or1(or1, args)
+        r = proc.run_or1(or1, args)
         if not chk.ok(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr.strip()}"):
             continue
         with torch.no_grad():
@@ -77,7 +78,7 @@ def check_stdin(chk, or1, tmp):
     cfg, params = ref.new_checkpoint(model, seed=99)
     seqs = sequences(cfg["vocab_size"], 99)
     text = "".join(json.dumps({"ids": s}) + "\n" for s in seqs)
-    r = ref.run_or1(or1, ["logprobs", "--model", model, "--input", "/dev/stdin"], stdin=text)
+    r = proc.run_or1(or1, ["logprobs", "--model", model, "--input", "/dev/stdin"], stdin=text)
     if chk.ok(r.returncode == 0, f"/dev/stdin: exit {r.returncode}: {r.stderr.strip()}"):
         with torch.no_grad():
             want = [ref.sequence_logprobs(params, cfg, s, 1.0) for s in seqs]
@@ -91,8 +92,8 @@ def check_wide_vocab(chk, or1, tmp):
     seqs = sequences(cfg["vocab_size"], 77)
     seqs[4][:6] = [0, 4095, 4096, 8191, 8192, 8299]
     inp = os.path.join(tmp, "wide.jsonl")
-    ref.write_jsonl(inp, [{"ids": s} for s in seqs])
-    r = ref.run_or1(or1, ["logprobs", "--model", model, "--input", inp, "--temperature", 0.7])
+    files.write_jsonl(inp, [{"ids": s} for s in seqs])
+    r = proc.run_or1(or1, ["logprobs", "--model", model, "--input", inp, "--temperature", 0.7])
     if chk.ok(r.returncode == 0, f"vocab 8300: exit {r.returncode}: {r.stderr.strip()}"):
         with torch.no_grad():
             want = [ref.sequence_logprobs(params, cfg, s, 0.7) for s in seqs]
@@ -101,7 +102,7 @@ def check_wide_vocab(chk, or1, tmp):
 
 def main():
     or1, arch = sys.argv[1], sys.argv[2]
-    chk = ref.Checker(f"logprobs {arch}")
+    chk = Checker(f"logprobs {arch}")
     with tempfile.TemporaryDirectory() as tmp:
         combos = itertools.product((False, True), ("F32", "BF16", "F16"), (1, 3))
         for k, (tied, dtype, shards) in enumerate(combos):

@@ -13,7 +13,9 @@ import struct
 import sys
 import tempfile
 
-import ref
+from or1test import files, proc, ref
+from or1test import safetensors as st
+from or1test.check import Checker
 
 T = "model.layers.1.mlp.up_proj.weight"   # the tensor the per-tensor cases break
 Q = "model.layers.0.self_attn.q_proj.weight"
@@ -51,7 +53,7 @@ class Base:
     def logprobs_args(self, model):
         """or1 logprobs on a valid input file."""
         inp = os.path.join(self.tmp, "in.jsonl")
-        ref.write_jsonl(inp, [{"ids": [1, 2, 3, 4]}, {"ids": [5, 6]}])
+        files.write_jsonl(inp, [{"ids": [1, 2, 3, 4]}, {"ids": [5, 6]}])
         return ["logprobs", "--model", model, "--input", inp]
 
     def grad_args(self, rows, name="batch.jsonl"):
@@ -67,10 +69,7 @@ class Base:
 def raw_file(model):
     """(path, header dict, data bytes) of a checkpoint's model.safetensors."""
     path = os.path.join(model, "model.safetensors")
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    return path, json.loads(blob[8:8 + n]), blob[8 + n:]
+    return (path, *st.read_raw(path))
 
 
 def edit_header(base, fn, header_len=None):
@@ -78,7 +77,7 @@ def edit_header(base, fn, header_len=None):
     d = base.model()
     path, header, data = raw_file(d)
     fn(header)
-    ref.write_safetensors_raw(path, header, data, header_len)
+    st.write_raw(path, header, data, header_len)
     return d
 
 
@@ -570,7 +569,7 @@ def logprobs_truncated_json(b):
 def logprobs_id_out_of_vocab(b):
     """A logprobs id beyond the vocabulary."""
     inp = os.path.join(b.tmp, "in-oov.jsonl")
-    ref.write_jsonl(inp, [{"ids": [1, 2]}, {"ids": [3, b.cfg["vocab_size"] + 5]}])
+    files.write_jsonl(inp, [{"ids": [1, 2]}, {"ids": [3, b.cfg["vocab_size"] + 5]}])
     return ["logprobs", "--model", b.src, "--input", inp], None, ("in-oov.jsonl",)
 
 
@@ -578,7 +577,7 @@ def logprobs_id_out_of_vocab(b):
 def logprobs_empty_ids(b):
     """A logprobs line with no ids."""
     inp = os.path.join(b.tmp, "in-empty.jsonl")
-    ref.write_jsonl(inp, [{"ids": []}])
+    files.write_jsonl(inp, [{"ids": []}])
     return ["logprobs", "--model", b.src, "--input", inp], None, ("in-empty.jsonl",)
 
 
@@ -631,12 +630,12 @@ def flag_step_without_save(b):
 def run_case(chk, or1, b, fn):
     """Runs one case and checks exit status, message form, named things and sanitizer silence."""
     args, stdin, expect = fn(b)
-    r = ref.run_or1(or1, args, stdin=stdin, timeout=120)
+    r = proc.run_or1(or1, args, stdin=stdin, timeout=120)
     what = fn.__name__
     err = r.stderr
     chk.ok(r.returncode in (1, 2), f"{what}: exit status {r.returncode} (want 1 or 2); "
            f"stderr: {err.strip()[:400]}")
-    chk.ok(not ref.sanitizer_report(err), f"{what}: sanitizer report: {err.strip()[:1500]}")
+    chk.ok(not proc.sanitizer_report(err), f"{what}: sanitizer report: {err.strip()[:1500]}")
     chk.ok(err.startswith("or1: "), f"{what}: stderr does not start with 'or1: ': {err[:200]!r}")
     for e in expect:
         alts = e if isinstance(e, tuple) else (e,)
@@ -646,7 +645,7 @@ def run_case(chk, or1, b, fn):
 
 def main():
     or1, group = sys.argv[1], sys.argv[2]
-    chk = ref.Checker(f"malformed {group}")
+    chk = Checker(f"malformed {group}")
     with tempfile.TemporaryDirectory() as tmp:
         b = Base(tmp)
         for fn in GROUPS[group]:

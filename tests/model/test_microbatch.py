@@ -13,7 +13,8 @@ import os
 import sys
 import tempfile
 
-import ref
+from or1test import files, proc, ref
+from or1test.check import Checker
 
 NORMWISE, ELEM, STATS = 5e-6, 5e-6, 1e-6
 LENGTHS = ((7, 9), (3, 4), (12, 6), (2, 11), (5, 3))
@@ -44,21 +45,21 @@ def run(chk, or1, tmp, model, bpath, k):
             "--entropy-coef", 0.01, "--clip-high", 0.28]
     if k is not None:
         args += ["--micro-batch-tokens", k]
-    r = ref.run_or1(or1, args)
+    r = proc.run_or1(or1, args)
     if not chk.ok(r.returncode == 0, f"K={k}: exit {r.returncode}: {r.stderr.strip()}"):
         return None
-    return ref.parse_json_line(r.stdout.strip(), f"K={k}"), ref.read_safetensors(out)[0]
+    return proc.parse_json_line(r.stdout.strip(), f"K={k}"), ref.read_safetensors(out)[0]
 
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("micro-batch invariance")
+    chk = Checker("micro-batch invariance")
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m")
         cfg, params = ref.new_checkpoint(model, seed=3, arch="qwen2", tied=True)
         batch = ref.make_batch(params, cfg, seed=5, lengths=LENGTHS, temperature=0.8)
         bpath = os.path.join(tmp, "b.jsonl")
-        ref.write_jsonl(bpath, batch)
+        files.write_jsonl(bpath, batch)
         lines = [p + r for p, r in LENGTHS]
         ks = {1: sum(lines), 2: k_for(lines, 2), 5: 1}
         base = run(chk, or1, tmp, model, bpath, None)

@@ -1,12 +1,11 @@
-# Model core: or1 logprobs / grad against the float64 PyTorch reference in tests/model/ref.py.
+# Model core: or1 logprobs / grad against the float64 PyTorch reference in tests/or1test/ref.py.
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 set(OR1_MODEL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # Registers one Python driver run as a test: model_<name> runs <script> OR1 <args...>.
 function(or1_model_test name script)
-  add_test(NAME model_${name}
-           COMMAND ${OR1_PYTHON} ${OR1_MODEL_TEST_DIR}/${script} $<TARGET_FILE:or1> ${ARGN})
-  set_tests_properties(model_${name} PROPERTIES TIMEOUT 600
-                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=2")
+  or1_python_test(model_${name} ${OR1_MODEL_TEST_DIR}/${script} $<TARGET_FILE:or1> ${ARGN}
+                  TIMEOUT 600 ENV OMP_NUM_THREADS=2)
 endfunction()
 
 or1_model_test(logprobs_qwen2 test_logprobs.py qwen2)

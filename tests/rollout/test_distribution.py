@@ -19,8 +19,8 @@ import tempfile
 
 import torch
 
-import common
-from common import ref
+from or1test import ref, rollout
+from or1test.check import Checker
 
 N = 4000
 ALPHA = 1e-3
@@ -39,7 +39,7 @@ CASES = [("plain T=1", 1.0, 0, 1.0, [("T=0.6", 0.6, 0, 1.0)]),
 
 def exact_logp(chk, or1, model, prompt, vocab, temperature, tmp):
     """log p_T(v | prompt) for every v, from `or1 logprobs` (float64 tensor, or None)."""
-    lps = common.logprobs(chk, or1, model, [prompt + [v] for v in range(vocab)], tmp, temperature)
+    lps = rollout.logprobs(chk, or1, model, [prompt + [v] for v in range(vocab)], tmp, temperature)
     return None if lps is None else torch.tensor([lp[-1] for lp in lps], dtype=torch.float64)
 
 
@@ -101,7 +101,7 @@ def check_case(chk, or1, model, inp, prompt, vocab, case, tmp, cache):
     want = dist(temp, top_k, top_p, name, True)
     flags = {"n": N, "seed": 1, "max-new-tokens": 1, "temperature": temp,
              "top-k": top_k or None, "top-p": top_p if top_p < 1 else None}
-    rows = common.generate(chk, or1, model, inp, 1, **flags)
+    rows = rollout.generate(chk, or1, model, inp, 1, **flags)
     if rows is None or want is None:
         return
     counts = torch.zeros(vocab, dtype=torch.float64)
@@ -127,12 +127,12 @@ def check_case(chk, or1, model, inp, prompt, vocab, case, tmp, cache):
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("rollout distribution")
+    chk = Checker("rollout distribution")
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m")
         cfg, _ = ref.new_checkpoint(model, seed=3, vocab=24)
         prompt = [3, 17, 5, 9, 1]
-        inp = common.write_prompts(os.path.join(tmp, "in.jsonl"), [prompt])
+        inp = rollout.write_prompts(os.path.join(tmp, "in.jsonl"), [prompt])
         cache = {}
         for case in CASES:
             check_case(chk, or1, model, inp, prompt, cfg["vocab_size"], case, tmp, cache)

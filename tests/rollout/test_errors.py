@@ -15,8 +15,8 @@ import re
 import sys
 import tempfile
 
-import common
-from common import ref
+from or1test import proc, ref, rollout
+from or1test.check import Checker
 
 GOOD = '{"prompt_ids": [1, 2, 3]}'
 
@@ -28,7 +28,7 @@ class Env:
         self.chk, self.or1, self.tmp, self.n = chk, or1, tmp, 0
         self.model = os.path.join(tmp, "m")
         self.cfg, _ = ref.new_checkpoint(self.model, seed=2, vocab=97)
-        common.set_config(self.model, max_position_embeddings=64)
+        rollout.set_config(self.model, max_position_embeddings=64)
 
     def input(self, bad_line):
         """A file: a good line, a blank line, then bad_line (line 3); returns (path, "path:3")."""
@@ -40,9 +40,9 @@ class Env:
 
     def fails(self, what, args, expect, stdin=None):
         """or1 args must exit 1 or 2 with an `or1:` message containing every expected substring."""
-        r = ref.run_or1(self.or1, args, stdin=stdin)
+        r = proc.run_or1(self.or1, args, stdin=stdin)
         msg = r.stderr.strip()
-        if not self.chk.ok(r.returncode in (1, 2) and not ref.sanitizer_report(r.stderr),
+        if not self.chk.ok(r.returncode in (1, 2) and not proc.sanitizer_report(r.stderr),
                            f"{what}: exit {r.returncode} (want 1 or 2): {msg[-1500:]}"):
             return msg
         last = msg.splitlines()[-1] if msg else ""
@@ -67,15 +67,15 @@ def check_lengths(env):
     inp, where = env.input(f'{{"prompt_ids": [{long_ids}]}}')
     env.fails("5000-token prompt", env.generate(inp, "--max-new-tokens", "1"),
               [where, "max_position_embeddings"])
-    fit = common.write_prompts(os.path.join(env.tmp, "fit.jsonl"), [list(range(56)), [5]])
-    rows = common.generate(env.chk, env.or1, env.model, fit, 2, **{"max-new-tokens": 8})
+    fit = rollout.write_prompts(os.path.join(env.tmp, "fit.jsonl"), [list(range(56)), [5]])
+    rows = rollout.generate(env.chk, env.or1, env.model, fit, 2, **{"max-new-tokens": 8})
     env.chk.ok(rows is not None and all(len(r["response_ids"]) == 8 for r in rows),
                "56 prompt + 8 new tokens = max_position_embeddings 64 must fit")
 
 
 def check_kv_budget(env):
     """A budget below one sequence fails clearly; one that holds a few slots gives the same output."""
-    inp = common.write_prompts(os.path.join(env.tmp, "kv.jsonl"), [[1, 2, 3, 4, 5], [6, 7], [8]])
+    inp = rollout.write_prompts(os.path.join(env.tmp, "kv.jsonl"), [[1, 2, 3, 4, 5], [6, 7], [8]])
     msg = env.fails("--kv-cache-gb 1e-6", env.generate(inp, "--kv-cache-gb", "1e-6", "--max-new-tokens", "10"),
                     ["KV", "budget"])
     sizes = re.findall(r"(\d+(?:\.\d+)?(?:e-?\d+)?) ?([KMG]i?B|bytes)", msg)
@@ -86,8 +86,8 @@ def check_kv_budget(env):
     per_token = c["num_hidden_layers"] * 2 * c["num_key_value_heads"] * ref.head_dim_of(c) * 4
     few = 4 * per_token * (5 + 10) / 2 ** 30  # four prompt-plus-response sequences' worth
     flags = {"n": 3, "seed": 4, "max-new-tokens": 10}
-    want = common.generate_lines(env.chk, env.or1, env.model, inp, 3, **flags)[1]
-    got = common.generate_lines(env.chk, env.or1, env.model, inp, 3, **{"kv-cache-gb": f"{few:.3e}"},
+    want = rollout.generate_lines(env.chk, env.or1, env.model, inp, 3, **flags)[1]
+    got = rollout.generate_lines(env.chk, env.or1, env.model, inp, 3, **{"kv-cache-gb": f"{few:.3e}"},
                                 **flags)[1]
     env.chk.ok(want is not None and got == want,
                f"--kv-cache-gb {few:.3e} (a few sequences) must give the default budget's output")
@@ -113,7 +113,7 @@ def check_inputs(env):
 
 def check_flags(env):
     """Out-of-range and malformed flags are rejected naming the flag."""
-    inp = common.write_prompts(os.path.join(env.tmp, "ok.jsonl"), [[1, 2]])
+    inp = rollout.write_prompts(os.path.join(env.tmp, "ok.jsonl"), [[1, 2]])
     V = env.cfg["vocab_size"]
     bad = [("--temperature", "-1"), ("--temperature", "nan"), ("--top-p", "0"), ("--top-p", "1.5"),
            ("--top-k", "-1"), ("--n", "0"), ("--max-new-tokens", "0"), ("--seed", "-3"),
@@ -128,7 +128,7 @@ def check_flags(env):
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("rollout errors")
+    chk = Checker("rollout errors")
     with tempfile.TemporaryDirectory() as tmp:
         env = Env(chk, or1, tmp)
         check_lengths(env)

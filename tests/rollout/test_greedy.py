@@ -4,7 +4,7 @@ usage: test_greedy.py OR1 ARCH   (ARCH: qwen2 | llama)
 
 Random EOS-free checkpoints (tied and untied, MHA and GQA, an explicit head_dim, Llama with and
 without attention_bias), four prompts of 1 to 37 tokens, 24 new tokens, so every sample must run to
-its length. The reference is tests/model/ref.py's float64 model, run once over prompt + response:
+its length. The reference is or1test/ref.py's float64 model, run once over prompt + response:
 or1's token at step t must be the reference argmax given the prompt and or1's tokens before t,
 which, step by step, is exactly the reference greedy decode. Where the reference's two best logits
 are within 1e-4 (an fp32 engine may then legitimately pick the other one) any token within 1e-4 of
@@ -17,8 +17,8 @@ import tempfile
 
 import torch
 
-import common
-from common import ref
+from or1test import ref, rollout
+from or1test.check import Checker
 
 NEW_TOKENS = 24
 TIE = 1e-4
@@ -67,9 +67,9 @@ def check_variant(chk, or1, tmp, arch, k, variant):
                                      kv_heads=kv, head_dim=hd, hidden=hidden, vocab=vocab, **extra)
     g = torch.Generator().manual_seed(k)
     prompts = [ref.random_ids(g, vocab, n) for n in PROMPT_LENGTHS]
-    inp = common.write_prompts(os.path.join(tmp, f"in{k}.jsonl"), prompts)
+    inp = rollout.write_prompts(os.path.join(tmp, f"in{k}.jsonl"), prompts)
     n = 2 if k == 0 else 1
-    rows = common.generate(chk, or1, model, inp, len(prompts), n=n, temperature=0,
+    rows = rollout.generate(chk, or1, model, inp, len(prompts), n=n, temperature=0,
                            **{"max-new-tokens": NEW_TOKENS, "max-slots": 3, "threads": 1 + k % 2,
                               "seed": 7})
     if rows is None:
@@ -88,7 +88,7 @@ def check_variant(chk, or1, tmp, arch, k, variant):
 
 def main():
     or1, arch = sys.argv[1], sys.argv[2]
-    chk = ref.Checker(f"greedy {arch}")
+    chk = Checker(f"greedy {arch}")
     with tempfile.TemporaryDirectory() as tmp:
         for k, variant in enumerate(VARIANTS[arch]):
             check_variant(chk, or1, tmp, arch, k, variant)

@@ -21,8 +21,8 @@ import tempfile
 
 import torch
 
-import common
-from common import ref
+from or1test import proc, ref, rollout
+from or1test.check import Checker
 
 N, NEW, FIRST = 3, 20, 3
 SETTINGS = [dict(temperature=1.0), {"temperature": 0.7, "top-p": 0.9, "top-k": 12}]
@@ -40,13 +40,13 @@ def run(chk, or1, model, inp, n_prompts, setting, stop, **extra):
     """One generate run; returns its stdout lines (None on failure)."""
     flags = dict(setting, n=N, seed=11, stop=stop, **{"max-new-tokens": NEW})
     flags.update(extra)
-    return common.generate_lines(chk, or1, model, inp, n_prompts, **flags)[1]
+    return rollout.generate_lines(chk, or1, model, inp, n_prompts, **flags)[1]
 
 
 def stop_tokens(chk, or1, model, inp, n_prompts):
     """Two tokens common in unstopped samples, but not so common that most samples stop at once
     (the 4th and 5th most frequent)."""
-    rows = common.generate(chk, or1, model, inp, n_prompts, n=N, seed=11, **{"max-new-tokens": NEW})
+    rows = rollout.generate(chk, or1, model, inp, n_prompts, n=N, seed=11, **{"max-new-tokens": NEW})
     counts = {}
     for row in rows or []:
         for t in set(row["response_ids"][1:]):
@@ -58,8 +58,8 @@ def stop_tokens(chk, or1, model, inp, n_prompts):
 def check_setting(chk, or1, model, tmp, setting, stop, prompts):
     """All batch compositions and thread counts of one sampling setting."""
     name = " ".join(f"{k}={v}" for k, v in setting.items())
-    full = common.write_prompts(os.path.join(tmp, "all.jsonl"), prompts)
-    head = common.write_prompts(os.path.join(tmp, "head.jsonl"), prompts[:FIRST])
+    full = rollout.write_prompts(os.path.join(tmp, "all.jsonl"), prompts)
+    head = rollout.write_prompts(os.path.join(tmp, "head.jsonl"), prompts[:FIRST])
     base = run(chk, or1, model, full, len(prompts), setting, stop, **{"max-slots": 64, "threads": 2})
     if base is None:
         return
@@ -84,7 +84,7 @@ def check_setting(chk, or1, model, tmp, setting, stop, prompts):
 
 def check_variety(chk, name, or1, model, full, prompts, setting, stop, base):
     """The samples vary where they should, so identical output above means something."""
-    rows = [ref.parse_json_line(line, name) for line in base]
+    rows = [proc.parse_json_line(line, name) for line in base]
     resp = [tuple(r["response_ids"]) for r in rows]
     longer = [r for r in resp if len(r) >= 4]  # short ones may coincide by chance
     chk.ok(len(set(longer)) == len(longer) >= 8,
@@ -108,10 +108,10 @@ def check_wide(chk, or1, tmp):
     cfg, _ = ref.new_checkpoint(model, seed=6, hidden=256, inter=704, heads=8, kv_heads=2, vocab=300)
     g = torch.Generator().manual_seed(4)
     prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (300, 7, 150)]
-    inp = common.write_prompts(os.path.join(tmp, "wide.jsonl"), prompts)
+    inp = rollout.write_prompts(os.path.join(tmp, "wide.jsonl"), prompts)
     outs = {}
     for threads, slots in ((1, 1), (2, 64), (2, 1), (1, 64)):
-        outs[(threads, slots)] = common.generate_lines(
+        outs[(threads, slots)] = rollout.generate_lines(
             chk, or1, model, inp, len(prompts), n=2, seed=3, temperature=1.0,
             **{"max-new-tokens": 8, "threads": threads, "max-slots": slots})[1]
     base = outs[(1, 1)]
@@ -139,7 +139,7 @@ def check_progress(chk, or1, model, inp, n_prompts, want):
     out = p.communicate(timeout=600)[0]
     os.close(master)
     text = err.decode(errors="replace")
-    chk.ok(p.returncode == 0 and not ref.sanitizer_report(text), f"progress bar run: exit {p.returncode}: {text[-500:]}")
+    chk.ok(p.returncode == 0 and not proc.sanitizer_report(text), f"progress bar run: exit {p.returncode}: {text[-500:]}")
     chk.ok(f"{n_prompts * N}/{n_prompts * N}" in text,
            f"stderr on a terminal should show a progress bar ending at {n_prompts * N} samples: {text[-300:]!r}")
     chk.ok(out.splitlines() == want, "stdout differs when stderr is a terminal")
@@ -147,13 +147,13 @@ def check_progress(chk, or1, model, inp, n_prompts, want):
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("rollout invariance")
+    chk = Checker("rollout invariance")
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m")
         cfg, _ = ref.new_checkpoint(model, seed=5, hidden=48, heads=6, kv_heads=2, vocab=40)
         prompts = prompts_for(cfg["vocab_size"])
-        inp = common.write_prompts(os.path.join(tmp, "all.jsonl"), prompts)
-        plain = common.generate_lines(chk, or1, model, inp, len(prompts), n=N, seed=11, temperature=1.0,
+        inp = rollout.write_prompts(os.path.join(tmp, "all.jsonl"), prompts)
+        plain = rollout.generate_lines(chk, or1, model, inp, len(prompts), n=N, seed=11, temperature=1.0,
                                       **{"max-new-tokens": NEW})[1]
         check_progress(chk, or1, model, inp, len(prompts), plain)
         stop = stop_tokens(chk, or1, model, inp, len(prompts))

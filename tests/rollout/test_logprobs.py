@@ -14,8 +14,8 @@ import tempfile
 
 import torch
 
-import common
-from common import ref
+from or1test import ref, rollout
+from or1test.check import Checker
 
 ATOL = 1e-4
 N, NEW = 3, 30
@@ -31,15 +31,15 @@ def check_model(chk, or1, tmp, k, spec):
     cfg, _ = ref.new_checkpoint(model, seed=20 + k, **spec)
     g = torch.Generator().manual_seed(k)
     prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (1, 6, 23, 50)]
-    inp = common.write_prompts(os.path.join(tmp, f"in{k}.jsonl"), prompts)
+    inp = rollout.write_prompts(os.path.join(tmp, f"in{k}.jsonl"), prompts)
     for temp, flags in SETTINGS:
-        what = f"{spec['arch']} vocab {cfg['vocab_size']} {common.flag_args(flags) or 'T=1'}"
-        rows = common.generate(chk, or1, model, inp, len(prompts), n=N, seed=k,
+        what = f"{spec['arch']} vocab {cfg['vocab_size']} {rollout.flag_args(flags) or 'T=1'}"
+        rows = rollout.generate(chk, or1, model, inp, len(prompts), n=N, seed=k,
                                **{"max-new-tokens": NEW}, **flags)
         if rows is None:
             continue
         seqs = [prompts[r["index"]] + r["response_ids"] for r in rows]
-        want = common.logprobs(chk, or1, model, seqs, tmp, temp)
+        want = rollout.logprobs(chk, or1, model, seqs, tmp, temp)
         if want is None:
             continue
         for r, w in zip(rows, want):
@@ -51,7 +51,7 @@ def check_model(chk, or1, tmp, k, spec):
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("rollout logprobs")
+    chk = Checker("rollout logprobs")
     with tempfile.TemporaryDirectory() as tmp:
         for k, spec in enumerate(MODELS):
             check_model(chk, or1, tmp, k, spec)

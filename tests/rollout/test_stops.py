@@ -20,8 +20,8 @@ import tempfile
 
 import torch
 
-import common
-from common import ref
+from or1test import ref, rollout
+from or1test.check import Checker
 
 NEW = 10
 
@@ -35,8 +35,8 @@ class Setup:
         self.cfg, _ = ref.new_checkpoint(self.src, seed=8, vocab=97)
         g = torch.Generator().manual_seed(8)
         self.prompts = [ref.random_ids(g, 97, n) for n in (3, 8, 1, 15, 6, 11)]
-        self.inp = common.write_prompts(os.path.join(tmp, "in.jsonl"), self.prompts)
-        self.greedy = common.generate(chk, or1, self.src, self.inp, len(self.prompts), temperature=0,
+        self.inp = rollout.write_prompts(os.path.join(tmp, "in.jsonl"), self.prompts)
+        self.greedy = rollout.generate(chk, or1, self.src, self.inp, len(self.prompts), temperature=0,
                                       **{"max-new-tokens": NEW})
 
     def model(self, config=None, generation=None):
@@ -45,7 +45,7 @@ class Setup:
         d = os.path.join(self.tmp, f"m{self.n}")
         shutil.copytree(self.src, d)
         if config:
-            common.set_config(d, **config)
+            rollout.set_config(d, **config)
         if generation is not None:
             with open(os.path.join(d, "generation_config.json"), "w") as f:
                 json.dump(generation, f)
@@ -74,8 +74,8 @@ def expect_cut(chk, what, row, full, cut, reason):
 
 def greedy_one(s, model, i, **flags):
     """Greedy generate of prompt i alone; its row or None."""
-    inp = common.write_prompts(os.path.join(s.tmp, f"one{i}.jsonl"), [s.prompts[i]])
-    rows = common.generate(s.chk, s.or1, model, inp, 1, temperature=0,
+    inp = rollout.write_prompts(os.path.join(s.tmp, f"one{i}.jsonl"), [s.prompts[i]])
+    rows = rollout.generate(s.chk, s.or1, model, inp, 1, temperature=0,
                            **{"max-new-tokens": NEW, **flags})
     return rows[0] if rows else None
 
@@ -120,8 +120,8 @@ def check_sampled_stops(s):
     """Sampled responses with an EOS and a stop id are the EOS-free ones cut at the first stop."""
     flags = {"n": 4, "seed": 5, "temperature": 1.0, "max-new-tokens": 16}
     prompts = s.prompts + [s.prompts[1] + [s.greedy[0]["response_ids"][0]]]
-    inp = common.write_prompts(os.path.join(s.tmp, "sampled.jsonl"), prompts)
-    full = common.generate(s.chk, s.or1, s.src, inp, len(prompts), **flags)
+    inp = rollout.write_prompts(os.path.join(s.tmp, "sampled.jsonl"), prompts)
+    full = rollout.generate(s.chk, s.or1, s.src, inp, len(prompts), **flags)
     if full is None:
         return
     counts = {}
@@ -132,7 +132,7 @@ def check_sampled_stops(s):
     eos = s.greedy[0]["response_ids"][0]
     stop = next(t for t in ranked[2:] if t != eos)
     model = s.model(config={"eos_token_id": eos})
-    rows = common.generate(s.chk, s.or1, model, inp, len(prompts), stop=stop, **{"max-slots": 3}, **flags)
+    rows = rollout.generate(s.chk, s.or1, model, inp, len(prompts), stop=stop, **{"max-slots": 3}, **flags)
     if rows is None:
         return
     stopped = 0
@@ -148,7 +148,7 @@ def check_sampled_stops(s):
 
 def main():
     or1 = sys.argv[1]
-    chk = ref.Checker("rollout stops")
+    chk = Checker("rollout stops")
     with tempfile.TemporaryDirectory() as tmp:
         s = Setup(chk, or1, tmp)
         if s.greedy is not None:

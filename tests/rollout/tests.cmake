@@ -1,13 +1,12 @@
 # Rollout engine: or1 generate against the float64 reference, or1 logprobs and exact distributions.
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 set(OR1_ROLLOUT_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # Registers one Python driver run as a test: rollout_<name> runs <script> OR1 <args...>.
 function(or1_rollout_test name script)
-  add_test(NAME rollout_${name}
-           COMMAND ${OR1_PYTHON} ${OR1_ROLLOUT_TEST_DIR}/${script} $<TARGET_FILE:or1> ${ARGN})
   # Passive waits: spinning OpenMP threads on a loaded 2-core machine slow each run many-fold.
-  set_tests_properties(rollout_${name} PROPERTIES TIMEOUT 900
-                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+  or1_python_test(rollout_${name} ${OR1_ROLLOUT_TEST_DIR}/${script} $<TARGET_FILE:or1> ${ARGN}
+                  TIMEOUT 900 ENV OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive)
 endfunction()
 
 or1_rollout_test(greedy_qwen2 test_greedy.py qwen2)

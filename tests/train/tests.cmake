@@ -1,21 +1,18 @@
 # The trainer end to end (issue 6) and its data parallelism over MPI (issue 8), on tiny models
 # made once per build directory by the train_fixture test (ctest fixture "train_models").
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 set(OR1_TRAIN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(OR1_TRAIN_FIXTURE ${CMAKE_CURRENT_BINARY_DIR}/train_fixture)
 
-add_test(NAME train_fixture
-         COMMAND ${OR1_PYTHON} ${OR1_TRAIN_TEST_DIR}/make_fixture.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
-                 ${OR1_TRAIN_FIXTURE})
-set_tests_properties(train_fixture PROPERTIES FIXTURES_SETUP train_models TIMEOUT 300
-                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+or1_python_test(train_fixture ${OR1_TRAIN_TEST_DIR}/make_fixture.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
+                ${OR1_TRAIN_FIXTURE} TIMEOUT 300 ENV OMP_NUM_THREADS=1)
+set_tests_properties(train_fixture PROPERTIES FIXTURES_SETUP train_models)
 
 # Registers train_<name>: tests/train/<script> OR1 FIXTURE SCRATCH (the script empties SCRATCH).
 function(or1_train_test name script)
-  add_test(NAME train_${name}
-           COMMAND ${OR1_PYTHON} ${OR1_TRAIN_TEST_DIR}/${script} $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
-                   ${CMAKE_CURRENT_BINARY_DIR}/train_${name})
-  set_tests_properties(train_${name} PROPERTIES FIXTURES_REQUIRED train_models TIMEOUT 600
-                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+  or1_python_test(train_${name} ${OR1_TRAIN_TEST_DIR}/${script} $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
+                  ${CMAKE_CURRENT_BINARY_DIR}/train_${name} TIMEOUT 600 ENV OMP_NUM_THREADS=1)
+  set_tests_properties(train_${name} PROPERTIES FIXTURES_REQUIRED train_models)
 endfunction()
 
 or1_train_test(run test_run.py)
@@ -30,8 +27,6 @@ or1_train_test(eval test_eval.py)
 if(NOT MPIEXEC_EXECUTABLE)
   find_program(MPIEXEC_EXECUTABLE NAMES mpirun mpiexec)
 endif()
-add_test(NAME train_mpi
-         COMMAND ${OR1_PYTHON} ${OR1_TRAIN_TEST_DIR}/test_mpi.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
-                 ${CMAKE_CURRENT_BINARY_DIR}/train_mpi "${MPIEXEC_EXECUTABLE}")
-set_tests_properties(train_mpi PROPERTIES FIXTURES_REQUIRED train_models TIMEOUT 900 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OMP_NUM_THREADS=1")
+or1_python_test(train_mpi ${OR1_TRAIN_TEST_DIR}/test_mpi.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
+                ${CMAKE_CURRENT_BINARY_DIR}/train_mpi "${MPIEXEC_EXECUTABLE}" TIMEOUT 900 ENV OMP_NUM_THREADS=1)
+set_tests_properties(train_mpi PROPERTIES FIXTURES_REQUIRED train_models SKIP_RETURN_CODE 77)

@@ -1,34 +1,26 @@
 """Independent float64 PyTorch reference for the or1 model core.
 
-Three parts, each readable on its own:
-  * safetensors: a small reader/writer (struct + json + numpy; BF16 through torch.bfloat16 views),
+Parts, each readable on its own:
+  * safetensors as torch tensors (the format itself is or1test.safetensors; BF16 through
+    torch.bfloat16 views),
   * checkpoints: random Hugging Face style Qwen2/Llama checkpoints with tiny shapes,
   * the model: the HF Qwen2/Llama decoder and the Skywork-OR1 loss (eq. 3.1) in float64,
-plus helpers the test drivers share (running or1, comparing tensors, collecting failures).
+  * AdamW: torch.optim.AdamW driven with given gradients.
 """
 import json
 import math
 import os
-import struct
-import subprocess
-import sys
 
 import numpy as np
 import torch
+
+from or1test import safetensors as st
 
 torch.set_default_dtype(torch.float64)
 
 # ---------------------------------------------------------------------------------------------
 # safetensors
 # ---------------------------------------------------------------------------------------------
-
-# dtype name -> (numpy dtype used to read the raw bytes, bytes per element)
-ST_DTYPES = {
-    "F64": (np.float64, 8), "F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2),
-    "I64": (np.int64, 8), "I32": (np.int32, 4), "U8": (np.uint8, 1),
-}
-ST_MAX_HEADER = 100 << 20
-
 
 def bf16_bits_to_f32(bits):
     """Widens raw bfloat16 bits (uint16 numpy array) to a float32 torch tensor."""
@@ -42,37 +34,20 @@ def f32_to_bf16_bits(x):
     return t.view(torch.int16).numpy().view(np.uint16)
 
 
-def read_safetensors(path):
-    """Reads a safetensors file; returns ({name: float64 or int64 tensor}, {name: dtype}, metadata).
+def to_torch(raw, dtype):
+    """A stored array as a torch tensor: floats widened to float64 (BF16 bits decoded), ints to int64."""
+    if dtype == "BF16":
+        return bf16_bits_to_f32(raw).to(torch.float64)
+    if dtype in ("I64", "I32", "U8"):
+        return torch.from_numpy(raw.astype(np.int64))
+    return torch.from_numpy(raw.astype(np.float64))
 
-    Validates what a careful reader must: header bounds, contiguous in-file offsets, sizes."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    if len(blob) < 8:
-        raise ValueError(f"{path}: shorter than the 8-byte header length")
-    (n,) = struct.unpack("<Q", blob[:8])
-    if n > ST_MAX_HEADER or 8 + n > len(blob):
-        raise ValueError(f"{path}: header length {n} exceeds the file")
-    header = json.loads(blob[8:8 + n].decode("utf-8"))
-    data = memoryview(blob)[8 + n:]
-    meta = header.pop("__metadata__", {}) or {}
-    tensors, dtypes = {}, {}
-    for name, e in header.items():
-        np_dtype, size = ST_DTYPES[e["dtype"]]
-        shape = [int(d) for d in e["shape"]]
-        begin, end = (int(o) for o in e["data_offsets"])
-        numel = int(np.prod(shape)) if shape else 1
-        if not (0 <= begin <= end <= len(data)) or end - begin != numel * size:
-            raise ValueError(f"{path}: tensor {name}: bad data_offsets {begin},{end}")
-        raw = np.frombuffer(data[begin:end], dtype=np_dtype).reshape(shape)
-        if e["dtype"] == "BF16":
-            t = bf16_bits_to_f32(raw).to(torch.float64)
-        elif e["dtype"] in ("I64", "I32", "U8"):
-            t = torch.from_numpy(raw.astype(np.int64))
-        else:
-            t = torch.from_numpy(raw.astype(np.float64))
-        tensors[name], dtypes[name] = t, e["dtype"]
-    return tensors, dtypes, meta
+
+def read_safetensors(path):
+    """Reads a safetensors file (checked, see st.read_arrays); returns
+    ({name: float64 or int64 tensor}, {name: dtype}, metadata)."""
+    arrays, dtypes, meta = st.read_arrays(path)
+    return {name: to_torch(a, dtypes[name]) for name, a in arrays.items()}, dtypes, meta
 
 
 def encode_tensor(x, dtype):
@@ -80,17 +55,8 @@ def encode_tensor(x, dtype):
     x = torch.as_tensor(x).detach()
     if dtype == "BF16":
         return f32_to_bf16_bits(x).astype("<u2").tobytes()
-    np_dtype = ST_DTYPES[dtype][0]
+    np_dtype = st.DTYPES[dtype][0]
     return x.to(torch.float64).numpy().astype(np.dtype(np_dtype).newbyteorder("<")).tobytes()
-
-
-def write_safetensors_raw(path, header, data, header_len=None):
-    """Writes a header dict and raw data bytes as a safetensors file (header_len may lie)."""
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    n = len(text) if header_len is None else header_len
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", n) + text + data)
 
 
 def write_safetensors(path, tensors, dtype="F32", metadata=None):
@@ -104,7 +70,7 @@ def write_safetensors(path, tensors, dtype="F32", metadata=None):
                         "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)
-    write_safetensors_raw(path, header, b"".join(chunks))
+    st.write_raw(path, header, b"".join(chunks))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,13 +355,6 @@ def make_batch(params, cfg, seed=0, lengths=((3, 5), (1, 7), (6, 2), (4, 9), (2,
     return batch
 
 
-def write_jsonl(path, rows):
-    """One JSON object per line (Python float repr, which round-trips doubles exactly)."""
-    with open(path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-
-
 # ---------------------------------------------------------------------------------------------
 # AdamW (torch.optim.AdamW driven with given gradients)
 # ---------------------------------------------------------------------------------------------
@@ -420,75 +379,3 @@ class RefAdamW:
     def params(self):
         """Current parameters, detached."""
         return {n: t.detach().clone() for n, t in self.p.items()}
-
-
-# ---------------------------------------------------------------------------------------------
-# test plumbing
-# ---------------------------------------------------------------------------------------------
-
-SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
-                   "runtime error:")
-
-
-def run_or1(or1, args, stdin=None, timeout=600):
-    """Runs or1 with args; returns the CompletedProcess (text mode)."""
-    return subprocess.run([or1] + [str(a) for a in args], input=stdin, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def sanitizer_report(stderr):
-    """True when stderr carries an ASan/UBSan/LSan report."""
-    return any(m in stderr for m in SANITIZER_MARKS)
-
-
-class Checker:
-    """Collects failures so one run reports every mismatch, then exits non-zero if any."""
-
-    def __init__(self, name):
-        self.name, self.failures, self.checks = name, [], 0
-
-    def fail(self, msg):
-        """Records one failure."""
-        self.failures.append(msg)
-        print("FAIL:", msg, flush=True)
-
-    def ok(self, cond, msg):
-        """Records a failure unless cond holds."""
-        self.checks += 1
-        if not cond:
-            self.fail(msg)
-        return cond
-
-    def close(self, what, got, want, atol, rtol=0.0):
-        """Element-wise |got - want| <= atol + rtol*|want|; reports the worst element."""
-        self.checks += 1
-        got = torch.as_tensor(got, dtype=torch.float64)
-        want = torch.as_tensor(want, dtype=torch.float64)
-        if got.shape != want.shape:
-            return self.fail(f"{what}: shape {list(got.shape)} != expected {list(want.shape)}")
-        if not torch.isfinite(got).all():
-            return self.fail(f"{what}: non-finite values")
-        excess = (got - want).abs() - (atol + rtol * want.abs())
-        if excess.numel() and excess.max() > 0:
-            i = int(excess.argmax())
-            g, w = got.flatten()[i].item(), want.flatten()[i].item()
-            bad = int((excess > 0).sum())
-            return self.fail(f"{what}: {bad}/{excess.numel()} elements off; worst flat index {i}: "
-                             f"got {g:.9g}, want {w:.9g} (atol {atol:g}, rtol {rtol:g})")
-        return True
-
-    def finish(self):
-        """Prints a summary and exits 1 on any failure."""
-        if self.failures:
-            print(f"{self.name}: {len(self.failures)} of {self.checks} checks failed")
-            sys.exit(1)
-        print(f"{self.name}: all {self.checks} checks passed")
-        sys.exit(0)
-
-
-def parse_json_line(text, what):
-    """Parses one JSON object printed by or1, raising a readable error."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise AssertionError(f"{what}: stdout is not JSON ({e}): {text[:300]!r}")

@@ -1,21 +1,15 @@
-"""Shared plumbing of the rollout tests: running `or1 generate` / `or1 logprobs` and reading output.
-
-The float64 model, the checkpoint writer and the failure collector come from tests/model/ref.py,
-imported from there (not copied)."""
+"""Shared plumbing of the rollout tests: running `or1 generate` / `or1 logprobs` and reading output."""
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
-import ref  # noqa: E402,F401  (re-exported to the drivers)
+from or1test import files, proc
 
 OUT_KEYS = ["index", "sample", "response_ids", "logprobs", "finish_reason"]
 
 
 def write_prompts(path, prompts):
     """An input file with one {"prompt_ids": [...]} line per prompt."""
-    ref.write_jsonl(path, [{"prompt_ids": p} for p in prompts])
-    return path
+    return files.write_jsonl(path, [{"prompt_ids": p} for p in prompts])
 
 
 def flag_args(flags):
@@ -29,7 +23,7 @@ def flag_args(flags):
 
 def generate_raw(or1, model, inp, **flags):
     """Runs `or1 generate` and returns the CompletedProcess."""
-    return ref.run_or1(or1, ["generate", "--model", model, "--input", inp] + flag_args(flags))
+    return proc.run_or1(or1, ["generate", "--model", model, "--input", inp] + flag_args(flags))
 
 
 def parse_rows(chk, what, stdout, n_prompts, n_samples):
@@ -42,7 +36,7 @@ def parse_rows(chk, what, stdout, n_prompts, n_samples):
         return None
     rows = []
     for k, line in enumerate(lines):
-        row = ref.parse_json_line(line, f"{what} line {k + 1}")
+        row = proc.parse_json_line(line, f"{what} line {k + 1}")
         want_pos = (k // n_samples, k % n_samples)
         ok = chk.ok(list(row)[:5] == OUT_KEYS, f"{what} line {k + 1}: keys {list(row)}")
         ok = ok and chk.ok((row["index"], row["sample"]) == want_pos,
@@ -63,7 +57,7 @@ def generate_lines(chk, or1, model, inp, n_prompts, **flags):
     """Runs `or1 generate`; returns (parsed rows, raw stdout lines), or (None, None) on failure."""
     what = f"generate {' '.join(flag_args(flags))}"
     r = generate_raw(or1, model, inp, **flags)
-    if not chk.ok(r.returncode == 0 and not ref.sanitizer_report(r.stderr),
+    if not chk.ok(r.returncode == 0 and not proc.sanitizer_report(r.stderr),
                   f"{what}: exit {r.returncode}: {r.stderr.strip()[-2000:]}"):
         return None, None
     rows = parse_rows(chk, what, r.stdout, n_prompts, int(flags.get("n") or 1))
@@ -78,12 +72,12 @@ def generate(chk, or1, model, inp, n_prompts, **flags):
 def logprobs(chk, or1, model, seqs, tmp, temperature=1.0, name="lp.jsonl"):
     """`or1 logprobs` of each sequence: a list of len(seq) - 1 next-token log-probs (None on failure)."""
     path = os.path.join(tmp, name)
-    ref.write_jsonl(path, [{"ids": s} for s in seqs])
+    files.write_jsonl(path, [{"ids": s} for s in seqs])
     args = ["logprobs", "--model", model, "--input", path]
     if temperature != 1.0:
         args += ["--temperature", temperature]
-    r = ref.run_or1(or1, args)
-    if not chk.ok(r.returncode == 0 and not ref.sanitizer_report(r.stderr),
+    r = proc.run_or1(or1, args)
+    if not chk.ok(r.returncode == 0 and not proc.sanitizer_report(r.stderr),
                   f"logprobs T={temperature}: exit {r.returncode}: {r.stderr.strip()[-2000:]}"):
         return None
     lines = r.stdout.splitlines()

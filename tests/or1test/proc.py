@@ -1,0 +1,47 @@
+"""Running or1 and other commands from the tests, and reading what they print."""
+import json
+import os
+import subprocess
+import sys
+
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                   "runtime error:")
+
+
+def run(cmd, ok=True, stdin=None, timeout=None, env=None):
+    """Runs cmd (its items made strings) with text I/O and env added to the environment;
+    returns the completed process. With ok, a non-zero exit ends the test with its stderr."""
+    cmd = [str(a) for a in cmd]
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, **env) if env else None)
+    if ok and p.returncode != 0:
+        sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-4000:]}")
+    return p
+
+
+def run_or1(or1, args, stdin=None, timeout=600):
+    """Runs or1 with args whatever its exit status (the caller checks it)."""
+    return run([or1, *args], ok=False, stdin=stdin, timeout=timeout)
+
+
+def sanitizer_report(stderr):
+    """True when stderr carries an ASan/UBSan/LSan report."""
+    return any(m in stderr for m in SANITIZER_MARKS)
+
+
+def json_lines(text):
+    """The JSON values of the non-empty lines of text."""
+    return [json.loads(line) for line in text.split("\n") if line]
+
+
+def parse_json_line(text, what):
+    """Parses one JSON object printed by or1, raising a readable error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise AssertionError(f"{what}: stdout is not JSON ({e}): {text[:300]!r}")
+
+
+def make_tokenizer(root, out):
+    """Builds the demo tokenizer into out with the repository's scripts/make_tokenizer.py."""
+    return run([sys.executable, os.path.join(root, "scripts", "make_tokenizer.py"), out])
