@@ -12,8 +12,10 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import proc
+from or1test import train as C
+from or1test.check import check, failed, finish
+from or1test.files import fresh
 
 OR1, ROOT, DIR = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -27,7 +29,7 @@ def trace(p, a):
 def build(work):
     """Tokenizer, random model, SFT model and data rows in work."""
     tok = os.path.join(work, "tok")
-    C.run([sys.executable, os.path.join(ROOT, "scripts", "make_tokenizer.py"), tok])
+    proc.make_tokenizer(ROOT, tok)
     t = json.load(open(os.path.join(tok, "tokenizer.json")))
     vocab = len(t["model"]["vocab"]) + len(t["added_tokens"])
     eos = [a["id"] for a in t["added_tokens"] if a["content"] == "<|endoftext|>"][0]
@@ -59,19 +61,19 @@ def fit_for_tests(work):
         d = json.loads(line)
         counts[d["index"]] += d["correct"]
     ok = counts[0] >= 15 and 0 < counts[1] < 16 and counts[3] == 0 and counts[4] == 0
-    C.check(ok, f"SFT model's correct counts of 16 per row {counts}: want >=15, mixed, ?, 0, 0")
+    check(ok, f"SFT model's correct counts of 16 per row {counts}: want >=15, mixed, ?, 0, 0")
 
 
 def main():
     """Rebuilds the fixture in a temporary folder and moves it into place."""
-    tmp = C.fresh(DIR + ".tmp")
+    tmp = fresh(DIR + ".tmp")
     build(tmp)
     fit_for_tests(tmp)
-    if C.failures:
-        C.finish("train fixture")
+    if failed():
+        finish("train fixture")
     shutil.rmtree(DIR, ignore_errors=True)
     os.rename(tmp, DIR)
-    C.finish("train fixture")
+    finish("train fixture")
 
 
 main()

@@ -11,10 +11,11 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 OUT = os.path.join(SCRATCH, "out")
 GOOD = f"""model:
   path: {FX}/sft
@@ -65,16 +66,16 @@ def case(name, edits, flags, code, needles):
     """Runs one broken config; checks exit code, message and that no output appeared."""
     text = GOOD
     for a, b in edits:
-        C.check(a in text, f"{name}: test bug, {a!r} not in the config")
+        check(a in text, f"{name}: test bug, {a!r} not in the config")
         text = text.replace(a, b, 1)
     path = os.path.join(SCRATCH, "bad.yaml")
     open(path, "w").write(text)
     p = C.train(OR1, path, *flags, ok=False, timeout=60)
     msg = p.stderr.strip()
-    C.check(p.returncode == code, f"{name}: exit {p.returncode}, want {code} ({msg!r})")
-    C.check(msg.startswith("or1: ") and all(n in msg for n in needles), f"{name}: message {msg!r} lacks {needles}")
-    C.check(not re.search(r"^(train: \d+ prompts|step \d)", msg, re.M), f"{name}: work started: {msg!r}")
-    C.check(not os.path.exists(OUT), f"{name}: output folder created")
+    check(p.returncode == code, f"{name}: exit {p.returncode}, want {code} ({msg!r})")
+    check(msg.startswith("or1: ") and all(n in msg for n in needles), f"{name}: message {msg!r} lacks {needles}")
+    check(not re.search(r"^(train: \d+ prompts|step \d)", msg, re.M), f"{name}: work started: {msg!r}")
+    check(not os.path.exists(OUT), f"{name}: output folder created")
 
 
 def main():
@@ -84,8 +85,8 @@ def main():
     path = os.path.join(SCRATCH, "good.yaml")
     open(path, "w").write(GOOD)
     p = C.train(OR1, path, ok=False)
-    C.check(p.returncode == 0 and os.path.isdir(OUT), f"the good config failed: {p.stderr[-500:]!r}")
-    C.finish("train_config_errors")
+    check(p.returncode == 0 and os.path.isdir(OUT), f"the good config failed: {p.stderr[-500:]!r}")
+    finish("train_config_errors")
 
 
 main()

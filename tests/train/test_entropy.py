@@ -15,10 +15,11 @@ Usage: test_entropy.py OR1 FIXTURE_DIR SCRATCH_DIR
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 SFT, ROWS = os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
 
 
@@ -38,17 +39,17 @@ def replay(name, rows, p):
     for r in rows:
         step = r["step"]
         want = {"adaptive": c if gate else 0.0, "constant": p.get("initial", 0.0), "off": 0.0}[mode]
-        C.check(abs(r["alpha"] - want) < 1e-12, f"{name} step {step}: alpha {r['alpha']} want {want}")
+        check(abs(r["alpha"] - want) < 1e-12, f"{name} step {step}: alpha {r['alpha']} want {want}")
         if mode == "adaptive":
-            C.check(r["entropy_enabled"] == gate, f"{name} step {step}: gate {r['entropy_enabled']} want {gate}")
+            check(r["entropy_enabled"] == gate, f"{name} step {step}: gate {r['entropy_enabled']} want {gate}")
         if mode == "adaptive" and not r["skipped"]:
             low = r["entropy_sampled"] < p["target"]
             c = min(max(c + p["delta"] if low else c - p["delta"], p["c_min"]), p["c_max"])
             gate = low
-        C.check(abs(r["entropy_coef_next"] - c) < 1e-12, f"{name} step {step}: next coef {r['entropy_coef_next']} want {c}")
+        check(abs(r["entropy_coef_next"] - c) < 1e-12, f"{name} step {step}: next coef {r['entropy_coef_next']} want {c}")
         if not r["skipped"]:
             total = r["pg_loss"] - r["alpha"] * r["entropy_full"]
-            C.check(abs(r["loss"] - total) < 1e-6 * (1 + abs(total)),
+            check(abs(r["loss"] - total) < 1e-6 * (1 + abs(total)),
                     f"{name} step {step}: loss {r['loss']} != pg_loss - alpha * entropy_full = {total}")
         seen.append(c)
     return seen
@@ -58,24 +59,24 @@ def main():
     """Rising to c_max, falling to c_min with the gate off, constant and off modes."""
     up = {"mode": "adaptive", "target": 5.0, "delta": 0.002, "c_min": 0.0, "c_max": 0.005, "initial": 0.0}
     rows = run("up", up)
-    C.check(any(not r["skipped"] for r in rows), "no step trained")
-    C.check(all(r["entropy_sampled"] < 5.0 for r in rows if not r["skipped"]), "entropy above the high target")
+    check(any(not r["skipped"] for r in rows), "no step trained")
+    check(all(r["entropy_sampled"] < 5.0 for r in rows if not r["skipped"]), "entropy above the high target")
     seen = replay("up", rows, up)
-    C.check(seen[-1] == 0.005, f"coefficient did not reach c_max: {seen}")
+    check(seen[-1] == 0.005, f"coefficient did not reach c_max: {seen}")
     down = {"mode": "adaptive", "target": 1e-4, "delta": 0.002, "c_min": 0.001, "c_max": 0.01, "initial": 0.006}
     rows = run("down", down)
     seen = replay("down", rows, down)
-    C.check(seen[-1] == 0.001 and rows[0]["alpha"] == 0.006, f"coefficient did not fall to c_min: {seen}")
+    check(seen[-1] == 0.001 and rows[0]["alpha"] == 0.006, f"coefficient did not fall to c_min: {seen}")
     first = next(r["step"] for r in rows if not r["skipped"])
-    C.check(all(r["alpha"] == 0 for r in rows if r["step"] > first), "gate off after a high-entropy step, yet alpha > 0")
+    check(all(r["alpha"] == 0 for r in rows if r["step"] > first), "gate off after a high-entropy step, yet alpha > 0")
     const = {"mode": "constant", "initial": 0.004}
     replay("constant", run("constant", const, 3), const)
     off = {"mode": "off", "initial": 0.004}
     replay("off", run("off", off, 3), off)
     moved = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(os.path.join(SCRATCH, "constant"), 3), "model.safetensors")),
                            C.tensors(os.path.join(C.ckpt(os.path.join(SCRATCH, "off"), 3), "model.safetensors")))
-    C.check(moved > 0, "alpha = 0.004 and alpha = 0 gave the same weights: the entropy term does nothing")
-    C.finish("train_entropy")
+    check(moved > 0, "alpha = 0.004 and alpha = 0 gave the same weights: the entropy term does nothing")
+    finish("train_entropy")
 
 
 main()

@@ -17,10 +17,11 @@ import re
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 SFT, ROWS = os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
 K = 6
 SAMPLING = ["--n", str(K), "--max-new-tokens", "24", "--seed", "7"]
@@ -48,9 +49,9 @@ def expected(counts, sources):
 
 def same_entry(got, want, what):
     """Report entries equal (numbers to 1e-9)."""
-    C.check(got.keys() == want.keys(), f"{what}: keys {sorted(got)} want {sorted(want)}")
+    check(got.keys() == want.keys(), f"{what}: keys {sorted(got)} want {sorted(want)}")
     for k in want:
-        C.check(k in got and abs(got[k] - want[k]) < 1e-9, f"{what}: {k} = {got.get(k)} want {want[k]}")
+        check(k in got and abs(got[k] - want[k]) < 1e-9, f"{what}: {k} = {got.get(k)} want {want[k]}")
 
 
 def evaluate():
@@ -60,21 +61,21 @@ def evaluate():
     rep = json.loads(p.stdout)
     rows = [json.loads(x) for x in open(ROWS)]
     samples = [json.loads(x) for x in open(dump)]
-    C.check(len(samples) == K * len(rows), f"dump has {len(samples)} samples, want {K * len(rows)}")
+    check(len(samples) == K * len(rows), f"dump has {len(samples)} samples, want {K * len(rows)}")
     for s in samples:
-        C.check({"data_source", "index", "sample", "correct", "finish_reason", "tokens", "response"} <= s.keys(),
+        check({"data_source", "index", "sample", "correct", "finish_reason", "tokens", "response"} <= s.keys(),
                 f"dump line lacks fields: {sorted(s)}")
     counts = [0] * len(rows)
     for s in samples:
         counts[s["index"]] += bool(s["correct"])
-    C.check([s["sample"] for s in samples] == list(range(K)) * len(rows), "dump sample numbers")
+    check([s["sample"] for s in samples] == list(range(K)) * len(rows), "dump sample numbers")
     want = expected(counts, [r["data_source"] for r in rows])
     same_entry(rep.get("overall", {}), want["overall"], "overall")
     by = rep.get("by_source", {})
-    C.check(sorted(by) == ["easy", "hard", "mid"], f"by_source keys {sorted(by)}")
+    check(sorted(by) == ["easy", "hard", "mid"], f"by_source keys {sorted(by)}")
     for src in ("easy", "mid", "hard"):
         same_entry(by.get(src, {}), want[src], src)
-    C.check(by["easy"][f"avg@{K}"] >= 0.8 and by["hard"][f"pass@{K}"] == 0, f"easy/hard rows: {by}")
+    check(by["easy"][f"avg@{K}"] >= 0.8 and by["hard"][f"pass@{K}"] == 0, f"easy/hard rows: {by}")
     return counts
 
 
@@ -88,32 +89,32 @@ def difficulty(counts):
     out = os.path.join(SCRATCH, "scored.jsonl")
     C.run([OR1, "difficulty", "--model", SFT, "--data", data, *SAMPLING, "--out", out, "--name", "tiny-sft"])
     scored = [json.loads(x) for x in open(out)]
-    C.check(len(scored) == len(rows), f"{len(scored)} rows written")
+    check(len(scored) == len(rows), f"{len(scored)} rows written")
     for i, (a, b) in enumerate(zip(rows, scored)):
         md = b.get("extra_info", {}).get("model_difficulty", {})
-        C.check(md.get("tiny-sft") == counts[i], f"row {i}: difficulty {md.get('tiny-sft')} want {counts[i]}")
+        check(md.get("tiny-sft") == counts[i], f"row {i}: difficulty {md.get('tiny-sft')} want {counts[i]}")
         rest = {k: v for k, v in b.items() if k != "extra_info"}
-        C.check(rest == {k: v for k, v in a.items() if k != "extra_info"}, f"row {i}: fields changed")
-    C.check(scored[3]["extra_info"]["model_difficulty"].get("other-model") == 9, "an existing entry was lost")
+        check(rest == {k: v for k, v in a.items() if k != "extra_info"}, f"row {i}: fields changed")
+    check(scored[3]["extra_info"]["model_difficulty"].get("other-model") == 9, "an existing entry was lost")
     inplace = os.path.join(SCRATCH, "inplace.jsonl")
     shutil.copy(data, inplace)
     p = C.run([OR1, "difficulty", "--model", SFT, "--data", inplace, *SAMPLING])
     got = [json.loads(x)["extra_info"]["model_difficulty"].get("sft") for x in open(inplace)]
-    C.check(got == counts, f"in place, default name 'sft': {got} want {counts}")
-    C.check(re.search(r"5 rows scored with %d samples" % K, p.stderr) is not None, f"difficulty stderr {p.stderr!r}")
+    check(got == counts, f"in place, default name 'sft': {got} want {counts}")
+    check(re.search(r"5 rows scored with %d samples" % K, p.stderr) is not None, f"difficulty stderr {p.stderr!r}")
     return out
 
 
 def offline_filter(scored, counts):
     """The trainer keeps exactly the rows with 1 <= difficulty <= K-1 for the model."""
     keep = sum(1 for c in counts if 1 <= c <= K - 1)
-    C.check(keep >= 1, f"no row inside [1, {K - 1}]: {counts}")
+    check(keep >= 1, f"no row inside [1, {K - 1}]: {counts}")
     out = os.path.join(SCRATCH, "train")
     cfg = C.base_config(SFT, scored, out, train={"prompts_per_step": 1, "mini_batch": 1, "steps": 1})
     cfg["data"]["difficulty"] = {"model": "tiny-sft", "min": 1, "max": K - 1}
     p = C.train(OR1, C.write_config(os.path.join(SCRATCH, "train.yaml"), cfg))
     m = re.search(r"train: (\d+) prompts", p.stderr)
-    C.check(m is not None and int(m.group(1)) == keep, f"offline filter: {m and m.group(0)} want {keep} prompts")
+    check(m is not None and int(m.group(1)) == keep, f"offline filter: {m and m.group(0)} want {keep} prompts")
 
 
 def errors():
@@ -122,7 +123,7 @@ def errors():
                                (["--temperature", "hot"], 2, "--temperature"), (["--bogus", "1"], 2, "--bogus")]:
         base = ["--model", SFT] + (["--data", ROWS] if "--data" not in args else [])
         p = C.run([OR1, "eval", *base, *args], ok=False, timeout=60)
-        C.check(p.returncode == code and needle in p.stderr, f"eval {args}: rc {p.returncode} {p.stderr!r}")
+        check(p.returncode == code and needle in p.stderr, f"eval {args}: rc {p.returncode} {p.stderr!r}")
 
 
 def main():
@@ -131,7 +132,7 @@ def main():
     scored = difficulty(counts)
     offline_filter(scored, counts)
     errors()
-    C.finish("train_eval")
+    finish("train_eval")
 
 
 main()

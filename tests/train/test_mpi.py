@@ -26,10 +26,11 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 MPIEXEC = (sys.argv[4] if len(sys.argv) > 4 else "") or shutil.which("mpirun") or ""
 SFT, ROWS = os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
 TOL = 1e-5
@@ -48,8 +49,8 @@ def mpirun(np_, *cmd, ok=True):
     try:
         p = subprocess.run(full, capture_output=True, text=True, timeout=HANG, env=mpi_env())
     except subprocess.TimeoutExpired:
-        C.check(False, f"HANG: no exit within {HANG} s: {' '.join(full)}")
-        C.finish("train_mpi")
+        check(False, f"HANG: no exit within {HANG} s: {' '.join(full)}")
+        finish("train_mpi")
     if ok and p.returncode != 0:
         sys.exit(f"mpirun failed ({p.returncode}): {' '.join(full)}\n{p.stderr[-4000:]}")
     return p
@@ -69,9 +70,9 @@ def close_to(a, b, what):
     """Model and optimizer of the step-4 checkpoints within TOL; metrics rows too."""
     for f in ("model.safetensors", "optimizer.safetensors"):
         d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(a, 4), f)), C.tensors(os.path.join(C.ckpt(b, 4), f)))
-        C.check(d <= TOL, f"{what}: {f} differs by {d:g} (relative) from 1 process")
+        check(d <= TOL, f"{what}: {f} differs by {d:g} (relative) from 1 process")
     bad = C.rows_close(C.metrics(a), C.metrics(b), TOL)
-    C.check(bad is None, f"{what}: metrics differ: {bad}")
+    check(bad is None, f"{what}: metrics differ: {bad}")
 
 
 def available():
@@ -90,13 +91,13 @@ def rank_counts():
     """1, 2 and 4 ranks; returns the 1-process output folder."""
     cfg, one = config("np1")
     C.train(OR1, cfg)
-    C.check(len(C.metrics(one)) == 4, "1 process: 4 metrics rows")
+    check(len(C.metrics(one)) == 4, "1 process: 4 metrics rows")
     for k in (2, 4):
         cfg, out = config(f"np{k}")
         p = mpirun(k, OR1, "train", "--config", cfg)
-        C.check(f"{k} rank(s)" in p.stderr, f"-np {k}: banner {p.stderr[:200]!r}")
-        C.check(p.stderr.count("train: checkpoint") == 4, f"-np {k}: checkpoints announced more than once per step")
-        C.check(p.stderr.count("online filter dropped") == 1, f"-np {k}: online filter line count")
+        check(f"{k} rank(s)" in p.stderr, f"-np {k}: banner {p.stderr[:200]!r}")
+        check(p.stderr.count("train: checkpoint") == 4, f"-np {k}: checkpoints announced more than once per step")
+        check(p.stderr.count("online filter dropped") == 1, f"-np {k}: online filter line count")
         close_to(out, one, f"-np {k}")
     return one
 
@@ -105,7 +106,7 @@ def resume_other_counts(one):
     """A 1-rank checkpoint resumed with 2 ranks, and a 2-rank one with 1 process."""
     cfg, out = config("resume_1to2")
     mpirun(2, OR1, "train", "--config", cfg, "--resume", C.ckpt(one, 2))
-    C.check([r["step"] for r in C.metrics(out)] == [3, 4], "1 -> 2 ranks: metrics steps")
+    check([r["step"] for r in C.metrics(out)] == [3, 4], "1 -> 2 ranks: metrics steps")
     close_to_tail(out, one, "1-rank checkpoint resumed with 2 ranks")
     cfg, out = config("resume_2to1")
     C.train(OR1, cfg, "--resume", C.ckpt(os.path.join(SCRATCH, "np2"), 2))
@@ -116,9 +117,9 @@ def close_to_tail(a, b, what):
     """Like close_to, for a run that holds only steps 3 and 4."""
     for f in ("model.safetensors", "optimizer.safetensors"):
         d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(a, 4), f)), C.tensors(os.path.join(C.ckpt(b, 4), f)))
-        C.check(d <= TOL, f"{what}: {f} differs by {d:g}")
+        check(d <= TOL, f"{what}: {f} differs by {d:g}")
     bad = C.rows_close(C.metrics(a), [r for r in C.metrics(b) if r["step"] > 2], TOL)
-    C.check(bad is None, f"{what}: metrics differ: {bad}")
+    check(bad is None, f"{what}: metrics differ: {bad}")
 
 
 def eval_ranks():
@@ -127,13 +128,13 @@ def eval_ranks():
     one = json.loads(C.run([OR1, "eval", *flags]).stdout)
     dump = os.path.join(SCRATCH, "dump2.jsonl")
     p = mpirun(2, OR1, "eval", *flags, "--dump", dump)
-    C.check(json.loads(p.stdout) == one, "eval report with 2 ranks differs from 1 process")
+    check(json.loads(p.stdout) == one, "eval report with 2 ranks differs from 1 process")
     n = sum(1 for _ in open(dump)) if os.path.isfile(dump) else 0
-    C.check(n == 4 * 5, f"eval --dump with 2 ranks wrote {n} samples, want every sample (20)")
+    check(n == 4 * 5, f"eval --dump with 2 ranks wrote {n} samples, want every sample (20)")
     out1, out2 = os.path.join(SCRATCH, "diff1.jsonl"), os.path.join(SCRATCH, "diff2.jsonl")
     C.run([OR1, "difficulty", *flags, "--out", out1])
     mpirun(2, OR1, "difficulty", *flags, "--out", out2)
-    C.check(open(out1).read() == open(out2).read(), "difficulty with 2 ranks differs from 1 process")
+    check(open(out1).read() == open(out2).read(), "difficulty with 2 ranks differs from 1 process")
 
 
 def failures():
@@ -142,11 +143,11 @@ def failures():
     bad = os.path.join(SCRATCH, "fail_bad.yaml")
     open(bad, "w").write(open(good).read().replace('"lr"', '"lrr"'))
     p = mpirun(1, OR1, "train", "--config", good, ":", "-np", "1", OR1, "train", "--config", bad, ok=False)
-    C.check(p.returncode != 0 and "rank 1 of 2" in p.stderr and "train.lrr" in p.stderr,
+    check(p.returncode != 0 and "rank 1 of 2" in p.stderr and "train.lrr" in p.stderr,
             f"rank 1 with a bad config: rc {p.returncode} {p.stderr[-600:]!r}")
     cfg, _ = config("fail_out", output={"dir": "/dev/null/out"})
     p = mpirun(2, OR1, "train", "--config", cfg, ok=False)
-    C.check(p.returncode != 0 and "rank 0 of 2" in p.stderr and "/dev/null/out" in p.stderr,
+    check(p.returncode != 0 and "rank 0 of 2" in p.stderr and "/dev/null/out" in p.stderr,
             f"rank 0 cannot write its output: rc {p.returncode} {p.stderr[-600:]!r}")
     cfg, out = config("fail_kill", train={"steps": 100000}, checkpoint={"every": 0})
     cfg_long = os.path.join(SCRATCH, "long.yaml")
@@ -157,10 +158,10 @@ def failures():
     killer = (f"'{OR1}' train --config '{cfg_long}' & p=$!; "
               f"while [ ! -s '{metrics}' ]; do sleep 0.1; done; kill -9 $p; wait $p")
     p = mpirun(1, OR1, "train", "--config", cfg_long, ":", "-np", "1", "sh", "-c", killer, ok=False)
-    C.check(p.returncode != 0 and "Process name" in p.stderr and ",1]" in p.stderr and "137" in p.stderr,
+    check(p.returncode != 0 and "Process name" in p.stderr and ",1]" in p.stderr and "137" in p.stderr,
             f"rank 1 killed: rc {p.returncode} {p.stderr[-800:]!r}")
     rows = C.metrics(out) if os.path.isfile(metrics) else []
-    C.check(1 <= len(rows) < 100000, f"killed run: {len(rows)} metrics rows")
+    check(1 <= len(rows) < 100000, f"killed run: {len(rows)} metrics rows")
 
 
 def main():
@@ -170,7 +171,7 @@ def main():
     resume_other_counts(one)
     eval_ranks()
     failures()
-    C.finish("train_mpi")
+    finish("train_mpi")
 
 
 main()

@@ -17,10 +17,11 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 DATA = C.write_rows(os.path.join(SCRATCH, "rows.jsonl"), [C.EASY, C.HARD6, C.HARD63])
 
 
@@ -41,16 +42,16 @@ def filter_on():
     rows = C.metrics(out)
     s1 = [r for r in rows if r["stage"] == 0]
     s2 = [r for r in rows if r["stage"] == 1]
-    C.check(len(s1) == 1 and len(s2) == 4, f"stage rows {len(s1)}, {len(s2)}")
+    check(len(s1) == 1 and len(s2) == 4, f"stage rows {len(s1)}, {len(s2)}")
     solved = round(s1[0]["solve_all_ratio"] * s1[0]["groups"])
-    C.check(solved == 1, f"stage 1: {solved} groups solved by every sample (the test needs 1+1 solved 8/8)")
+    check(solved == 1, f"stage 1: {solved} groups solved by every sample (the test needs 1+1 solved 8/8)")
     m = re.search(r"online filter dropped (\d+)", p.stderr)
-    C.check(m is not None and int(m.group(1)) == 1, f"stderr lacks 'online filter dropped 1': {p.stderr!r}")
-    C.check(p.stderr.count("online filter dropped") == 1, "the filter ran more than once")
-    C.check(all(r["accuracy"] == 0 and r["solve_all_ratio"] == 0 for r in s2),
+    check(m is not None and int(m.group(1)) == 1, f"stderr lacks 'online filter dropped 1': {p.stderr!r}")
+    check(p.stderr.count("online filter dropped") == 1, "the filter ran more than once")
+    check(all(r["accuracy"] == 0 and r["solve_all_ratio"] == 0 for r in s2),
             f"stage 2 solved something, so the dropped row was drawn: {[r['accuracy'] for r in s2]}")
     state = json.load(open(os.path.join(C.ckpt(out, 5), "trainer_state.json")))
-    C.check(state["data"].get("dropped") == [0], f"sampler state dropped {state['data'].get('dropped')}")
+    check(state["data"].get("dropped") == [0], f"sampler state dropped {state['data'].get('dropped')}")
     return out
 
 
@@ -59,17 +60,17 @@ def filter_off():
     cfg, out = config("off", False, 3, steps2=2)
     p = C.train(OR1, cfg)
     s2 = [r for r in C.metrics(out) if r["stage"] == 1]
-    C.check("online filter dropped" not in p.stderr, "filter off, but it dropped rows")
-    C.check(any(r["solve_all_ratio"] > 0 for r in s2), "filter off: stage 2 never solved 1+1")
+    check("online filter dropped" not in p.stderr, "filter off, but it dropped rows")
+    check(any(r["solve_all_ratio"] > 0 for r in s2), "filter off: stage 2 never solved 1+1")
     state = json.load(open(os.path.join(C.ckpt(out, 3), "trainer_state.json")))
-    C.check(state["data"].get("dropped") == [], f"filter off: sampler state dropped {state['data'].get('dropped')}")
+    check(state["data"].get("dropped") == [], f"filter off: sampler state dropped {state['data'].get('dropped')}")
 
 
 def too_few_left():
     """Stage 2 wanting 3 prompts when 2 remain: a clear error at the stage start."""
     cfg, out = config("few", True, 3)
     p = C.train(OR1, cfg, ok=False)
-    C.check(p.returncode != 0 and "only 2 remain" in p.stderr, f"too few rows: rc {p.returncode} {p.stderr[-300:]!r}")
+    check(p.returncode != 0 and "only 2 remain" in p.stderr, f"too few rows: rc {p.returncode} {p.stderr[-300:]!r}")
 
 
 def main():
@@ -77,7 +78,7 @@ def main():
     filter_on()
     filter_off()
     too_few_left()
-    C.finish("train_online_filter")
+    finish("train_online_filter")
 
 
 main()

@@ -15,10 +15,12 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import safetensors as st
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 INIT, SFT, ROWS = os.path.join(FX, "init"), os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
 
 
@@ -34,41 +36,41 @@ def unchanged(out, steps, what):
     """The final checkpoint holds the starting weights and an untouched optimizer."""
     d = C.ckpt(out, steps)
     diff = C.max_rel_diff(C.tensors(os.path.join(d, "model.safetensors")), C.tensors(os.path.join(INIT, "model.safetensors")))
-    C.check(diff == 0, f"{what}: weights moved by {diff:g} without an update")
-    meta = C.st_metadata(os.path.join(d, "optimizer.safetensors"))
-    C.check(meta.get("step") == "0", f"{what}: AdamW step {meta.get('step')}")
+    check(diff == 0, f"{what}: weights moved by {diff:g} without an update")
+    meta = st.metadata(os.path.join(d, "optimizer.safetensors"))
+    check(meta.get("step") == "0", f"{what}: AdamW step {meta.get('step')}")
     moments = C.tensors(os.path.join(d, "optimizer.safetensors"))
-    C.check(all(not a.any() for a in moments.values()), f"{what}: AdamW moments are not zero")
+    check(all(not a.any() for a in moments.values()), f"{what}: AdamW moments are not zero")
 
 
 def all_rejected():
     """Random model: every step skipped, loudly, with no update."""
     err, rows, out = run("none", INIT, train={"steps": 3}, entropy={"initial": 0.001})
-    C.check(len(rows) == 3 and all(r["skipped"] and r["kept_groups"] == 0 for r in rows),
+    check(len(rows) == 3 and all(r["skipped"] and r["kept_groups"] == 0 for r in rows),
             f"random model: skipped {[r.get('skipped') for r in rows]}, kept {[r.get('kept_groups') for r in rows]}")
-    C.check(all(r["solve_none_ratio"] == 1 and r["loss_tokens"] == 0 for r in rows), "random model: solve_none != 1")
+    check(all(r["solve_none_ratio"] == 1 and r["loss_tokens"] == 0 for r in rows), "random model: solve_none != 1")
     warned = re.findall(r"^WARNING: step (\d+): every group was rejected", err, re.M)
-    C.check(warned == ["1", "2", "3"], f"rejection warnings for steps {warned}")
-    C.check(all(r["entropy_coef_next"] == 0.001 for r in rows), "the controller moved on skipped steps")
+    check(warned == ["1", "2", "3"], f"rejection warnings for steps {warned}")
+    check(all(r["entropy_coef_next"] == 0.001 for r in rows), "the controller moved on skipped steps")
     unchanged(out, 3, "all rejected")
 
 
 def bounded_refill():
     """max_rounds = 3 on the random model: three rounds per step, then the skip."""
     err, rows, out = run("refill_none", INIT, rejection={"max_rounds": 3})
-    C.check([r["groups"] for r in rows] == [12, 12], f"refill rounds: groups {[r['groups'] for r in rows]} (want 3 x 4)")
-    C.check(all(r["skipped"] for r in rows), "refill on the random model trained")
-    C.check(err.count("every group was rejected") == 2, "refill: rejection warnings")
+    check([r["groups"] for r in rows] == [12, 12], f"refill rounds: groups {[r['groups'] for r in rows]} (want 3 x 4)")
+    check(all(r["skipped"] for r in rows), "refill on the random model trained")
+    check(err.count("every group was rejected") == 2, "refill: rejection warnings")
     unchanged(out, 2, "refill, all rejected")
 
 
 def all_truncated():
     """Two new tokens: every response truncated, the truncation warning per step."""
     err, rows, _ = run("trunc", SFT, rollout={"max_new_tokens": 2})
-    C.check(all(r["truncated_ratio"] == 1 and r["response_length_max"] == 2 for r in rows),
+    check(all(r["truncated_ratio"] == 1 and r["response_length_max"] == 2 for r in rows),
             f"truncated ratios {[r['truncated_ratio'] for r in rows]}")
     warned = re.findall(r"^WARNING: step (\d+): every response was truncated", err, re.M)
-    C.check(warned == ["1", "2"], f"truncation warnings for steps {warned}")
+    check(warned == ["1", "2"], f"truncation warnings for steps {warned}")
 
 
 def refill_trains():
@@ -76,13 +78,13 @@ def refill_trains():
     _, rows, _ = run("refill_sft", SFT, rejection={"max_rounds": 4}, train={"steps": 4, "prompts_per_step": 4})
     for r in rows:
         rounds = r["groups"] // 4
-        C.check(r["groups"] % 4 == 0 and 1 <= rounds <= 4, f"step {r['step']}: {r['groups']} groups")
+        check(r["groups"] % 4 == 0 and 1 <= rounds <= 4, f"step {r['step']}: {r['groups']} groups")
         if rounds < 4:
-            C.check(r["kept_groups"] >= 4, f"step {r['step']}: stopped after {rounds} rounds with {r['kept_groups']} kept")
-    C.check(any(r["groups"] > 4 for r in rows), "refill never ran a second round (the test data should need one)")
-    C.check(any(not r["skipped"] for r in rows), "refill with the SFT model never trained")
+            check(r["kept_groups"] >= 4, f"step {r['step']}: stopped after {rounds} rounds with {r['kept_groups']} kept")
+    check(any(r["groups"] > 4 for r in rows), "refill never ran a second round (the test data should need one)")
+    check(any(not r["skipped"] for r in rows), "refill with the SFT model never trained")
     _, plain, _ = run("norefill_sft", SFT, train={"steps": 4, "prompts_per_step": 4})
-    C.check(all(r["groups"] == 4 for r in plain), "without refill a step has more than N groups")
+    check(all(r["groups"] == 4 for r in plain), "without refill a step has more than N groups")
 
 
 def main():
@@ -91,7 +93,7 @@ def main():
     bounded_refill()
     all_truncated()
     refill_trains()
-    C.finish("train_rejection")
+    finish("train_rejection")
 
 
 main()

@@ -15,10 +15,11 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 SFT, ROWS = os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
 
 
@@ -27,9 +28,9 @@ def same_final(a, b, step, what):
     for f in ("model.safetensors", "optimizer.safetensors"):
         pa, pb = os.path.join(C.ckpt(a, step), f), os.path.join(C.ckpt(b, step), f)
         if not (os.path.isfile(pa) and os.path.isfile(pb)):
-            C.check(False, f"{what}: {f} missing")
+            check(False, f"{what}: {f} missing")
             continue
-        if not C.check(C.same_bytes(pa, pb), f"{what}: {f} differs after resume"):
+        if not check(C.same_bytes(pa, pb), f"{what}: {f} differs after resume"):
             print(f"  max relative difference {C.max_rel_diff(C.tensors(pa), C.tensors(pb)):g}", file=sys.stderr)
 
 
@@ -37,7 +38,7 @@ def same_metrics(a, b, what, from_step=0):
     """Metrics rows (from from_step on) equal apart from timings."""
     ra = [r for r in C.metrics(a) if r["step"] > from_step]
     rb = [r for r in C.metrics(b) if r["step"] > from_step]
-    C.check(C.strip_timings(ra) == C.strip_timings(rb), f"{what}: metrics differ: {C.rows_close(ra, rb, 0)}")
+    check(C.strip_timings(ra) == C.strip_timings(rb), f"{what}: metrics differ: {C.rows_close(ra, rb, 0)}")
 
 
 def literal():
@@ -48,11 +49,11 @@ def literal():
     part = os.path.join(SCRATCH, "two")
     cfg2 = C.write_config(os.path.join(SCRATCH, "two.yaml"), C.base_config(SFT, ROWS, part, train={"steps": 2}))
     C.train(OR1, cfg2)
-    C.check(len(C.metrics(ref)) == 4 and len(C.metrics(part)) == 2, "step counts of the runs")
+    check(len(C.metrics(ref)) == 4 and len(C.metrics(part)) == 2, "step counts of the runs")
     cfg4 = C.write_config(os.path.join(SCRATCH, "two_to_four.yaml"), C.base_config(SFT, ROWS, part, train={"steps": 4}))
     p = C.train(OR1, cfg4, "--resume", C.ckpt(part, 2))
-    C.check("from step 2" in p.stderr, f"resume banner: {p.stderr[:300]!r}")
-    C.check(sorted(r for r in os.listdir(os.path.join(part, "checkpoints")) if r.startswith("step")) ==
+    check("from step 2" in p.stderr, f"resume banner: {p.stderr[:300]!r}")
+    check(sorted(r for r in os.listdir(os.path.join(part, "checkpoints")) if r.startswith("step")) ==
             ["step-%06d" % k for k in (1, 2, 3, 4)], "checkpoints after resume")
     same_final(ref, part, 4, "2 + resume 2")
     same_metrics(ref, part, "2 + resume 2")
@@ -64,7 +65,7 @@ def mid_run(ref):
     out = os.path.join(SCRATCH, "again")
     cfg = C.write_config(os.path.join(SCRATCH, "again.yaml"), C.base_config(SFT, ROWS, out, train={"steps": 4}))
     C.train(OR1, cfg, "--resume", C.ckpt(ref, 2))
-    C.check([r["step"] for r in C.metrics(out)] == [3, 4], f"resumed metrics steps {[r['step'] for r in C.metrics(out)]}")
+    check([r["step"] for r in C.metrics(out)] == [3, 4], f"resumed metrics steps {[r['step'] for r in C.metrics(out)]}")
     same_final(ref, out, 4, "resume into a new folder")
     same_metrics(ref, out, "resume into a new folder", from_step=2)
     # In place: the rows of steps 3 and 4 already in metrics.jsonl are dropped, then rewritten.
@@ -87,7 +88,7 @@ def incomplete_checkpoint(ref):
         shutil.rmtree(out, ignore_errors=True)
         cfg = C.write_config(os.path.join(SCRATCH, "broken.yaml"), C.base_config(SFT, ROWS, out, train={"steps": 4}))
         p = C.train(OR1, cfg, "--resume", broken, ok=False)
-        C.check(p.returncode != 0 and missing in p.stderr,
+        check(p.returncode != 0 and missing in p.stderr,
                 f"resume from a checkpoint without {missing}: exit {p.returncode}, stderr {p.stderr[-300:]!r}")
 
 
@@ -103,9 +104,9 @@ def across_stages():
     ref = os.path.join(SCRATCH, "staged")
     C.train(OR1, C.write_config(os.path.join(SCRATCH, "staged.yaml"), staged(ref)))
     rows = C.metrics(ref)
-    C.check([r["stage"] for r in rows] == [0, 0, 1, 1], f"stages {[r['stage'] for r in rows]}")
-    C.check([r["context_length"] for r in rows] == [20, 20, 24, 24], "context lengths per stage")
-    C.check([r["samples"] for r in rows] == [16, 16, 12, 12], f"samples per stage {[r['samples'] for r in rows]}")
+    check([r["stage"] for r in rows] == [0, 0, 1, 1], f"stages {[r['stage'] for r in rows]}")
+    check([r["context_length"] for r in rows] == [20, 20, 24, 24], "context lengths per stage")
+    check([r["samples"] for r in rows] == [16, 16, 12, 12], f"samples per stage {[r['samples'] for r in rows]}")
     for k in (1, 2, 3):
         out = os.path.join(SCRATCH, f"staged_from{k}")
         shutil.rmtree(out, ignore_errors=True)
@@ -121,7 +122,7 @@ def main():
     mid_run(ref)
     incomplete_checkpoint(ref)
     across_stages()
-    C.finish("train_resume")
+    finish("train_resume")
 
 
 main()

@@ -11,10 +11,11 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common as C  # noqa: E402
+from or1test import train as C
+from or1test.check import check, finish
+from or1test.files import fresh
 
-OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], C.fresh(sys.argv[3])
+OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 FIELDS = ["step", "stage", "reward_mean", "accuracy", "solve_none_ratio", "solve_all_ratio", "kept_groups",
           "response_length_mean", "response_length_max", "truncated_ratio", "entropy_sampled", "entropy_full",
           "alpha", "entropy_enabled", "pg_loss", "clip_frac", "grad_norm", "seconds_rollout", "seconds_reward",
@@ -24,19 +25,19 @@ FIELDS = ["step", "stage", "reward_mean", "accuracy", "solve_none_ratio", "solve
 def row_consistent(r, n, m, t):
     """The numbers of one metrics row agree with the config and with each other."""
     step = r.get("step")
-    C.check(r["groups"] == n and r["samples"] == n * m, f"step {step}: groups {r['groups']} samples {r['samples']}")
-    C.check(0 <= r["reward_mean"] <= 1 and r["accuracy"] == r["reward_mean"], f"step {step}: reward/accuracy {r}")
+    check(r["groups"] == n and r["samples"] == n * m, f"step {step}: groups {r['groups']} samples {r['samples']}")
+    check(0 <= r["reward_mean"] <= 1 and r["accuracy"] == r["reward_mean"], f"step {step}: reward/accuracy {r}")
     ratios = r["solve_none_ratio"] + r["solve_all_ratio"] + r["kept_groups"] / r["groups"]
-    C.check(abs(ratios - 1) < 1e-9, f"step {step}: solve_none + solve_all + kept fraction = {ratios}")
-    C.check(r["kept_samples"] == r["kept_groups"] * m, f"step {step}: kept_samples {r['kept_samples']}")
-    C.check(0 < r["response_length_mean"] <= r["response_length_max"] <= t,
+    check(abs(ratios - 1) < 1e-9, f"step {step}: solve_none + solve_all + kept fraction = {ratios}")
+    check(r["kept_samples"] == r["kept_groups"] * m, f"step {step}: kept_samples {r['kept_samples']}")
+    check(0 < r["response_length_mean"] <= r["response_length_max"] <= t,
             f"step {step}: length mean {r['response_length_mean']} max {r['response_length_max']} (T {t})")
-    C.check(0 <= r["truncated_ratio"] <= 1 and 0 <= r["clip_frac"] <= 1, f"step {step}: ratios out of [0, 1]")
-    C.check(sum(r["accuracy_hist"]) == r["groups"], f"step {step}: accuracy histogram {r['accuracy_hist']}")
+    check(0 <= r["truncated_ratio"] <= 1 and 0 <= r["clip_frac"] <= 1, f"step {step}: ratios out of [0, 1]")
+    check(sum(r["accuracy_hist"]) == r["groups"], f"step {step}: accuracy histogram {r['accuracy_hist']}")
     if not r["skipped"]:
-        C.check(r["entropy_sampled"] > 0 and r["entropy_full"] > 0, f"step {step}: entropies {r}")
-        C.check(r["grad_norm"] > 0 and r["loss_tokens"] > 0, f"step {step}: grad norm {r['grad_norm']}")
-    C.check(all(r[k] >= 0 for k in C.TIMING), f"step {step}: negative timing")
+        check(r["entropy_sampled"] > 0 and r["entropy_full"] > 0, f"step {step}: entropies {r}")
+        check(r["grad_norm"] > 0 and r["loss_tokens"] > 0, f"step {step}: grad norm {r['grad_norm']}")
+    check(all(r[k] >= 0 for k in C.TIMING), f"step {step}: negative timing")
 
 
 def two_steps():
@@ -46,32 +47,32 @@ def two_steps():
                          C.base_config(os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl"), out))
     p = C.train(OR1, cfg)
     rows = C.metrics(out)
-    C.check([r.get("step") for r in rows] == [1, 2], f"metrics steps {[r.get('step') for r in rows]}")
+    check([r.get("step") for r in rows] == [1, 2], f"metrics steps {[r.get('step') for r in rows]}")
     for r in rows:
         missing = [f for f in FIELDS if f not in r]
-        C.check(not missing, f"step {r.get('step')}: metrics lack {missing}")
+        check(not missing, f"step {r.get('step')}: metrics lack {missing}")
         if not missing:
             row_consistent(r, 4, 4, 24)
-        C.check(r.get("stage") == 0, f"stage {r.get('stage')}")
-    C.check(any(not r["skipped"] and r["kept_groups"] > 0 for r in rows), "no step made an update")
+        check(r.get("stage") == 0, f"stage {r.get('stage')}")
+    check(any(not r["skipped"] and r["kept_groups"] > 0 for r in rows), "no step made an update")
     progress = re.findall(r"^step (\d+) .*reward .* kept \d+/\d+", p.stderr, re.M)
-    C.check(progress == ["1", "2"], f"progress lines {progress} in {p.stderr!r}")
+    check(progress == ["1", "2"], f"progress lines {progress} in {p.stderr!r}")
     for step in (1, 2):
         d = C.ckpt(out, step)
         for f in ("model.safetensors", "optimizer.safetensors", "trainer_state.json", "config.yaml", "config.json"):
-            C.check(os.path.isfile(os.path.join(d, f)), f"checkpoint {d} lacks {f}")
+            check(os.path.isfile(os.path.join(d, f)), f"checkpoint {d} lacks {f}")
     latest = os.path.join(out, "checkpoints", "latest")
-    C.check(os.path.isfile(latest) and open(latest).read().strip() == "step-000002", "latest does not name step 2")
-    C.check(not [f for f in os.listdir(os.path.join(out, "checkpoints")) if f.endswith(".tmp")], "temporary left")
+    check(os.path.isfile(latest) and open(latest).read().strip() == "step-000002", "latest does not name step 2")
+    check(not [f for f in os.listdir(os.path.join(out, "checkpoints")) if f.endswith(".tmp")], "temporary left")
     state = json.load(open(os.path.join(C.ckpt(out, 2), "trainer_state.json")))
-    C.check(state.get("step") == 2 and "entropy" in state and "data" in state, f"trainer_state {state}")
+    check(state.get("step") == 2 and "entropy" in state and "data" in state, f"trainer_state {state}")
     moved = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(out, 2), "model.safetensors")),
                            C.tensors(os.path.join(FX, "sft", "model.safetensors")))
-    C.check(0 < moved < float("inf"), f"weights after 2 steps vs start: {moved}")
+    check(0 < moved < float("inf"), f"weights after 2 steps vs start: {moved}")
     # The saved checkpoint is a model or1 loads again (eval runs on it).
     q = C.run([OR1, "eval", "--model", C.ckpt(out, 2), "--data", os.path.join(FX, "rows.jsonl"), "--n", "2",
                "--max-new-tokens", "24"])
-    C.check("overall" in json.loads(q.stdout), "eval on the checkpoint")
+    check("overall" in json.loads(q.stdout), "eval on the checkpoint")
 
 
 def with_eval_and_kl():
@@ -83,18 +84,18 @@ def with_eval_and_kl():
                         kl={"enabled": True, "coef": 0.01, "estimator": "k3"}, checkpoint={"every": 0})
     p = C.train(OR1, C.write_config(os.path.join(SCRATCH, "evalkl.yaml"), cfg))
     ev = C.metrics(out, "eval")
-    C.check([(r["step"], round(r["temperature"], 5)) for r in ev] == [(0, 0.6), (0, 1.0), (2, 0.6), (2, 1.0)],
+    check([(r["step"], round(r["temperature"], 5)) for r in ev] == [(0, 0.6), (0, 1.0), (2, 0.6), (2, 1.0)],
             f"eval rows {[(r.get('step'), r.get('temperature')) for r in ev]}")
-    C.check(all("avg@2" in r["report"]["overall"] for r in ev), "eval rows lack avg@2")
-    C.check(len(re.findall(r"^eval step", p.stderr, re.M)) == 4, "eval progress lines")
+    check(all("avg@2" in r["report"]["overall"] for r in ev), "eval rows lack avg@2")
+    check(len(re.findall(r"^eval step", p.stderr, re.M)) == 4, "eval progress lines")
     tr = C.metrics(out)
-    C.check(all("kl" in r for r in tr), "KL on: metrics rows lack kl")
-    C.check(all(r["kl"] >= -1e-6 for r in tr if not r["skipped"]), f"k3 KL negative: {[r['kl'] for r in tr]}")
+    check(all("kl" in r for r in tr), "KL on: metrics rows lack kl")
+    check(all(r["kl"] >= -1e-6 for r in tr if not r["skipped"]), f"k3 KL negative: {[r['kl'] for r in tr]}")
     # Before its first update the policy is the reference: a step whose kept groups fit one
     # mini-batch (2 prompts here) must see KL 0, whatever the reference's packing.
     if tr[0]["kept_groups"] <= 2 and not tr[0]["skipped"]:
-        C.check(abs(tr[0]["kl"]) < 1e-6, f"step 1 KL {tr[0]['kl']} against the starting policy itself")
-    C.check(os.listdir(os.path.join(out, "checkpoints")) == ["step-000002", "latest"] or
+        check(abs(tr[0]["kl"]) < 1e-6, f"step 1 KL {tr[0]['kl']} against the starting policy itself")
+    check(os.listdir(os.path.join(out, "checkpoints")) == ["step-000002", "latest"] or
             sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["latest", "step-000002"],
             f"checkpoint.every 0: {os.listdir(os.path.join(out, 'checkpoints'))}")
 
@@ -103,7 +104,7 @@ def main():
     """Runs both scenarios."""
     two_steps()
     with_eval_and_kl()
-    C.finish("train_run")
+    finish("train_run")
 
 
 main()

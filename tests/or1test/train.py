@@ -1,6 +1,6 @@
 """Shared helpers of the trainer tests: the cached tiny models, configs, runs, checkpoints.
 
-The fixture folder (made once per build directory by make_fixture.py) holds:
+The fixture folder (made once per build directory by tests/train/make_fixture.py) holds:
   tok/        the demo tokenizer
   init/       a random tiny Qwen2 checkpoint: it solves nothing
   sft/        the same after SFT on two memorised prompts: "1+1" is solved almost always,
@@ -9,36 +9,11 @@ The fixture folder (made once per build directory by make_fixture.py) holds:
 """
 import json
 import os
-import shutil
-import struct
-import subprocess
-import sys
 
 import numpy as np
 
-failures = []
-
-
-def check(ok, what):
-    """Records a failed check (the test fails at the end, after every check ran)."""
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return ok
-
-
-def finish(name):
-    """Exits 1 when any check failed."""
-    if failures:
-        sys.exit(f"{name}: {len(failures)} check(s) failed")
-    print(f"{name}: ok")
-
-
-def fresh(path):
-    """An empty folder at path."""
-    shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
-    return path
+from or1test import files, proc
+from or1test import safetensors as st
 
 
 def row(prompt, gold, source, difficulty=None):
@@ -55,13 +30,11 @@ EASY, MID4, MID5, HARD6, HARD63 = (("1+1", 2, "easy"), ("2+2", 4, "mid"), ("2+2"
 
 
 def write_rows(path, specs):
-    """Writes rows made from (prompt, gold, source) triples; returns path."""
-    with open(path, "w") as f:
-        for i, (p, g, s) in enumerate(specs):
-            r = row(p, g, s)
-            r["extra_info"]["index"] = i
-            f.write(json.dumps(r) + "\n")
-    return path
+    """Writes rows made from (prompt, gold, source) triples, indexed in order; returns path."""
+    rows = [row(p, g, s) for p, g, s in specs]
+    for i, r in enumerate(rows):
+        r["extra_info"]["index"] = i
+    return files.write_jsonl(path, rows)
 
 
 def base_config(model, data, out, **over):
@@ -93,13 +66,9 @@ def write_config(path, cfg):
 
 
 def run(cmd, timeout=300, env=None, ok=True):
-    """Runs a command; returns the completed process. Unexpected failure ends the test."""
-    e = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    e.update(env or {})
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
-    if ok and p.returncode != 0:
-        sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-4000:]}")
-    return p
+    """proc.run with the trainer tests' time limit and one OpenMP thread unless told otherwise."""
+    omp = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    return proc.run(cmd, ok=ok, timeout=timeout, env={**omp, **(env or {})})
 
 
 def train(or1, config, *extra, ok=True, timeout=300):
@@ -121,18 +90,8 @@ def ckpt(out, step):
 
 
 def tensors(path):
-    """The tensors of a safetensors file by name, as float32/float64 arrays."""
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    types = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "BF16": np.uint16}
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + a:8 + n + b], dtype=types[t["dtype"]]).reshape(t["shape"])
-    return out
+    """The arrays of a safetensors file by name (BF16 as raw bits)."""
+    return st.read_arrays(path)[0]
 
 
 def max_rel_diff(a, b):
@@ -176,12 +135,3 @@ def rows_close(a, b, tol):
             elif u != v:
                 return f"step {x.get('step')}: {k} {u!r} vs {v!r}"
     return None
-
-
-def st_metadata(path):
-    """The __metadata__ map of a safetensors file."""
-    data = open(path, "rb").read(8)
-    n = struct.unpack("<Q", data)[0]
-    with open(path, "rb") as f:
-        f.seek(8)
-        return json.loads(f.read(n)).get("__metadata__", {})
