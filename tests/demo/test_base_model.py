@@ -7,9 +7,10 @@ Usage: test_base_model.py OR1 REPO_ROOT SCRATCH_DIR
 """
 import json
 import os
-import struct
 
-from common import ROOT, check, finish, fresh_scratch, or1
+from or1test import safetensors
+from or1test.check import check, finish
+from or1test.demo import ROOT, fresh_scratch, or1
 
 MODEL = os.path.join(ROOT, "models", "arith-base")
 
@@ -29,9 +30,7 @@ def files_agree():
     check(cfg["hidden_size"] <= 256 and cfg["num_hidden_layers"] <= 6, "not small")
     st = os.path.join(MODEL, "model.safetensors")
     check(os.path.getsize(st) < 8 << 20, f"model.safetensors is {os.path.getsize(st)} bytes")
-    with open(st, "rb") as f:
-        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    dtypes = {t["dtype"] for k, t in header.items() if k != "__metadata__"}
+    dtypes = set(safetensors.read_arrays(st)[1].values())
     check(dtypes <= {"BF16", "F32"}, f"weight dtypes {dtypes}")
 
 

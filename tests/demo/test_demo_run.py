@@ -3,51 +3,44 @@ to end from the shipped base model, writes metrics and the report, and training 
 held-out avg@8 and the training reward. Usage: test_demo_run.py OR1 REPO_ROOT SCRATCH"""
 import json
 import os
-import shutil
 import subprocess
 import sys
+
+from or1test.check import check, finish
+from or1test.files import fresh
 
 PLOTS = ["accuracy", "reward", "entropy", "alpha", "length", "truncated"]
 
 
 def main(or1, root, scratch):
-    shutil.rmtree(scratch, ignore_errors=True)
-    os.makedirs(scratch)
+    fresh(scratch)
     cmd = ["/usr/bin/python3", "scripts/demo.py", "--or1", or1, "--runs", scratch, "--name", "short",
            "--set", "stages.0.steps=15", "--set", "stages.1.steps=15", "--set", "eval.every=30",
            "--set", "checkpoint.every=30"]
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1500)
-    failures = []
     if r.returncode != 0:
         sys.exit(f"FAIL: demo exited {r.returncode}: {r.stderr[-3000:]}")
     run = os.path.join(scratch, "short")
     for name in PLOTS:
         path = os.path.join(run, "report", f"{name}.png")
-        if not os.path.isfile(path) or open(path, "rb").read(8) != b"\x89PNG\r\n\x1a\n":
-            failures.append(f"missing or not a PNG: {path}")
+        check(os.path.isfile(path) and open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n",
+              f"missing or not a PNG: {path}")
     summary = open(os.path.join(run, "report", "summary.md")).read()
-    if "held-out avg@8" not in summary:
-        failures.append("summary.md lacks the before/after line")
+    check("held-out avg@8" in summary, "summary.md lacks the before/after line")
     rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
     steps = [x for x in rows if x.get("type") != "eval"]
     evals = {x["step"]: x["report"]["overall"]["avg@8"] for x in rows if x.get("type") == "eval"}
-    if [x["step"] for x in steps] != list(range(1, 31)):
-        failures.append(f"expected steps 1..30, got {[x['step'] for x in steps]}")
-    if sorted(evals) != [0, 30]:
-        failures.append(f"expected validation at steps 0 and 30, got {sorted(evals)}")
-    elif not evals[30] > evals[0] + 0.15:
-        failures.append(f"held-out avg@8 did not rise by 15 points: step 0 {evals[0]:.4f}, step 30 {evals[30]:.4f}")
+    check([x["step"] for x in steps] == list(range(1, 31)), f"expected steps 1..30, got {[x['step'] for x in steps]}")
+    if check(sorted(evals) == [0, 30], f"expected validation at steps 0 and 30, got {sorted(evals)}"):
+        check(evals[30] > evals[0] + 0.15,
+              f"held-out avg@8 did not rise by 15 points: step 0 {evals[0]:.4f}, step 30 {evals[30]:.4f}")
     reward = [x["reward_mean"] for x in steps]
     first, last = sum(reward[:3]) / 3, sum(reward[-5:]) / 5
-    if len(reward) == 30 and not last > first + 0.1:
-        failures.append(f"training reward did not rise: steps 1-3 {first:.3f}, steps 26-30 {last:.3f}")
-    if not any(not x["skipped"] for x in steps):
-        failures.append("no step updated the model")
-    for f in failures:
-        print("FAIL:", f)
-    print(f"demo run: {'all checks passed' if not failures else f'{len(failures)} checks failed'} "
-          f"(avg@8 {evals.get(0, float('nan')):.4f} -> {evals.get(30, float('nan')):.4f})")
-    sys.exit(1 if failures else 0)
+    if len(reward) == 30:
+        check(last > first + 0.1, f"training reward did not rise: steps 1-3 {first:.3f}, steps 26-30 {last:.3f}")
+    check(any(not x["skipped"] for x in steps), "no step updated the model")
+    print(f"demo run: avg@8 {evals.get(0, float('nan')):.4f} -> {evals.get(30, float('nan')):.4f}")
+    finish("demo_run")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ import json
 import os
 import re
 
-from common import SCRATCH, check, finish, fresh_scratch, run
+from or1test import proc
+from or1test.check import check, finish
+from or1test.demo import SCRATCH, fresh_scratch, run
 
 
 def gen(*args, ok=True):
@@ -16,7 +18,7 @@ def gen(*args, ok=True):
     p = run("gen-arith", *args, ok=ok)
     if not ok:
         return p
-    return [json.loads(line) for line in p.stdout.split("\n") if line], p.stderr
+    return proc.json_lines(p.stdout), p.stderr
 
 
 def python_value(expr):

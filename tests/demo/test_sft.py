@@ -9,20 +9,13 @@ Usage: test_sft.py OR1 REPO_ROOT SCRATCH_DIR
 import json
 import math
 import os
-import struct
-import subprocess
-import sys
 
 import numpy as np
 
-from common import ROOT, SCRATCH, check, finish, fresh_scratch, run
-
-
-def write_jsonl(path, rows):
-    """Writes rows as JSON lines."""
-    with open(path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
+from or1test import files, proc
+from or1test import safetensors as st
+from or1test.check import check, finish
+from or1test.demo import ROOT, SCRATCH, fresh_scratch, run
 
 
 def tiny_model(name, vocab, seed=1):
@@ -40,17 +33,9 @@ def tiny_model(name, vocab, seed=1):
 
 def weights(folder):
     """The F32 tensors of model.safetensors by name."""
-    data = open(os.path.join(folder, "model.safetensors"), "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        assert t["dtype"] == "F32", t["dtype"]
-        a, b = t["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + a:8 + n + b], dtype=np.float32).reshape(t["shape"])
-    return out
+    arrays, dtypes, _ = st.read_arrays(os.path.join(folder, "model.safetensors"))
+    assert set(dtypes.values()) <= {"F32"}, dtypes
+    return arrays
 
 
 def learnable_rows(n, rng):
@@ -65,14 +50,14 @@ def learnable_rows(n, rng):
 def loss_falls(model, rng):
     """Twenty steps on 16 rows lower the logged NLL well below where it started."""
     data = os.path.join(SCRATCH, "learn.jsonl")
-    write_jsonl(data, learnable_rows(16, rng))
+    files.write_jsonl(data, learnable_rows(16, rng))
     out = os.path.join(SCRATCH, "learned")
     p = run("sft", "--model", model, "--data", data, "--out", out, "--steps", "20",
             "--batch", "8", "--lr", "0.01", "--log-every", "5", "--seed", "3", "--save-every", "10")
     check(sorted(os.listdir(out)) == ["config.json", "model.safetensors", "step-10"], f"saved {os.listdir(out)}")
     mid = weights(os.path.join(out, "step-10"))
     check(any(np.abs(mid[k] - weights(out)[k]).max() > 0 for k in mid), "step-10 equals the final weights")
-    log = [json.loads(x) for x in p.stdout.split("\n") if x]
+    log = proc.json_lines(p.stdout)
     check([r["step"] for r in log] == [1, 5, 10, 15, 20], f"logged steps {[r['step'] for r in log]}")
     check(log[-1]["nll"] < 0.6 * log[0]["nll"], f"NLL {log[0]['nll']:.3f} -> {log[-1]['nll']:.3f}: did not fall")
     check("sft: step 20/20" in p.stderr, "no progress on stderr")
@@ -81,11 +66,11 @@ def loss_falls(model, rng):
 def cosine_schedule(model, rng):
     """--min-lr: after the warm-up the logged rate follows a cosine from --lr to --min-lr."""
     data = os.path.join(SCRATCH, "cos.jsonl")
-    write_jsonl(data, learnable_rows(8, rng))
+    files.write_jsonl(data, learnable_rows(8, rng))
     steps, warmup, hi, lo = 11, 2, 0.01, 0.001
     p = run("sft", "--model", model, "--data", data, "--out", os.path.join(SCRATCH, "cos"), "--steps", str(steps),
             "--batch", "4", "--lr", str(hi), "--min-lr", str(lo), "--warmup", str(warmup), "--log-every", "1")
-    got = [json.loads(x)["lr"] for x in p.stdout.split("\n") if x]
+    got = [r["lr"] for r in proc.json_lines(p.stdout)]
     want = [hi * (s + 1) / warmup if s < warmup else
             lo + (hi - lo) * 0.5 * (1 + math.cos(math.pi * (s - warmup) / (steps - warmup - 1))) for s in range(steps)]
     check(len(got) == steps and all(abs(g - w) <= 1e-5 * hi for g, w in zip(got, want)),
@@ -96,9 +81,9 @@ def matches_grad_steps(model, rng):
     """sft with the batch = the whole set equals chained `or1 grad --step` (same AdamW state)."""
     rows = learnable_rows(6, rng)
     data = os.path.join(SCRATCH, "six.jsonl")
-    write_jsonl(data, rows)
+    files.write_jsonl(data, rows)
     batch = os.path.join(SCRATCH, "six_batch.jsonl")
-    write_jsonl(batch, [dict(r, advantage=1.0) for r in rows])
+    files.write_jsonl(batch, [dict(r, advantage=1.0) for r in rows])
     common = ["--lr", "0.003", "--weight-decay", "0.01"]
     sft = os.path.join(SCRATCH, "sft2")
     run("sft", "--model", model, "--data", data, "--out", sft, "--steps", "2", "--batch", "6", "--log-every", "0", *common)
@@ -115,8 +100,7 @@ def matches_grad_steps(model, rng):
 def text_rows_and_carry(rng):
     """Text rows through the demo tokenizer; the output folder gets tokenizer files."""
     tok = os.path.join(SCRATCH, "tok")
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_tokenizer.py"), tok], check=True,
-                   capture_output=True)
+    proc.make_tokenizer(ROOT, tok)
     n = len(json.load(open(os.path.join(tok, "tokenizer.json")))["model"]["vocab"]) + 4
     model = tiny_model("textmodel", n)
     data = os.path.join(SCRATCH, "traces.jsonl")
@@ -141,14 +125,14 @@ def bad_input(model):
     ]
     path = os.path.join(SCRATCH, "bad.jsonl")
     for rows, where in cases:
-        write_jsonl(path, rows)
+        files.write_jsonl(path, rows)
         p = run("sft", "--model", model, "--data", path, "--out", os.path.join(SCRATCH, "bad"), "--steps", "1",
                 ok=False)
         check(p.returncode != 0 and where in p.stderr, f"bad rows {rows[-1]}: {p.stderr.strip()!r}")
     open(path, "w").write("{not json\n")
     p = run("sft", "--model", model, "--data", path, "--out", os.path.join(SCRATCH, "bad"), ok=False)
     check(p.returncode != 0 and "bad.jsonl:1" in p.stderr, f"broken JSON: {p.stderr.strip()!r}")
-    write_jsonl(path, [{"prompt_ids": [1], "response_ids": [2]}])
+    files.write_jsonl(path, [{"prompt_ids": [1], "response_ids": [2]}])
     for flags in (["--batch", "0"], ["--lr", "-1"], ["--save-dtype", "f8"], ["--steps", "x"], ["--bogus", "1"]):
         p = run("sft", "--model", model, "--data", path, "--out", os.path.join(SCRATCH, "bad"), *flags, ok=False)
         check(p.returncode != 0 and p.stderr.startswith("or1: "), f"flags {flags}: {p.stderr.strip()!r}")

@@ -13,10 +13,10 @@ import ast
 import json
 import os
 import re
-import subprocess
-import sys
 
-from common import ROOT, SCRATCH, check, finish, fresh_scratch, or1
+from or1test import proc
+from or1test.check import check, finish
+from or1test.demo import ROOT, SCRATCH, fresh_scratch, or1
 
 TOK = os.path.join(SCRATCH, "tok")
 
@@ -83,7 +83,7 @@ def guesses():
 
 def main():
     fresh_scratch()
-    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_tokenizer.py"), TOK], check=True)
+    proc.make_tokenizer(ROOT, TOK)
     rows = or1("gen-arith", "--n", "400", "--seed", "5", "--traces", "--tokenizer", TOK)
     for i, r in enumerate(rows):
         expr = r["extra_info"]["expression"]
