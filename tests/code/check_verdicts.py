@@ -14,6 +14,8 @@ import sys
 import tempfile
 import time
 
+from or1test.check import check, finish
+
 HARNESS_MARK = b"or1 code harness"
 CANARIES = ["/tmp/or1-escape-canary", "/usr/or1-escape-canary"]
 
@@ -79,42 +81,33 @@ def main():
     # no other sandboxing can be checked.
     uids = run_uids(child.pid) if os.geteuid() == 0 and mode != "userns" else None
     check_leftovers = uids is not None or not others_running(child.pid)
-    if proc.returncode != 0:
-        print(f"FAIL: or1 exited with {proc.returncode}")
-        return 1
+    if not check(proc.returncode == 0, f"or1 exited with {proc.returncode}"):
+        finish("code_verdicts")
     results = [json.loads(line) for line in proc.stdout.decode().splitlines()]
-    bad = 0
-    if len(results) != len(rows):
-        print(f"FAIL: {len(rows)} rows in, {len(results)} results out")
-        return 1
+    if not check(len(results) == len(rows), f"{len(rows)} rows in, {len(results)} results out"):
+        finish("code_verdicts")
     for row, res in zip(rows, results):
         want = row.get("expect_" + mode, row["expect"]) if mode else row["expect"]
         want = want if isinstance(want, list) else [want]
         ok = res["verdict"] in want and res["correct"] == (res["verdict"] == "accepted")
         if "passed" in row and res["passed"] != row["passed"]:
             ok = False
-        print(f"{'ok  ' if ok else 'FAIL'} {row['name']}: {res['verdict']} (want {'|'.join(want)}), "
-              f"{res['passed']}/{res['total']}, {res['seconds']:.2f} s")
-        bad += not ok
+        line = (f"{row['name']}: {res['verdict']} (want {'|'.join(want)}), "
+                f"{res['passed']}/{res['total']}, {res['seconds']:.2f} s")
+        if check(ok, line):
+            print(line)
     left = leftover_processes(uids) if check_leftovers else []
     for _ in range(30):  # killed process trees take a moment to disappear
         if not left:
             break
         time.sleep(0.1)
         left = leftover_processes(uids)
-    if left:
-        print(f"FAIL: sandboxed processes left running: {left}")
-        bad += 1
+    check(not left, f"sandboxed processes left running: {left}")
     for c in CANARIES:
-        if os.path.exists(c):
-            print(f"FAIL: a program wrote {c}")
-            bad += 1
-    if os.listdir(tmp):
-        print(f"FAIL: private directories left behind: {os.listdir(tmp)}")
-        bad += 1
+        check(not os.path.exists(c), f"a program wrote {c}")
+    check(not os.listdir(tmp), f"private directories left behind: {os.listdir(tmp)}")
     os.rmdir(tmp) if not os.listdir(tmp) else None
-    print(f"{len(rows)}/{len(rows)} rows as expected" if not bad else f"{bad} failures")
-    return 1 if bad else 0
+    finish("code_verdicts")
 
 
-sys.exit(main())
+main()

@@ -3,9 +3,11 @@ line on stderr, and malformed input (bad JSON, missing fields, wrong types) fail
 the file and line named. Usage: cli_test.py OR1_BINARY"""
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from or1test import proc
+from or1test.check import check, finish
 
 OR1 = sys.argv[1]
 ROWS = [
@@ -19,32 +21,26 @@ ROWS = [
 
 
 def run(text, *flags):
-    """Runs the command on text given as a file; returns (rc, stdout, stderr)."""
+    """Runs the command on text given as a file; returns (rc, stdout, stderr, the file's path)."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
         f.write(text)
         path = f.name
     try:
-        p = subprocess.run([OR1, "verify-math", "--input", path, *flags], capture_output=True, text=True)
+        p = proc.run([OR1, "verify-math", "--input", path, *flags], ok=False)
         return p.returncode, p.stdout, p.stderr, path
     finally:
         os.unlink(path)
 
 
 def main():
-    fails = 0
     rc, out, err, _ = run("".join(json.dumps(r) + "\n" for r, _, _ in ROWS))
     lines = out.splitlines()
-    if rc != 0 or len(lines) != len(ROWS):
-        print(f"FAIL good input: rc={rc} lines={len(lines)} stderr={err!r}")
-        return 1
+    if not check(rc == 0 and len(lines) == len(ROWS), f"good input: rc={rc} lines={len(lines)} stderr={err!r}"):
+        finish("verify_math_cli")
     for (row, correct, extracted), line in zip(ROWS, lines):
         got = json.loads(line)
-        if got != {"correct": correct, "extracted": extracted}:
-            print(f"FAIL {row!r}: got {got!r}")
-            fails += 1
-    if "6 rows, 3 correct" not in err:
-        print(f"FAIL summary line: {err!r}")
-        fails += 1
+        check(got == {"correct": correct, "extracted": extracted}, f"{row!r}: got {got!r}")
+    check("6 rows, 3 correct" in err, f"summary line: {err!r}")
     bad_inputs = [
         ('{"response": "x", "gold": ["1"]}\n{"response": \n', ":2"),
         ('{"gold": ["1"]}\n', ":1"),
@@ -55,20 +51,13 @@ def main():
     ]
     for text, place in bad_inputs:
         rc, out, err, path = run(text)
-        if rc == 0 or not err.startswith("or1: ") or (path + place) not in err:
-            print(f"FAIL malformed {text!r}: rc={rc} stderr={err!r}")
-            fails += 1
+        check(rc != 0 and err.startswith("or1: ") and (path + place) in err, f"malformed {text!r}: rc={rc} stderr={err!r}")
     rc, _, err, _ = run("", "--bogus", "1")
-    if rc == 0:
-        print("FAIL unknown flag accepted")
-        fails += 1
+    check(rc != 0, "unknown flag accepted")
     rc, out, err, _ = run("\n\n")
-    if rc != 0 or out != "" or "0 rows" not in err:
-        print(f"FAIL empty input: rc={rc} out={out!r} err={err!r}")
-        fails += 1
-    print(f"verify-math CLI: {fails} failure(s)")
-    return 1 if fails else 0
+    check(rc == 0 and out == "" and "0 rows" in err, f"empty input: rc={rc} out={out!r} err={err!r}")
+    finish("verify_math_cli")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -14,13 +14,7 @@ import os
 import subprocess
 import sys
 
-FAIL = []
-
-
-def check(ok, what):
-    if not ok:
-        FAIL.append(what)
-        print("FAIL", what, flush=True)
+from or1test.check import check, finish
 
 
 def run(driver, *args, ok=True):
@@ -294,8 +288,7 @@ def main(driver, data, work):
     test_sampler(driver, data, work)
     test_stage_filter(driver, data, work)
     test_malformed(driver, work)
-    print(f"data: {len(FAIL)} failures")
-    sys.exit(1 if FAIL else 0)
+    finish("rl_data")
 
 
 if __name__ == "__main__":
