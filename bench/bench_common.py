@@ -1,12 +1,28 @@
-"""What the PyTorch-comparing benchmarks share: the machine's sgemm rate and a random checkpoint
-written by the tests' reference (tests/model/ref.py)."""
+"""What the PyTorch-comparing benchmarks share: their common flags and start, the machine's sgemm
+rate and a random checkpoint written by the tests' reference (tests/or1test/ref.py)."""
 import json
 import os
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "model"))
-import ref  # noqa: E402  (the tests' checkpoint writer and float64 reference)
+import torch
+
+from or1test import ref  # the tests' checkpoint writer and float64 reference
+
+
+def common_args(ap):
+    """Adds the flags both comparisons take (--or1, --sgemm, --threads, --shapes); returns ap."""
+    ap.add_argument("--or1", required=True)
+    ap.add_argument("--sgemm")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--shapes", default="small,qwen")
+    return ap
+
+
+def start(args, self_check):
+    """Gives PyTorch the benchmark's thread count, runs its self check; returns the sgemm rate."""
+    torch.set_num_threads(args.threads)
+    self_check()
+    return sgemm_rate(args.sgemm, args.threads)
 
 
 def sgemm_rate(path, threads):

@@ -18,15 +18,13 @@ import json
 import math
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "model"))
-import ref  # noqa: E402  (the tests' checkpoint writer and float64 reference)
-from bench_common import random_checkpoint, sgemm_rate  # noqa: E402
+from or1test import files, ref  # the tests' checkpoint writer and float64 reference
+from bench_common import common_args, random_checkpoint, start
 
 ENT_COEF = 1e-3
 SHAPES = {
@@ -194,15 +192,8 @@ def run_or1(or1, model, bpath, iters, threads):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--or1", required=True)
-    ap.add_argument("--sgemm")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--shapes", default="small,qwen")
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    self_check()
-    peak = sgemm_rate(args.sgemm, args.threads)
+    args = common_args(argparse.ArgumentParser()).parse_args()
+    peak = start(args, self_check)
     print(f"threads {args.threads}; OpenBLAS sgemm (n=1024): "
           f"{'n/a' if peak is None else f'{peak:.1f} GFLOP/s'}", flush=True)
     rows = []
@@ -212,7 +203,7 @@ def main():
             model, cfg, params = random_checkpoint(tmp, spec["cfg"])
             batch = make_batch(cfg, spec)
             bpath = os.path.join(tmp, "b.jsonl")
-            ref.write_jsonl(bpath, batch)
+            files.write_jsonl(bpath, batch)
             runner = TorchRunner(cfg, params, batch)
             t_or1, t_torch = [], []
             for _ in range(spec["rounds"]):  # interleaved, best round kept: load comes and goes

@@ -24,15 +24,13 @@ import math
 import os
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "model"))
-import ref  # noqa: E402  (the tests' checkpoint writer and float64 reference)
-from bench_common import random_checkpoint, sgemm_rate  # noqa: E402
+from or1test import files, ref  # the tests' checkpoint writer and float64 reference
+from bench_common import common_args, random_checkpoint, start
 
 SHAPES = {
     "small": dict(cfg=dict(arch="qwen2", hidden=256, inter=704, layers=6, heads=8, kv_heads=2,
@@ -208,7 +206,7 @@ def measure(args, name, cfg, model, sampler, P, S, L, rounds):
     prompts = prompts_for(cfg["vocab_size"], P, seed=P)
     tmp = os.path.dirname(model)
     inp = os.path.join(tmp, f"p{P}.jsonl")
-    ref.write_jsonl(inp, [{"prompt_ids": p} for p in prompts])
+    files.write_jsonl(inp, [{"prompt_ids": p} for p in prompts])
     o_full, o_one, o_cpu, t_full, t_dec, t_cpu = [], [], [], [], [], []
     for _ in range(rounds):
         o_one.append(run_or1(args.or1, model, inp, S, 1, args.threads, P * S)[0])
@@ -233,16 +231,10 @@ def measure(args, name, cfg, model, sampler, P, S, L, rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--or1", required=True)
-    ap.add_argument("--sgemm")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--shapes", default="small,qwen")
+    ap = common_args(argparse.ArgumentParser())
     ap.add_argument("--long", choices=["auto", "yes", "no"], default="auto")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    self_check()
-    peak = sgemm_rate(args.sgemm, args.threads)
+    peak = start(args, self_check)
     print(f"threads {args.threads}; OpenBLAS sgemm: {'n/a' if peak is None else f'{peak:.1f} GFLOP/s'}; "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     rows, notes = [], []

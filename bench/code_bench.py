@@ -1,7 +1,7 @@
 """Code sandbox throughput: `or1 verify-code` against an unsandboxed reference on the same work.
 
 usage: code_bench.py OR1 DATA_DIR [ROUNDS]
-Two workloads: the labelled real rows of tests/code/real_problems.py (a correct and a wrong
+Two workloads: the labelled real rows of tests/or1test/code_cases.py (a correct and a wrong
 solution for each of five problems, one with 138 tests) repeated ROUNDS times, and 100 trivial
 one-test programs (the fixed cost of a run). The reference does what Skywork-OR1's harness does
 at its core, without isolation: one `python3` subprocess per test, stdin in, stdout compared
@@ -17,8 +17,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "code"))
-from real_problems import CASES  # noqa: E402
+from or1test.code_cases import CASES
 
 PYTHON = "/usr/bin/python3"  # the interpreter the sandbox runs
 PRELUDE = "import sys, json, math, collections, itertools, functools, heapq, bisect\nfrom typing import *\n"

@@ -7,6 +7,8 @@
 # side many times slower at load averages above the core count.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# The benchmark imports the tests' shared package (tests/or1test).
+export PYTHONPATH="$root/tests${PYTHONPATH:+:$PYTHONPATH}"
 threads=${OR1_BENCH_THREADS:-2}
 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} OPENBLAS_NUM_THREADS=$threads \
     /usr/bin/python3 "$root/bench/bench_rollout.py" --or1 "$root/build/or1" \
