@@ -60,6 +60,7 @@ def leftover_processes(uids):
 
 
 def main():
+    """Verifies the rows in one or1 run under the given isolation mode, then checks the host."""
     or1, rows_path = sys.argv[1], sys.argv[2]
     mode = sys.argv[3] if len(sys.argv) > 3 else ""
     env = dict(os.environ)

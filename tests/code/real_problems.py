@@ -14,6 +14,7 @@ from or1test.code_cases import CASES
 
 
 def main():
+    """Verifies every labelled solution in one or1 run and checks each verdict and test count."""
     or1, data = sys.argv[1], sys.argv[2]
     files = {}
     rows = []

@@ -13,6 +13,7 @@ PLOTS = ["accuracy", "reward", "entropy", "alpha", "length", "truncated"]
 
 
 def main(or1, root, scratch):
+    """Runs the shortened demo into scratch and checks its report, metrics and learning."""
     fresh(scratch)
     cmd = ["/usr/bin/python3", "scripts/demo.py", "--or1", or1, "--runs", scratch, "--name", "short",
            "--set", "stages.0.steps=15", "--set", "stages.1.steps=15", "--set", "eval.every=30",

@@ -33,6 +33,7 @@ def run(text, *flags):
 
 
 def main():
+    """Good rows, the summary line, malformed inputs, an unknown flag and empty input."""
     rc, out, err, _ = run("".join(json.dumps(r) + "\n" for r, _, _ in ROWS))
     lines = out.splitlines()
     if not check(rc == 0 and len(lines) == len(ROWS), f"good input: rc={rc} lines={len(lines)} stderr={err!r}"):
