@@ -2,11 +2,13 @@
  *   train:   forward + streaming head + backward + clipped AdamW over packed sequences;
  *            tokens/s and model FLOPs utilisation against a dense bf16 peak.
  *   rollout: prefill every slot, then batched decode with on-device sampling; tokens/s.
+ * Both run through the backend seam (or1_dmodel, or1_generate), as or1 train does.
  * Prints one JSON object per mode on stdout (bench/cuda.sh compares them with PyTorch).
  * Usage: cuda_bench MODEL(1.5b|7b|tiny) [--prec bf16|fp32] [--seqs N] [--len L] [--steps S]
  *        [--slots B] [--prompt P] [--new N] [--peak-tflops X] [--skip-train] [--skip-rollout] */
 extern "C" {
 #include "or1/core.h"
+#include "or1/rollout.h"
 }
 #include "or1/cuda.h"
 
@@ -75,7 +77,7 @@ static int parse(opts *o, int argc, char **argv) {
 }
 
 /* Training steps over seqs sequences of len tokens (a quarter prompt, the rest scored). */
-static int bench_train(or1_cuda_model *dm, const or1_model_config *c, const opts *o, or1_cuda *g) {
+static int bench_train(or1_dmodel *dm, const or1_model_config *c, const opts *o, const char *device) {
     int32_t *ids = (int32_t *)or1_malloc((size_t)o->seqs * o->len * sizeof(int32_t));
     or1_seq *seqs = (or1_seq *)or1_malloc((size_t)o->seqs * sizeof(or1_seq));
     for (int s = 0; s < o->seqs; s++) {
@@ -90,20 +92,22 @@ static int bench_train(or1_cuda_model *dm, const or1_model_config *c, const opts
     for (int i = 0; i < S; i++) buf[2 * S + i] = 1.0f / S, buf[3 * S + i] = -1e-3f / S;
     or1_adamw_cfg ac = {1e-6f, 0.9f, 0.999f, 1e-8f, 0.01f};
     double t0 = 0, norm = 0;
+    or1_adamw opt;
+    or1_adamw_init(&opt, or1_dmodel_host(dm)->n_floats);
     int rc = 0;
     for (int k = 0; k <= o->steps && !rc; k++) {
         if (k == 1) t0 = or1_now(); /* step 0 warms up (allocation, cuBLAS heuristics) */
-        rc = or1_cuda_model_forward(dm, &b, true) || or1_cuda_model_head(dm, &b, 1.0f, buf, buf + S) ||
-             or1_cuda_model_backward(dm, &b, 1.0f, buf + 2 * S, buf + 3 * S) ||
-             or1_cuda_model_step(dm, &ac, 1.0, &norm);
+        rc = or1_dmodel_forward(dm, &b, true) || or1_dmodel_head(dm, &b, 1.0f, buf, buf + S) ||
+             or1_dmodel_backward(dm, &b, 1.0f, buf + 2 * S, buf + 3 * S) || or1_dmodel_step(dm, &opt, &ac, 1.0, &norm);
     }
+    or1_adamw_free(&opt);
     double dt = (or1_now() - t0) / o->steps;
     if (!rc) {
         double sq = (double)o->seqs * o->len * o->len, fl = 3 * forward_flops(c, b.n_tokens, sq, S);
         printf("{\"mode\": \"train\", \"model\": \"%s\", \"prec\": \"%s\", \"device\": \"%s\", \"seqs\": %d, "
                "\"len\": %d, \"step_s\": %.4f, \"tokens_per_s\": %.1f, \"tflops\": %.2f, \"mfu\": %.4f, "
                "\"peak_tflops\": %.0f, \"grad_norm\": %.4g}\n",
-               o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", or1_cuda_device_name(g), o->seqs, o->len, dt,
+               o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", device, o->seqs, o->len, dt,
                b.n_tokens / dt, fl / dt / 1e12, fl / dt / 1e12 / o->peak, o->peak, norm);
         fflush(stdout);
     }
@@ -112,37 +116,33 @@ static int bench_train(or1_cuda_model *dm, const or1_model_config *c, const opts
     return rc ? -1 : 0;
 }
 
-/* Prefills every slot with a random prompt, then decodes n_new tokens for all slots. */
-static int bench_rollout(or1_cuda_model *dm, const or1_model_config *c, const opts *o, or1_cuda *g) {
+/* slots requests of one random prompt each through the rollout engine (prefill, continuous
+ * batching, on-device sampling), every sample running to n_new tokens. */
+static int bench_rollout(or1_dmodel *dm, const or1_model_config *c, const opts *o, const char *device) {
     int B = o->slots;
-    int32_t *ids = (int32_t *)or1_malloc((size_t)o->prompt * sizeof(int32_t)), *tok = (int32_t *)or1_malloc((size_t)B * 4);
-    int32_t *next = (int32_t *)or1_malloc((size_t)B * 4);
-    float *lp = (float *)or1_malloc((size_t)B * 4);
-    int rc = or1_cuda_model_kv(dm, B, o->prompt + o->n_new + 1);
+    int32_t *ids = (int32_t *)or1_malloc((size_t)B * o->prompt * sizeof(int32_t));
+    or1_request *reqs = (or1_request *)or1_calloc((size_t)B, sizeof *reqs);
+    or1_completion *out = (or1_completion *)or1_calloc((size_t)B, sizeof *out);
+    for (int s = 0; s < B; s++) {
+        int32_t *p = ids + (size_t)s * o->prompt;
+        for (int t = 0; t < o->prompt; t++) p[t] = (int32_t)(or1_rand_u64(4, (uint64_t)s, (uint64_t)t) % c->vocab);
+        reqs[s] = (or1_request){p, o->prompt, 1, {1.0f, 1.0f, 0, o->n_new, (uint64_t)(9 + s), NULL, 0}};
+    }
+    or1_engine_cfg ec = {B, 64.0, NULL, NULL, false};
     double t0 = or1_now();
-    for (int s = 0; s < B && !rc; s++) {
-        for (int t = 0; t < o->prompt; t++) ids[t] = (int32_t)(or1_rand_u64(4, (uint64_t)s, (uint64_t)t) % c->vocab);
-        rc = or1_cuda_model_prefill(dm, s, ids, o->prompt - 1);
-        tok[s] = ids[o->prompt - 1];
-    }
-    uint64_t *seeds = (uint64_t *)or1_calloc((size_t)B, sizeof(uint64_t));
-    int32_t *streams = (int32_t *)or1_malloc((size_t)B * 4), *counters = (int32_t *)or1_malloc((size_t)B * 4);
-    for (int s = 0; s < B; s++) seeds[s] = 9, streams[s] = s;
-    double t1 = or1_now();
-    for (int k = 0; k < o->n_new && !rc; k++) {
-        for (int s = 0; s < B; s++) counters[s] = k;
-        rc = or1_cuda_model_decode(dm, tok, 1.0f, seeds, streams, counters, next, lp);
-        memcpy(tok, next, (size_t)B * 4);
-    }
-    double t2 = or1_now();
+    int rc = or1_generate(dm, reqs, B, &ec, out);
+    double dt = or1_now() - t0;
+    long tokens = 0;
+    for (int s = 0; s < B && !rc; s++) tokens += out[s].n;
     if (!rc) {
         printf("{\"mode\": \"rollout\", \"model\": \"%s\", \"prec\": \"%s\", \"device\": \"%s\", \"slots\": %d, "
-               "\"prompt\": %d, \"new\": %d, \"prefill_s\": %.3f, \"decode_s\": %.3f, \"tokens_per_s\": %.1f}\n",
-               o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", or1_cuda_device_name(g), B, o->prompt, o->n_new,
-               t1 - t0, t2 - t1, (double)B * o->n_new / (t2 - t1));
+               "\"prompt\": %d, \"new\": %d, \"seconds\": %.3f, \"tokens_per_s\": %.1f}\n",
+               o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", device, B, o->prompt, o->n_new, dt,
+               (double)tokens / dt);
         fflush(stdout);
     }
-    free(ids), free(tok), free(next), free(lp), free(seeds), free(streams), free(counters);
+    or1_completions_free(out, rc ? 0 : B);
+    free(ids), free(reqs), free(out);
     return rc ? -1 : 0;
 }
 
@@ -157,17 +157,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cuda_bench: no CUDA GPU visible (cudaGetDeviceCount reports none); nothing measured\n");
         return 1;
     }
-    or1_cuda *g = or1_cuda_new(o.prec);
+    or1_backend *be = or1_backend_cuda(o.prec);
     or1_model m;
     or1_model_init(&m, &c);
     or1_model_randomize(&m, 1, 0.02f);
-    or1_cuda_model *dm = g ? or1_cuda_model_new(g, &m) : NULL;
-    or1_model_free(&m); /* the device holds the only copy from here on */
+    or1_dmodel *dm = be ? or1_dmodel_new(be, &m) : NULL;
+    const char *device = be ? or1_backend_cuda_device(be) : "";
     int rc = !dm;
-    if (!rc && o.train) rc = bench_train(dm, &c, &o, g);
-    if (!rc && o.rollout) rc = bench_rollout(dm, &c, &o, g);
+    if (!rc && o.train) rc = bench_train(dm, &c, &o, device);
+    if (!rc && o.rollout) rc = bench_rollout(dm, &c, &o, device);
     if (rc) fprintf(stderr, "cuda_bench: %s\n", or1_error());
-    or1_cuda_model_free(dm);
-    or1_cuda_free(g);
+    or1_dmodel_free(dm);
+    or1_backend_free(be);
+    or1_model_free(&m);
     return rc ? 1 : 0;
 }

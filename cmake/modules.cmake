@@ -37,7 +37,24 @@ function(or1_module name)
     list(APPEND deps or1_${d})
   endforeach()
   target_link_libraries(or1_${name} PUBLIC ${deps} ${M_LIBS})
+  set(below)
+  foreach(d ${M_DEPS})
+    get_property(db GLOBAL PROPERTY OR1_BELOW_${d})
+    list(APPEND below ${d} ${db})
+  endforeach()
+  list(REMOVE_DUPLICATES below)
+  set_property(GLOBAL PROPERTY OR1_BELOW_${name} ${below})
+  string(JOIN " " below_text ${below})
+  set_property(GLOBAL APPEND PROPERTY OR1_MODULE_TABLE "${name} ${M_DIR} $<TARGET_FILE:or1_${name}> ${below_text}")
   set(OR1_MODULES ${OR1_MODULES} or1_${name} PARENT_SCOPE)
+endfunction()
+
+# Writes build/layers/modules.txt: one line per module, lowest first: its name, its source
+# folder, its archive and every module it builds on (what tests/layering checks against).
+function(or1_module_table)
+  get_property(rows GLOBAL PROPERTY OR1_MODULE_TABLE)
+  string(JOIN "\n" text ${rows})
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/layers/modules.txt CONTENT "${text}\n")
 endfunction()
 
 # Fills build/layers/NAME/or1/ with links to exactly the given headers (stale ones removed).

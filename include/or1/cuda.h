@@ -1,5 +1,6 @@
 /* or1 CUDA backend: the kernels of or1/kernels.h on one GPU, with the CPU kernels as the
- * reference, plus a device-side model (parameters, gradients, activations in GPU memory).
+ * reference, behind the backend seam of or1/model.h (or1_backend_cuda); and
+ * or1_backend_open, which maps a device name (cpu, cuda) to a backend.
  *
  * Every pointer argument named like a CPU kernel's is a device pointer (int32 index arrays
  * too); sizes stay host integers. Kernels are queued on the context's stream and return
@@ -19,8 +20,6 @@ extern "C" {
 #endif
 
 #include "or1/model.h"
-#include "or1/algo.h"
-#include "or1/rollout.h"
 
 typedef enum { OR1_CUDA_FP32, OR1_CUDA_BF16 } or1_cuda_prec;
 
@@ -75,12 +74,11 @@ void or1_cuda_attention(or1_cuda *g, float *out, float *lse, const float *qkv, c
 void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                             int nkv, int hd);
-/* Decode attention: B single-token queries (qkv rows, rotated) against per-row KV caches.
- * Row b's keys are k_cache + b*cache_stride, rows of nkv*hd floats, n_ctx[b] of them
- * (values at v_cache, same layout). out[B, nh*hd]. */
-void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_cache,
-                               const float *v_cache, size_t cache_stride, const int32_t *n_ctx, int nh,
-                               int nkv, int hd);
+/* Decode attention: B single-token queries (qkv rows, rotated) against a KV pool of rows of
+ * nkv*hd floats: row b attends to pool rows seg[4b] .. +seg[4b+1] then seg[4b+2] .. +seg[4b+3]
+ * (its prompt, then its own tokens). out[B, nh*hd]. */
+void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_pool,
+                               const float *v_pool, const int32_t *seg, int nh, int nkv, int hd);
 
 void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter);
 void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, const float *da, const float *gu, int T, int inter);
@@ -101,61 +99,16 @@ double or1_cuda_grad_norm(or1_cuda *g, const float *grads, size_t n);
 /* grads *= min(1, max_norm / (norm + 1e-6)). */
 void or1_cuda_clip(or1_cuda *g, float *grads, size_t n, double norm, double max_norm);
 
-/* A model in GPU memory: fp32 master parameters and gradients in the host model's layout,
- * AdamW moments (allocated by the first step), a bf16 copy of the parameters for bf16 matmuls (refreshed by
- * or1_cuda_model_step and or1_cuda_model_upload), activations, and a KV cache for decode.
- * Rollouts and training use the same parameters: nothing is copied between them. */
-typedef struct or1_cuda_model or1_cuda_model;
+/* The backend of or1/model.h on GPU 0 (NULL with or1_fail when there is none, or when this
+ * build has no CUDA: nvcc was not found when it was configured). */
+or1_backend *or1_backend_cuda(or1_cuda_prec prec);
+/* The GPU behind a backend made by or1_backend_cuda: name and memory, for reports. */
+const char *or1_backend_cuda_device(or1_backend *be);
 
-/* Uploads m's parameters (gradients start at zero). NULL with or1_fail on error. */
-or1_cuda_model *or1_cuda_model_new(or1_cuda *g, const or1_model *m);
-void or1_cuda_model_free(or1_cuda_model *dm);
-/* Parameters host -> device (after the host model changed). */
-int or1_cuda_model_upload(or1_cuda_model *dm, const or1_model *m);
-/* Parameters and gradients device -> host into m (same config). */
-int or1_cuda_model_download(or1_cuda_model *dm, or1_model *m);
-/* Gradients host -> device (e.g. after an all-reduce across processes). */
-int or1_cuda_model_set_grads(or1_cuda_model *dm, const or1_model *m);
-void or1_cuda_model_zero_grad(or1_cuda_model *dm);
-
-/* or1_forward / or1_head_forward / or1_backward on the GPU for a host-packed batch; logp,
- * entropy and the loss derivatives are host arrays of b->n_scored. Gradients accumulate
- * in device memory. -1 with or1_fail on any device error. */
-int or1_cuda_model_forward(or1_cuda_model *dm, const or1_batch *b, bool train);
-int or1_cuda_model_head(or1_cuda_model *dm, const or1_batch *b, float temperature, float *logp, float *entropy);
-int or1_cuda_model_backward(or1_cuda_model *dm, const or1_batch *b, float temperature, const float *g_logp,
-                            const float *g_entropy);
-/* Clips the gradients to max_norm (<= 0: no clipping), one AdamW step, then zeroes them;
- * *norm gets the norm before clipping. */
-int or1_cuda_model_step(or1_cuda_model *dm, const or1_adamw_cfg *c, double max_norm, double *norm);
-
-/* or1_policy_grad on the device model: the eq. (3.1) gradient accumulated into the device
- * gradients (same micro-batch packing and per-token terms); sums added into *st. */
-int or1_cuda_policy_grad(or1_cuda_model *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
-                         const or1_loss_cfg *cfg, or1_loss_stats *st);
-
-/* KV cache for `slots` sequences of up to cap tokens each (replaces any previous one). */
-int or1_cuda_model_kv(or1_cuda_model *dm, int slots, int cap);
-/* Prefills slot s with ids[0..n) (positions 0..n-1): the slot's length becomes n. */
-int or1_cuda_model_prefill(or1_cuda_model *dm, int s, const int32_t *ids, int n);
-/* One decode step for every slot: slot b takes tokens[b] at position len[b] (its length,
- * which grows by one), then samples its next token at temperature (0: greedy) by a
- * Gumbel-max draw from counter-based noise keyed by (seeds[b], streams[b], counters[b]):
- * next[b] and its log-prob at the temperature (at 1 when greedy) come back to the host. */
-int or1_cuda_model_decode(or1_cuda_model *dm, const int32_t *tokens, float temperature, const uint64_t *seeds,
-                          const int32_t *streams, const int32_t *counters, int32_t *next, float *logp);
-/* Empties slot s (a new sequence starts at position 0). */
-void or1_cuda_model_slot_reset(or1_cuda_model *dm, int s);
-const or1_model_config *or1_cuda_model_config(const or1_cuda_model *dm);
-
-/* or1_generate on the GPU (same requests, completions, on_done and KV budget): each sample
- * gets a slot, its prompt is prefilled there (no prompt KV shared between samples), freed
- * slots are refilled at once. Temperature / greedy sampling only: a request with top-p < 1 or
- * top-k > 0, or requests with different temperatures, are refused. Draws differ from the
- * CPU engine's (Gumbel-max rather than inverse CDF); each depends only on the request's
- * seed, the sample index and the token index. */
-int or1_cuda_generate(or1_cuda_model *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
-                      or1_completion *out);
+/* The backend for a device name: "cpu" (or empty), or "cuda" (bf16 matmuls; fp32 when the
+ * environment sets OR1_CUDA_PREC=fp32). NULL with or1_fail for an unknown name or a device
+ * that cannot be opened. */
+or1_backend *or1_backend_open(const char *device);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #ifndef OR1_KERNELS_H
 #define OR1_KERNELS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* y[T,out] = x[T,in] W[out,in]^T (+ b[out] if b) */
@@ -64,5 +66,26 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const in
                   int n, int H, int V, float temperature, float *scratch);
 /* Floats of scratch or1_head / or1_head_bwd need for n rows. */
 long or1_head_scratch(int n);
+
+/* The sampling settings of one row of logits (one decoding sequence). */
+typedef struct {
+    float temperature; /* 0: greedy */
+    float top_p;       /* 1: off */
+    int top_k;         /* 0: off */
+    uint64_t seed;     /* the request's seed; with stream (the sample) and counter (the token
+                          index) it names the row's random draw */
+    int32_t stream, counter;
+} or1_sample_row;
+
+/* Samples one token from logits[V] (temperature, top-k, top-p; greedy at temperature 0)
+ * with the uniform u in [0,1); returns the token and sets *logp to its log-prob at the
+ * temperature before truncation. scratch holds 2*V floats + V ints. */
+int32_t or1_sample_token(const float *logits, int V, const or1_sample_row *s, double u, float *logp,
+                         float *scratch);
+
+/* AdamW's update of n parameters with moments m, v at step `step` (1-based), in
+ * torch.optim.AdamW's order: decoupled decay, moments, bias-corrected update. */
+void or1_adamw_update(float *params, float *m, float *v, const float *grads, size_t n, long step, float lr,
+                      float beta1, float beta2, float eps, float weight_decay);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "or1/io_safetensors.h"
+#include "or1/kernels.h"
 
 typedef enum { OR1_ARCH_QWEN2, OR1_ARCH_LLAMA } or1_arch;
 
@@ -83,27 +84,6 @@ typedef struct {
     int32_t *sc_pos, *sc_tgt; /* [n_scored] */
 } or1_batch;
 
-/* Activations saved for backward plus scratch, sized once for the largest micro-batch. */
-typedef struct or1_acts or1_acts;
-
-or1_acts *or1_acts_new(const or1_model_config *cfg, int cap_tokens, int cap_len, bool train);
-void or1_acts_free(or1_acts *a);
-
-/* Runs the decoder; with train it keeps what or1_backward needs. */
-void or1_forward(const or1_model *m, or1_acts *a, const or1_batch *b, bool train);
-/* Forward without saving activations that also writes every layer's rotated keys and values
- * into kv: layer l's block is kv + l*2*kv_cap*kvd, keys [kv_cap][kvd] then values, row = position. */
-void or1_prefill(const or1_model *m, or1_acts *a, const or1_batch *b, float *kv, int kv_cap);
-/* The final-norm hidden state of packed row t after the last forward. */
-const float *or1_acts_hidden(const or1_acts *a, int t);
-/* Log-prob of each scored target and entropy of each scored distribution at temperature. */
-void or1_head_forward(const or1_model *m, or1_acts *a, const or1_batch *b, float temperature,
-                      float *logp, float *entropy);
-/* Backpropagates d(loss)/d(logp) and d(loss)/d(entropy) of the scored positions through the
- * head and every layer, adding into m->grads. Needs or1_forward(train) and or1_head_forward. */
-void or1_backward(or1_model *m, or1_acts *a, const or1_batch *b, float temperature,
-                  const float *g_logp, const float *g_entropy);
-
 /* AdamW with PyTorch semantics (decoupled weight decay, bias correction). */
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
@@ -137,7 +117,150 @@ typedef struct {
 /* Packs seqs into b (arrays allocated to fit; call or1_batch_free when done). */
 void or1_batch_pack(or1_batch *b, const or1_seq *seqs, int n);
 void or1_batch_free(or1_batch *b);
-/* Ensures *a holds a workspace for at least tokens/len (re-allocating only to grow). */
-void or1_acts_reserve(or1_acts **a, const or1_model_config *cfg, int tokens, int len, bool train);
+
+/* ---- The backend seam ---------------------------------------------------------------------
+ *
+ * A backend supplies memory and the numeric kernels, nothing else: the decoder's layers, the
+ * head's blocking, the optimizer step and the decode step are written once, in src/model,
+ * over these calls (as ggml-backend does for llama.cpp). The CPU backend (or1_backend_cpu)
+ * runs the kernels of or1/kernels.h on host memory; the CUDA backend (or1/cuda.h) runs them
+ * on one GPU. Pointers passed to kernels are backend memory (index arrays too); sizes are
+ * host integers. Kernels are queued and return nothing; a failure is kept by the backend and
+ * returned by the next sync (or by any call that returns int). */
+
+typedef struct or1_backend or1_backend;
+
+typedef struct {
+    const char *name;
+    bool host_memory; /* buffers are host memory: a model placed here uses the host arrays */
+    int head_rows;    /* scored rows per head call */
+
+    /* Memory: zeroed allocation (NULL with or1_fail), release, copies, zeroing, and sync. */
+    void *(*alloc)(or1_backend *be, size_t bytes);
+    void (*release)(or1_backend *be, void *p);
+    int (*upload)(or1_backend *be, void *dst, const void *src, size_t bytes);
+    int (*download)(or1_backend *be, void *dst, const void *src, size_t bytes);
+    void (*copy)(or1_backend *be, void *dst, const void *src, size_t bytes);
+    void (*zero)(or1_backend *be, void *p, size_t bytes);
+    int (*sync)(or1_backend *be);
+    /* A parameter buffer of n floats was written (a backend keeping low-precision copies of
+     * weights refreshes them), or is going away. */
+    int (*params_changed)(or1_backend *be, const float *params, size_t n);
+    void (*params_forget)(or1_backend *be, const float *params);
+
+    /* The kernels of or1/kernels.h. matmul_rows computes each row independently of the
+     * others (decode); gather is y[i] = src[idx[i]], scatter_add dst[idx[i]] += src[i]. */
+    void (*matmul)(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in, int out);
+    void (*matmul_rows)(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in,
+                        int out);
+    void (*matmul_dx)(or1_backend *be, float *dx, const float *dy, const float *w, int T, int in, int out, int acc);
+    void (*matmul_dw)(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
+                      int out);
+    void (*gather)(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H);
+    void (*scatter_add)(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H);
+    void (*add)(or1_backend *be, float *y, const float *x, size_t n);
+    void (*rmsnorm)(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int H,
+                    float eps);
+    void (*rmsnorm_bwd)(or1_backend *be, float *dx, float *dw, const float *dy, const float *x, const float *rstd,
+                        const float *w, int T, int H);
+    void (*rope)(or1_backend *be, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
+                 const float *cos_t, const float *sin_t, int inverse);
+    void (*attention)(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
+                      int n_seqs, int T, int max_len, int nh, int nkv, int hd);
+    void (*attention_bwd)(or1_backend *be, float *dqkv, const float *dout, const float *qkv, const float *out,
+                          const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
+                          int nkv, int hd);
+    /* Row t's rotated key and value (in qkv) go to row rows[t] of the pools k and v. */
+    void (*kv_store)(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
+                     int kvd);
+    /* B single-token queries; row b attends to pool rows seg[4b] .. +seg[4b+1] (its prompt)
+     * then seg[4b+2] .. +seg[4b+3] (its own tokens); ctx_cap bounds every row's total. */
+    void (*attention_decode)(or1_backend *be, float *out, const float *qkv, int B, const float *k, const float *v,
+                             const int32_t *seg, int nh, int nkv, int hd, int ctx_cap);
+    void (*swiglu)(or1_backend *be, float *a, const float *gu, int T, int inter);
+    void (*swiglu_bwd)(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter);
+    void (*head)(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
+                 const float *w, const int32_t *tgt, int n, int H, int V, float temperature);
+    void (*head_bwd)(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+                     const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n, int H,
+                     int V, float temperature);
+    void (*adamw)(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
+                  const or1_adamw_cfg *c);
+    /* Global L2 norm in double (waits for queued work; -1 on error) and clip_grad_norm_. */
+    double (*grad_norm)(or1_backend *be, const float *grads, size_t n);
+    void (*clip)(or1_backend *be, float *grads, size_t n, double norm, double max_norm);
+    /* -1 (with or1_fail) if the backend cannot sample with these settings. */
+    int (*sample_check)(or1_backend *be, const or1_sample_row *row);
+    /* Draws the next token of each of B rows of logits; next, logp and rows are host arrays. */
+    int (*sample)(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
+                  const or1_sample_row *rows);
+    void (*destroy)(or1_backend *be);
+} or1_backend_ops;
+
+/* Every backend instance starts with this (its own state follows). */
+struct or1_backend {
+    const or1_backend_ops *ops;
+};
+
+/* The CPU backend (OpenBLAS + OpenMP); never fails. */
+or1_backend *or1_backend_cpu(void);
+/* Releases a backend made by any constructor. */
+void or1_backend_free(or1_backend *be);
+
+/* ---- A model placed on a backend ----------------------------------------------------------
+ *
+ * Parameters, gradients, AdamW moments and the activation workspace in backend memory, with
+ * the host model (m) as its mirror for loading and saving: on a host-memory backend they are
+ * the same arrays, elsewhere push/pull copy them. Every call returns 0, or -1 with or1_fail. */
+
+typedef struct or1_dmodel or1_dmodel;
+
+/* Places m on be (m must outlive the result). */
+or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m);
+void or1_dmodel_free(or1_dmodel *dm);
+const or1_model_config *or1_dmodel_config(const or1_dmodel *dm);
+or1_backend *or1_dmodel_backend(const or1_dmodel *dm);
+/* The host model it mirrors. */
+or1_model *or1_dmodel_host(const or1_dmodel *dm);
+/* Host -> device: the parameters (after the host model changed) / the gradients (after a
+ * sum across processes). Device -> host: parameters, gradients and attached AdamW moments
+ * (before saving) / the gradients alone. No copies on a host-memory backend. */
+int or1_dmodel_push(or1_dmodel *dm);
+int or1_dmodel_push_grads(or1_dmodel *dm);
+int or1_dmodel_pull(or1_dmodel *dm);
+int or1_dmodel_pull_grads(or1_dmodel *dm);
+void or1_dmodel_zero_grad(or1_dmodel *dm);
+
+/* Runs the decoder on a host-packed batch; with train it keeps what backward needs. */
+int or1_dmodel_forward(or1_dmodel *dm, const or1_batch *b, bool train);
+/* Log-prob of each scored target and entropy of each scored distribution at temperature,
+ * into host arrays of b->n_scored (after or1_dmodel_forward of b). */
+int or1_dmodel_head(or1_dmodel *dm, const or1_batch *b, float temperature, float *logp, float *entropy);
+/* Backpropagates d(loss)/d(logp) and d(loss)/d(entropy) (host arrays) through the head and
+ * every layer, adding into the gradients. Needs forward(train) and head of b. */
+int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, const float *g_logp,
+                        const float *g_entropy);
+/* Clips the gradients to max_norm (<= 0: no clipping), one AdamW step on the moments of opt
+ * (attached at the first step; on a device backend they live there until a pull), then
+ * zeroes the gradients; *norm gets the norm before clipping. */
+int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, double max_norm, double *norm);
+/* The gradients' global L2 norm. */
+double or1_dmodel_grad_norm(or1_dmodel *dm);
+
+/* Decode support, for the rollout engine. A KV pool holds `rows` rows of keys and values in
+ * every layer; sequences own ranges of rows. The workspace is sized for rows_cap decode rows,
+ * prompts of up to prompt_cap tokens and positions below pos_cap. */
+int or1_dmodel_decode_reserve(or1_dmodel *dm, int pool_rows, int rows_cap, int prompt_cap, int pos_cap);
+/* Prefills one packed sequence: token t's key and value go to pool row kv_row0 + t, and
+ * the final hidden state of its last token to hidden (backend memory, hidden floats). */
+int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, int kv_row0, float *hidden);
+/* One decode step for R rows (host arrays): row r embeds tokens[r] at position pos[r],
+ * stores its key and value at pool row kv_rows[r], attends over seg[4r..4r+3] (see
+ * attention_decode), and leaves its final hidden state in row r of hidden (backend memory). */
+int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
+                      const int32_t *seg, float *hidden);
+/* Logits of A hidden rows (backend memory) and one draw per row (host arrays). */
+int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_sample_row *rows, int32_t *next,
+                      float *logp);
 
 #endif

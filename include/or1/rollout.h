@@ -5,7 +5,9 @@
  * Up to max_slots sequences decode together, one row per sequence in every matmul; a
  * finished sequence's slot is refilled at once from the waiting samples. A sample's tokens
  * depend only on its request's seed, the model and the sampling parameters: every kernel on
- * the decode path computes each row independently of the others. */
+ * the decode path computes each row independently of the others. The engine is written once
+ * over a model placed on any backend (or1_dmodel): the backend supplies only kernels and
+ * memory, the scheduling here is the same on a CPU and a GPU. */
 #ifndef OR1_ROLLOUT_H
 #define OR1_ROLLOUT_H
 
@@ -50,18 +52,11 @@ typedef struct {
 /* Generates every sample of every request into out[offset(i) + j] (request-major, where
  * offset(i) is the sum of n_samples before i); out arrays are allocated here (free with
  * or1_completions_free). Fails before any work if a request cannot fit the KV budget. */
-int or1_generate(const or1_model *m, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
+int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
                  or1_completion *out);
 void or1_completions_free(or1_completion *c, int n);
 
-/* True if tok ends a sample: one of the model's EOS ids or of the request's stop ids (both
- * engines, CPU and CUDA, stop on the same rule). */
+/* True if tok ends a sample: one of the model's EOS ids or of the request's stop ids. */
 bool or1_is_stop(const or1_model_config *c, const or1_sampling *s, int32_t tok);
-
-/* Samples one token from logits[V] (temperature, top-k, top-p; greedy at temperature 0)
- * with the uniform u in [0,1); returns the token and sets *logp to its log-prob at the
- * temperature before truncation. scratch holds 2*V floats + V ints. */
-int32_t or1_sample_token(const float *logits, int V, const or1_sampling *s, double u, float *logp,
-                         float *scratch);
 
 #endif

@@ -51,6 +51,8 @@ typedef struct {
         double temperature, top_p;
         int top_k; /* 0 = off */
         int max_new_tokens;
+        int max_slots;      /* sequences decoded together */
+        double kv_cache_gb; /* the engine's KV budget */
     } rollout;
     struct {
         int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
@@ -86,6 +88,7 @@ typedef struct {
         int every;
     } checkpoint;
     char *output_dir;
+    char *device; /* backend name: cpu | cuda */
     int seed;
 } or1_train_config;
 
@@ -133,8 +136,8 @@ typedef struct {
  * scores them with the row's verifier on a thread that starts on each sample as soon as it
  * is finished. Seconds of generation go to t_rollout; the scoring left after the last sample
  * to t_reward. */
-int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                      int M, const or1_sampling *s, const uint64_t *seeds, int max_slots, or1_sandbox_pool *pool,
+int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine, or1_sandbox_pool *pool,
                       double code_timeout, or1_scored *out, double *t_rollout, double *t_reward);
 void or1_scored_free(or1_scored *s);
 
@@ -143,6 +146,7 @@ typedef struct {
     int n;
     float temperature, top_p;
     int top_k, max_new_tokens, max_slots;
+    double kv_cache_gb;
     uint64_t seed;
     double code_timeout;
 } or1_eval_opts;
@@ -151,7 +155,7 @@ typedef struct {
  * overall) as JSON. Rows are split over ranks and the counts summed, so every rank returns
  * the same report. With dump (non-NULL on every rank, or on none), every sample of every rank
  * is written as a JSON line to rank 0's dump. */
-cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                 const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct);
 
 /* ---- The eq. (3.1) driver: micro-batches over the model ----------------------------------- */
@@ -172,12 +176,13 @@ void or1_packed_samples_free(or1_packed_samples *p);
  * prompt+response tokens fit in micro_tokens (always at least one). */
 int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens);
 
-/* Adds to m->grads the gradient of the eq. (3.1) loss over samples, each token weighted
- * 1/total_tokens (the global response-token count, so any micro-batch or rank split gives
- * the same sum). Samples are packed greedily into micro-batches of at most micro_tokens
- * tokens. *ws is a reusable workspace. Adds this call's sums into *st. */
-void or1_policy_grad(or1_model *m, or1_acts **ws, const or1_sample *s, int n, long total_tokens,
-                     int micro_tokens, const or1_loss_cfg *cfg, or1_loss_stats *st);
+/* Adds to the model's gradients the gradient of the eq. (3.1) loss over samples, each token
+ * weighted 1/total_tokens (the global response-token count, so any micro-batch or rank split
+ * gives the same sum). Samples are packed greedily into micro-batches of at most
+ * micro_tokens tokens; the forward and backward run on the model's backend, the per-token
+ * terms on the host. Adds this call's sums into *st. */
+int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
+                    const or1_loss_cfg *cfg, or1_loss_stats *st);
 
 /* ---- Supervised fine-tuning ---------------------------------------------------------------- */
 
@@ -208,9 +213,10 @@ typedef struct {
 
 typedef void (*or1_sft_callback)(void *ctx, const or1_sft_progress *p);
 
-/* Trains m in place on n examples; calls cb (if any) after every step. Fails on an empty
- * set, a bad setting or an example longer than the model's context. */
-int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_cfg *cfg,
+/* Trains the model in place on n examples (the host model is brought up to date at the
+ * end); calls cb (if any) after every step. Fails on an empty set, a bad setting or an
+ * example longer than the model's context. */
+int or1_sft_train(or1_dmodel *dm, const or1_sft_example *ex, int n, const or1_sft_cfg *cfg,
                   or1_sft_callback cb, void *ctx);
 
 #endif

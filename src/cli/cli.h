@@ -37,9 +37,19 @@ int cli_check_unused(cli_args *a);
 /* Hands the process's ranks to the commands that use them. */
 void cli_set_dist(const or1_dist *d);
 
-/* --device cpu|cuda of the model commands: 0 cpu, 1 cuda, -1 (or1_fail) otherwise or when
- * built without the CUDA backend (src/cli/cmd_cuda.c). */
-int cli_device(cli_args *a);
+/* --device of the model commands ("cpu" when absent; the backend checks the name). */
+const char *cli_device(cli_args *a);
+
+/* A model loaded from its folder and placed on a device (src/cli/device.c). */
+typedef struct {
+    or1_model m;
+    or1_backend *be;
+    or1_dmodel *dm;
+} cli_model;
+
+/* Loads dir and places it on device: -1 (with or1_fail) and nothing open on failure. */
+int cli_model_open(cli_model *cm, const char *dir, const char *device);
+void cli_model_close(cli_model *cm);
 
 /* Token ids of one side of an input row: "<side>_ids", or "<side>" text through tok (NULL:
  * text is refused); ids must lie below vocab. Errors name `where`. The caller frees *ids. */

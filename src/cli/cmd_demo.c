@@ -196,7 +196,8 @@ typedef struct {
     or1_sft_cfg cfg;
     or1_dtype dtype;
     int64_t save_every;
-    const or1_model *m;
+    const char *device;
+    cli_model *cm;
     int save_rc;
 } sft_opts;
 
@@ -205,7 +206,10 @@ static int save_step(sft_opts *o, int step) {
     char name[32];
     snprintf(name, sizeof name, "step-%d", step);
     char *dir = or1_path_join(o->out, name);
-    int rc = or1_mkdir_p(dir) == 0 && or1_model_save(o->m, dir, o->dtype, o->dir) == 0 ? 0 : -1;
+    int rc = or1_dmodel_pull(o->cm->dm) == 0 && or1_mkdir_p(dir) == 0 &&
+                     or1_model_save(&o->cm->m, dir, o->dtype, o->dir) == 0
+                 ? 0
+                 : -1;
     free(dir);
     return rc;
 }
@@ -233,6 +237,7 @@ static int sft_flags(cli_args *a, sft_opts *o) {
     o->data = o->dir ? cli_need(a, "data") : NULL;
     o->out = o->data ? cli_need(a, "out") : NULL;
     o->tokenizer = cli_str(a, "tokenizer");
+    o->device = cli_device(a);
     if (!o->out || cli_save_dtype(a, &o->dtype) || cli_int(a, "steps", 0, 10000000, &steps) || cli_int(a, "batch", 1, 1 << 20, &batch) ||
         cli_int(a, "warmup", 0, 10000000, &warmup) || cli_int(a, "micro-batch-tokens", 1, 1 << 30, &micro) ||
         cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "log-every", 0, 10000000, &log_every) ||
@@ -278,23 +283,23 @@ static int carry_tokenizer(const char *tok_path, const char *out) {
 int cmd_sft(cli_args *a) {
     sft_opts o;
     if (sft_flags(a, &o)) return 2;
-    or1_model m;
-    if (or1_model_load(&m, o.dir)) return 1;
+    cli_model cm;
+    if (cli_model_open(&cm, o.dir, o.device)) return 1;
     or1_tokenizer *tok = NULL;
     example_list l = {0};
     int rc = 1;
-    o.m = &m;
-    if (cli_model_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, m.cfg.vocab, &l) == 0) {
+    o.cm = &cm;
+    if (cli_model_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, cm.m.cfg.vocab, &l) == 0) {
         long tokens = 0;
         for (int i = 0; i < l.n; i++) tokens += l.ex[i].n_resp;
         fprintf(stderr, "sft: %d examples, %ld response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
                 o.cfg.batch);
-        if (or1_sft_train(&m, l.ex, l.n, &o.cfg, sft_progress, &o) == 0 && o.save_rc == 0 && or1_mkdir_p(o.out) == 0 &&
-            or1_model_save(&m, o.out, o.dtype, o.dir) == 0 && carry_tokenizer(o.tokenizer, o.out) == 0)
+        if (or1_sft_train(cm.dm, l.ex, l.n, &o.cfg, sft_progress, &o) == 0 && o.save_rc == 0 && or1_mkdir_p(o.out) == 0 &&
+            or1_model_save(&cm.m, o.out, o.dtype, o.dir) == 0 && carry_tokenizer(o.tokenizer, o.out) == 0)
             rc = 0;
     }
     example_list_free(&l);
     or1_tokenizer_free(tok);
-    or1_model_free(&m);
+    cli_model_close(&cm);
     return rc;
 }

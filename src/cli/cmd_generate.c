@@ -1,6 +1,5 @@
 /* `or1 generate`: batched sampling from a checkpoint, one JSON line per sample. */
 #include "cli.h"
-#include "cli_cuda.h"
 
 #include "or1/core.h"
 #include "or1/io.h"
@@ -119,9 +118,9 @@ static int read_requests(const char *path, const or1_tokenizer *tok, const or1_m
     return rc < 0 ? -1 : 0;
 }
 
-/* Runs the engine (the GPU one when cuda) and prints in order. */
-static int generate(const or1_model *m, request_list *l, const or1_sampling *s, int64_t n, const or1_engine_cfg *base,
-                    const or1_tokenizer *tok, int cuda) {
+/* Runs the engine and prints in order. */
+static int generate(or1_dmodel *dm, request_list *l, const or1_sampling *s, int64_t n, const or1_engine_cfg *base,
+                    const or1_tokenizer *tok) {
     printer p = {.reqs = l, .tok = tok};
     p.first = or1_malloc((size_t)(l->n + 1) * sizeof *p.first);
     for (int i = 0; i < l->n; i++) {
@@ -136,12 +135,7 @@ static int generate(const or1_model *m, request_list *l, const or1_sampling *s, 
     or1_engine_cfg cfg = *base;
     cfg.on_done = on_done;
     cfg.ctx = &p;
-#ifdef OR1_CUDA
-    int rc = cuda ? cli_cuda_generate(m, l->r, l->n, &cfg, p.out) : or1_generate(m, l->r, l->n, &cfg, p.out);
-#else
-    (void)cuda;
-    int rc = or1_generate(m, l->r, l->n, &cfg, p.out);
-#endif
+    int rc = or1_generate(dm, l->r, l->n, &cfg, p.out);
     or1_completions_free(p.out, (int)p.total);
     free(p.out);
     free(p.ready);
@@ -157,26 +151,27 @@ int cmd_generate(cli_args *a) {
     or1_sampling s;
     int64_t n, slots = 64;
     double kv_gb = 8.0;
-    int dev = input ? cli_device(a) : -1;
-    if (dev < 0 || cli_sampling(a, 1, 256, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
+    const char *device = input ? cli_device(a) : NULL;
+    if (!device || cli_sampling(a, 1, 256, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
         cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb))
         return 2;
-    or1_model m;
-    if (or1_model_load(&m, dir)) return 1;
+    cli_model cm;
+    if (cli_model_open(&cm, dir, device)) return 1;
+    const or1_model *m = &cm.m;
     or1_tokenizer *tok = NULL;
     int32_t *stop = NULL;
     request_list l = {0};
     int rc = 1, n_stop = 0;
-    if (stop_flag(a, m.cfg.vocab, &stop, &n_stop) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 && cli_check_unused(a) == 0 &&
-        read_requests(input, tok, &m.cfg, s.max_new_tokens, &l) == 0) {
+    if (stop_flag(a, m->cfg.vocab, &stop, &n_stop) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 && cli_check_unused(a) == 0 &&
+        read_requests(input, tok, &m->cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};
-        rc = generate(&m, &l, &s, n, &cfg, tok, dev) ? 1 : 0;
+        rc = generate(cm.dm, &l, &s, n, &cfg, tok) ? 1 : 0;
     }
     for (int i = 0; i < l.n; i++) free((void *)l.r[i].prompt);
     free(l.r);
     free(stop);
     or1_tokenizer_free(tok);
-    or1_model_free(&m);
+    cli_model_close(&cm);
     return rc;
 }

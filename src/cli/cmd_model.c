@@ -1,6 +1,5 @@
 /* `or1 logprobs` and `or1 grad`: the model core from the command line. */
 #include "cli.h"
-#include "cli_cuda.h"
 
 #include "or1/core.h"
 #include "or1/io.h"
@@ -29,23 +28,13 @@ static void seq_list_clear(seq_list *l) {
     l->tokens = 0;
 }
 
-/* Runs one packed forward over the listed sequences (on the GPU when dm) and prints one JSON
- * line per sequence. */
-static int logprobs_flush(const or1_model *m, or1_acts **ws, struct or1_cuda_model *dm, seq_list *l,
-                          float temperature) {
+/* Runs one packed forward over the listed sequences and prints one JSON line per sequence. */
+static int logprobs_flush(or1_dmodel *dm, seq_list *l, float temperature) {
     if (l->n == 0) return 0;
     or1_batch b;
     or1_batch_pack(&b, l->seq, l->n);
     float *lp = or1_malloc((size_t)2 * (b.n_scored + 1) * sizeof *lp), *ent = lp + b.n_scored + 1;
-    int rc = 0;
-#ifdef OR1_CUDA
-    if (dm) rc = or1_cuda_model_forward(dm, &b, false) || or1_cuda_model_head(dm, &b, temperature, lp, ent);
-#endif
-    if (!dm) {
-        or1_acts_reserve(ws, &m->cfg, b.n_tokens, b.max_len, false);
-        or1_forward(m, *ws, &b, false);
-        or1_head_forward(m, *ws, &b, temperature, lp, ent);
-    }
+    int rc = or1_dmodel_forward(dm, &b, false) || or1_dmodel_head(dm, &b, temperature, lp, ent);
     for (int i = 0, k = 0; i < l->n && !rc; i++) {
         int n = l->seq[i].n - 1;
         fputs("{\"logprobs\":", stdout);
@@ -84,35 +73,23 @@ static int read_temperature(cli_args *a, float *t) {
 int cmd_logprobs(cli_args *a) {
     const char *dir = cli_need(a, "model"), *input = dir ? cli_need(a, "input") : NULL;
     float temperature;
-    int dev = input ? cli_device(a) : -1;
-    if (dev < 0 || read_temperature(a, &temperature) || cli_check_unused(a)) return 2;
-    or1_model m;
-    if (or1_model_load(&m, dir)) return 1;
-    struct or1_cuda_model *dm = NULL;
-#ifdef OR1_CUDA
-    or1_cuda *gpu = NULL;
-    if (dev == 1 && cli_cuda_open(&m, &gpu, &dm)) {
-        or1_model_free(&m);
-        return 1;
-    }
-#endif
+    const char *device = input ? cli_device(a) : NULL;
+    if (!device || read_temperature(a, &temperature) || cli_check_unused(a)) return 2;
+    cli_model cm;
+    if (cli_model_open(&cm, dir, device)) return 1;
     or1_jsonl_reader r;
     if (or1_jsonl_open(&r, input)) {
-#ifdef OR1_CUDA
-        cli_cuda_close(gpu, dm);
-#endif
-        or1_model_free(&m);
+        cli_model_close(&cm);
         return 1;
     }
     seq_list l = {0};
-    or1_acts *ws = NULL;
     cJSON *row;
     int rc, status = 0;
     while ((rc = or1_jsonl_next(&r, &row)) == 1) {
         const char *where = r.where;
         int32_t *ids;
         size_t n;
-        int bad = or1_json_int_array(row, "ids", 0, m.cfg.vocab - 1, &ids, &n, where);
+        int bad = or1_json_int_array(row, "ids", 0, cm.m.cfg.vocab - 1, &ids, &n, where);
         cJSON_Delete(row);
         if (!bad && n == 0) bad = or1_fail("%s: \"ids\" is empty", where), free(ids);
         if (bad) {
@@ -120,21 +97,17 @@ int cmd_logprobs(cli_args *a) {
             break;
         }
         seq_list_push(&l, ids, (int)n, 1);
-        if (l.tokens >= LOGPROB_BATCH_TOKENS && logprobs_flush(&m, &ws, dm, &l, temperature)) {
+        if (l.tokens >= LOGPROB_BATCH_TOKENS && logprobs_flush(cm.dm, &l, temperature)) {
             status = 1;
             break;
         }
     }
     if (rc < 0) status = 1;
-    if (status == 0 && logprobs_flush(&m, &ws, dm, &l, temperature)) status = 1;
+    if (status == 0 && logprobs_flush(cm.dm, &l, temperature)) status = 1;
     seq_list_clear(&l);
     free(l.seq);
-    or1_acts_free(ws);
-#ifdef OR1_CUDA
-    cli_cuda_close(gpu, dm);
-#endif
     or1_jsonl_close(&r);
-    or1_model_free(&m);
+    cli_model_close(&cm);
     return status;
 }
 
@@ -217,7 +190,7 @@ typedef struct {
     or1_loss_cfg loss;
     int64_t micro_tokens, bench_iters;
     bool step;
-    int device; /* 1: --device cuda */
+    const char *device;
     or1_adamw_cfg adam;
     double max_grad_norm;
     or1_dtype save_dtype;
@@ -238,7 +211,7 @@ static int grad_flags(cli_args *a, grad_opts *o) {
         cli_int(a, "micro-batch-tokens", 1, 1 << 30, &o->micro_tokens) ||
         cli_int(a, "bench-iters", 1, 100000, &o->bench_iters) || cli_double(a, "lr", 0, 10, &lr) ||
         cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 0, 1e30, &o->max_grad_norm) ||
-        (o->device = cli_device(a)) < 0 || cli_check_unused(a))
+        !(o->device = cli_device(a)) || cli_check_unused(a))
         return -1;
     o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
@@ -248,45 +221,30 @@ static int grad_flags(cli_args *a, grad_opts *o) {
 }
 
 /* Clips, takes one AdamW step (continuing saved state) and saves model + optimizer. */
-static int grad_step(or1_model *m, const grad_opts *o, double norm) {
+static int grad_step(cli_model *cm, const grad_opts *o) {
     or1_adamw opt;
-    or1_adamw_init(&opt, m->n_floats);
-    int rc = or1_adamw_load(&opt, m, o->dir) < 0 ? -1 : 0;
-    if (rc == 0) {
-        or1_clip_grad_norm(m->grads, m->n_floats, norm, o->max_grad_norm);
-        or1_adamw_step(&opt, m->params, m->grads, &o->adam);
-        rc = or1_model_save(m, o->save, o->save_dtype, o->dir);
-        if (rc == 0) rc = or1_adamw_save(&opt, m, o->save);
-    }
+    or1_adamw_init(&opt, cm->m.n_floats);
+    int rc = or1_adamw_load(&opt, &cm->m, o->dir) < 0 ? -1 : 0;
+    if (rc == 0) rc = or1_dmodel_step(cm->dm, &opt, &o->adam, o->max_grad_norm, NULL) || or1_dmodel_pull(cm->dm);
+    if (rc == 0) rc = or1_model_save(&cm->m, o->save, o->save_dtype, o->dir);
+    if (rc == 0) rc = or1_adamw_save(&opt, &cm->m, o->save);
     or1_adamw_free(&opt);
-    return rc;
+    return rc ? -1 : 0;
 }
 
-/* The batch's gradient into m->grads: on the CPU (added), or on the GPU when dm (the device
- * gradients are zeroed, accumulated, then copied over m's). */
-static int policy_grad_on(or1_model *m, or1_acts **ws, struct or1_cuda_model *dm, const sample_list *l,
-                          const grad_opts *o, or1_loss_stats *st) {
-#ifdef OR1_CUDA
-    if (dm) {
-        or1_cuda_model_zero_grad(dm);
-        if (or1_cuda_policy_grad(dm, l->s, l->n, l->tokens, (int)o->micro_tokens, &o->loss, st)) return -1;
-        return or1_cuda_model_download(dm, m);
-    }
-#else
-    (void)dm;
-#endif
-    or1_policy_grad(m, ws, l->s, l->n, l->tokens, (int)o->micro_tokens, &o->loss, st);
-    return 0;
+/* The batch's gradient, from zero, on the model's device. */
+static int batch_grad(cli_model *cm, const sample_list *l, const grad_opts *o, or1_loss_stats *st) {
+    or1_dmodel_zero_grad(cm->dm);
+    return or1_policy_grad(cm->dm, l->s, l->n, l->tokens, (int)o->micro_tokens, &o->loss, st);
 }
 
 /* Times forward+backward over the batch: one warm-up, then iters timed runs. */
-static int grad_bench(or1_model *m, or1_acts **ws, struct or1_cuda_model *dm, const sample_list *l,
-                      const grad_opts *o) {
+static int grad_bench(cli_model *cm, const sample_list *l, const grad_opts *o) {
     or1_loss_stats st = {0};
-    if (policy_grad_on(m, ws, dm, l, o, &st)) return -1;
+    if (batch_grad(cm, l, o, &st)) return -1;
     double t0 = or1_now();
     for (int64_t i = 0; i < o->bench_iters; i++)
-        if (policy_grad_on(m, ws, dm, l, o, &st)) return -1;
+        if (batch_grad(cm, l, o, &st)) return -1;
     double dt = (or1_now() - t0) / (double)o->bench_iters;
     printf("{\"tokens\":%ld,\"response_tokens\":%ld,\"seconds_per_iter\":%.6f,\"tokens_per_s\":%.1f,\"threads\":%d}\n",
            l->packed, l->tokens, dt, (double)l->packed / dt, or1_threads());
@@ -306,36 +264,26 @@ static int write_grads(const or1_model *m, const char *path) {
 int cmd_grad(cli_args *a) {
     grad_opts o;
     if (grad_flags(a, &o)) return 2;
-    or1_model m;
-    if (or1_model_load(&m, o.dir)) return 1;
+    cli_model cm;
+    if (cli_model_open(&cm, o.dir, o.device)) return 1;
     sample_list l = {0};
-    or1_acts *ws = NULL;
-    struct or1_cuda_model *dm = NULL;
-    int rc = read_batch(o.batch, m.cfg.vocab, &l);
-#ifdef OR1_CUDA
-    or1_cuda *gpu = NULL;
-    if (rc == 0 && o.device == 1) rc = cli_cuda_open(&m, &gpu, &dm);
-#endif
+    int rc = read_batch(o.batch, cm.m.cfg.vocab, &l);
     or1_loss_stats st = {0};
     if (rc == 0 && o.bench_iters)
-        rc = grad_bench(&m, &ws, dm, &l, &o);
+        rc = grad_bench(&cm, &l, &o);
     else if (rc == 0)
-        rc = policy_grad_on(&m, &ws, dm, &l, &o, &st);
+        rc = batch_grad(&cm, &l, &o, &st);
     if (rc == 0 && !o.bench_iters) {
-        double norm = or1_grad_norm(m.grads, m.n_floats), nt = (double)st.tokens;
+        double norm = or1_dmodel_grad_norm(cm.dm), nt = (double)st.tokens;
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
                "\"grad_norm\":%.17g}\n",
                st.loss / nt, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm);
         fflush(stdout);
-        if (o.out) rc = write_grads(&m, o.out);
-        if (rc == 0 && o.step) rc = grad_step(&m, &o, norm);
+        if (o.out) rc = or1_dmodel_pull_grads(cm.dm) || write_grads(&cm.m, o.out);
+        if (rc == 0 && o.step) rc = grad_step(&cm, &o);
     }
-#ifdef OR1_CUDA
-    cli_cuda_close(gpu, dm);
-#endif
-    or1_acts_free(ws);
     sample_list_free(&l);
-    or1_model_free(&m);
+    cli_model_close(&cm);
     return rc ? 1 : 0;
 }
 

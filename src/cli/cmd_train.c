@@ -54,7 +54,7 @@ int cmd_train(cli_args *a) {
 
 /* Flags shared by eval and difficulty: model, data, sampling. */
 typedef struct {
-    const char *model, *data, *tokenizer, *template_name, *dump;
+    const char *model, *data, *tokenizer, *template_name, *dump, *device;
     or1_eval_opts o;
 } eval_flags;
 
@@ -62,6 +62,7 @@ typedef struct {
 static int parse_eval_flags(cli_args *a, eval_flags *f, int default_n) {
     double timeout = 6;
     int64_t n, slots = 256;
+    double kv_gb = 8.0;
     or1_sampling s;
     memset(f, 0, sizeof *f);
     f->model = cli_need(a, "model");
@@ -69,16 +70,18 @@ static int parse_eval_flags(cli_args *a, eval_flags *f, int default_n) {
     f->tokenizer = cli_str(a, "tokenizer");
     f->template_name = cli_str(a, "chat-template");
     f->dump = cli_str(a, "dump");
+    f->device = cli_device(a);
     if (!f->data || cli_sampling(a, default_n, 1024, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
-        cli_double(a, "code-timeout", 0.001, 3600, &timeout))
+        cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb) || cli_double(a, "code-timeout", 0.001, 3600, &timeout))
         return -1;
-    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, s.seed, timeout};
+    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, kv_gb, s.seed,
+                           timeout};
     return 0;
 }
 
 /* Everything an evaluation needs, loaded. */
 typedef struct {
-    or1_model m;
+    cli_model cm;
     or1_tokenizer *tok;
     or1_dataset *data;
     or1_sandbox_pool *pool;
@@ -87,7 +90,7 @@ typedef struct {
 /* Loads model, tokenizer, rows (unfiltered, in file order) and a sandbox pool if needed. */
 static int eval_open(eval_env *e, const eval_flags *f) {
     memset(e, 0, sizeof *e);
-    if (or1_model_load(&e->m, f->model)) return -1;
+    if (cli_model_open(&e->cm, f->model, f->device)) return -1;
     e->tok = or1_tokenizer_load(f->tokenizer ? f->tokenizer : f->model);
     if (!e->tok) return -1;
     or1_data_file file = {(char *)f->data, 1};
@@ -104,7 +107,7 @@ static void eval_close(eval_env *e) {
     if (e->pool) or1_sandbox_pool_free(e->pool);
     or1_data_free(e->data);
     or1_tokenizer_free(e->tok);
-    if (e->m.params) or1_model_free(&e->m);
+    cli_model_close(&e->cm);
 }
 
 /* Runs the evaluation; correct (optional) gets each row's count. */
@@ -122,7 +125,7 @@ static cJSON *eval_run(eval_env *e, const eval_flags *f, int *correct) {
         dump = af.f;
     }
     FILE *sink = f->dump && dist.rank > 0 ? fopen("/dev/null", "w") : NULL; /* ranks > 0 send theirs to rank 0 */
-    cJSON *rep = or1_eval(&e->m, e->tok, rows, n, &f->o, e->pool, &dist, sink ? sink : dump, correct);
+    cJSON *rep = or1_eval(e->cm.dm, e->tok, rows, n, &f->o, e->pool, &dist, sink ? sink : dump, correct);
     if (sink) fclose(sink);
     if (dump && (!rep || or1_atomic_commit(&af))) {
         if (!rep) or1_atomic_abort(&af);

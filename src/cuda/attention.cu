@@ -230,24 +230,26 @@ void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const f
     cu_launched(g, "attention_bwd");
 }
 
-/* Decode: one warp per (row, head); keys of the row's cache stream in tiles of 32 through
- * registers (lane j scores key j), with the same online softmax as the forward. */
-__global__ void k_attn_decode(float *out, const float *qkv, const float *kc, const float *vc,
-                              size_t cache_stride, const int32_t *n_ctx, int B, int nh, int nkv, int hd) {
+/* Decode: one warp per (row, head); lane j scores key k0+j of the row's context, which is
+ * pool rows seg[0] .. +seg[1] (the prompt) followed by seg[2] .. +seg[3] (its own tokens). */
+__global__ void k_attn_decode(float *out, const float *qkv, const float *kpool, const float *vpool,
+                              const int32_t *seg, int B, int nh, int nkv, int hd) {
     int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
     if (w >= B * nh) return;
-    int b = w / nh, h = w % nh, kvh = h / (nh / nkv), n = n_ctx[b];
+    int b = w / nh, h = w % nh, kvh = h / (nh / nkv);
+    int pre0 = seg[4 * b], n_pre = seg[4 * b + 1], own0 = seg[4 * b + 2], n = n_pre + seg[4 * b + 3];
     size_t kvd = (size_t)nkv * hd;
     const float *q = qkv + (size_t)b * (nh + 2 * nkv) * hd + (size_t)h * hd;
-    const float *K = kc + b * cache_stride + (size_t)kvh * hd, *V = vc + b * cache_stride + (size_t)kvh * hd;
+    const float *K = kpool + (size_t)kvh * hd, *V = vpool + (size_t)kvh * hd;
     float scale = rsqrtf((float)hd), m = -INFINITY, l = 0, o[NDIM];
     for (int k = 0; k < NDIM; k++) o[k] = 0;
     for (int k0 = 0; k0 < n; k0 += TILE) {
         int j = k0 + lane;
         float s = -INFINITY;
         if (j < n) {
+            size_t row = j < n_pre ? (size_t)(pre0 + j) : (size_t)(own0 + j - n_pre);
             s = 0;
-            for (int d = 0; d < hd; d++) s += q[d] * K[j * kvd + d];
+            for (int d = 0; d < hd; d++) s += q[d] * K[row * kvd + d];
             s *= scale;
         }
         float nm = fmaxf(m, warp_max(s)), p = j < n ? __expf(s - nm) : 0.0f, corr = __expf(m - nm);
@@ -256,8 +258,10 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kc, con
         for (int k = 0; k < NDIM; k++) o[k] *= corr;
         for (int jj = 0; jj < min(TILE, n - k0); jj++) {
             float pj = __shfl_sync(0xffffffffu, p, jj);
+            int kj = k0 + jj;
+            size_t row = kj < n_pre ? (size_t)(pre0 + kj) : (size_t)(own0 + kj - n_pre);
             for (int k = 0; k < NDIM; k++)
-                if (lane + 32 * k < hd) o[k] += pj * V[(size_t)(k0 + jj) * kvd + lane + 32 * k];
+                if (lane + 32 * k < hd) o[k] += pj * V[row * kvd + lane + 32 * k];
         }
     }
     float *orow = out + (size_t)b * nh * hd + (size_t)h * hd, inv = l > 0 ? 1.0f / l : 0.0f;
@@ -266,16 +270,14 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kc, con
 }
 
 /* Launches one warp per (row, head). */
-void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_cache,
-                               const float *v_cache, size_t cache_stride, const int32_t *n_ctx, int nh,
-                               int nkv, int hd) {
+void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_pool,
+                               const float *v_pool, const int32_t *seg, int nh, int nkv, int hd) {
     if (hd > MAX_HD || hd < 1) {
         cu_error(g, "attention: head_dim %d outside 1..%d", hd, MAX_HD);
         return;
     }
     if (B <= 0) return;
     size_t threads = (size_t)B * nh * 32;
-    k_attn_decode<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_cache, v_cache, cache_stride, n_ctx,
-                                                                   B, nh, nkv, hd);
+    k_attn_decode<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, B, nh, nkv, hd);
     cu_launched(g, "attention_decode");
 }

@@ -461,3 +461,20 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const in
                     dw + (size_t)c0 * H, H);
     }
 }
+
+/* AdamW in torch.optim.AdamW's order: decay, moments, bias-corrected update. */
+void or1_adamw_update(float *params, float *m, float *v, const float *grads, size_t n, long step, float lr,
+                      float beta1, float beta2, float eps, float weight_decay) {
+    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
+    float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    float decay = 1.0f - lr * weight_decay, b1 = beta1, b2 = beta2;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i];
+        params[i] *= decay;
+        m[i] = m[i] * b1 + (1.0f - b1) * g;
+        v[i] = v[i] * b2 + (1.0f - b2) * g * g;
+        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
+        params[i] -= step_size * m[i] / denom;
+    }
+}

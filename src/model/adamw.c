@@ -1,6 +1,7 @@
 /* AdamW with PyTorch's semantics, global grad-norm clipping, and optimizer state files. */
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/kernels.h"
 #include "or1/model.h"
 
 #include <math.h>
@@ -22,21 +23,11 @@ void or1_adamw_free(or1_adamw *o) {
     memset(o, 0, sizeof *o);
 }
 
-/* One step, in torch.optim.AdamW's order: decay, moments, bias-corrected update. */
+/* One step, in torch.optim.AdamW's order (the update is or1_adamw_update). */
 void or1_adamw_step(or1_adamw *o, float *params, const float *grads, const or1_adamw_cfg *c) {
     o->step++;
-    double bc1 = 1.0 - pow(c->beta1, (double)o->step), bc2 = 1.0 - pow(c->beta2, (double)o->step);
-    float step_size = (float)(c->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-    float decay = 1.0f - c->lr * c->weight_decay, b1 = c->beta1, b2 = c->beta2;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < o->n; i++) {
-        float g = grads[i];
-        params[i] *= decay;
-        o->m[i] = o->m[i] * b1 + (1.0f - b1) * g;
-        o->v[i] = o->v[i] * b2 + (1.0f - b2) * g * g;
-        float denom = sqrtf(o->v[i]) / bc2_sqrt + c->eps;
-        params[i] -= step_size * o->m[i] / denom;
-    }
+    or1_adamw_update(params, o->m, o->v, grads, o->n, (long)o->step, c->lr, c->beta1, c->beta2, c->eps,
+                     c->weight_decay);
 }
 
 /* sqrt(sum g^2), accumulated in double. */

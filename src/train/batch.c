@@ -152,7 +152,7 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
 
 /* log-probs of the own loss samples under the frozen reference, with the training kernels,
  * packed into micro-batches of the stage's size as the update packs them. */
-void batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
     size_t n = b->n_samples ? b->n_samples : 1;
     b->ref_logp = or1_calloc(n, sizeof *b->ref_logp);
     or1_sample *s = or1_malloc(n * sizeof *s);
@@ -165,19 +165,20 @@ void batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
         b->ref_logp[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
         owner[k++] = i;
     }
-    for (int i0 = 0, i1; i0 < k; i0 = i1) {
+    int rc = 0;
+    for (int i0 = 0, i1; i0 < k && rc == 0; i0 = i1) {
         i1 = or1_micro_batch_end(s, k, i0, micro_tokens);
         or1_packed_samples p;
         or1_pack_samples(&p, s + i0, i1 - i0);
-        or1_acts_reserve(&t->ref_ws, &t->ref.cfg, p.b.n_tokens, p.b.max_len, false);
         float *lp = or1_malloc((size_t)2 * (p.b.n_scored + 1) * sizeof *lp);
-        or1_forward(&t->ref, t->ref_ws, &p.b, false);
-        or1_head_forward(&t->ref, t->ref_ws, &p.b, (float)t->cfg->rollout.temperature, lp, lp + p.b.n_scored);
-        for (int j = i0, off = 0; j < i1; off += s[j].n_resp, j++) /* scored positions come sample by sample */
+        rc = or1_dmodel_forward(t->ref_dm, &p.b, false) ||
+             or1_dmodel_head(t->ref_dm, &p.b, (float)t->cfg->rollout.temperature, lp, lp + p.b.n_scored);
+        for (int j = i0, off = 0; j < i1 && rc == 0; off += s[j].n_resp, j++) /* sample by sample */
             memcpy(b->ref_logp[owner[j]], lp + off, (size_t)s[j].n_resp * sizeof *lp);
         free(lp);
         or1_packed_samples_free(&p);
     }
     free(owner);
     free(s);
+    return rc ? -1 : 0;
 }

@@ -80,6 +80,7 @@ int save_checkpoint(trainer *t) {
     snprintf(tmp, n, "%s.tmp", dir);
     remove_dir(tmp);
     int rc = or1_mkdir_p(tmp);
+    if (rc == 0) rc = or1_dmodel_pull(t->dm);
     if (rc == 0) rc = or1_model_save(&t->m, tmp, OR1_F32, t->cfg->model.path);
     if (rc == 0) rc = copy_tokenizer(t, tmp);
     if (rc == 0) rc = or1_adamw_save(&t->opt, &t->m, tmp);
@@ -160,6 +161,15 @@ static bool has_code(const or1_dataset *d) {
     return false;
 }
 
+/* The configured backend, with the model (and the reference) placed on it. */
+static int open_device(trainer *t) {
+    t->be = or1_backend_open(t->cfg->device);
+    if (!t->be) return or1_fail_ctx("key \"device\"");
+    t->dm = or1_dmodel_new(t->be, &t->m);
+    if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new(t->be, &t->ref);
+    return t->dm && (!t->has_ref || t->ref_dm) ? 0 : -1;
+}
+
 /* Loads model, tokenizer, data, reference, optimizer, controller; resumes if asked. */
 int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir) {
     memset(t, 0, sizeof *t);
@@ -181,6 +191,7 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
         if (got == 0) or1_fail("%s: optimizer.safetensors is missing: the AdamW state cannot be resumed", resume_dir);
         if (got <= 0 || load_state(t, resume_dir)) return or1_fail_ctx("resume from %s", resume_dir);
     }
+    if (open_device(t)) return -1;
     if (has_code(t->data) || has_code(t->eval_data)) {
         t->pool = or1_sandbox_pool_new(cfg->reward.workers);
         if (!t->pool) return -1;
@@ -192,8 +203,9 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
 void trainer_close(trainer *t) {
     if (t->metrics) fclose(t->metrics);
     if (t->pool) or1_sandbox_pool_free(t->pool);
-    or1_acts_free(t->ws);
-    or1_acts_free(t->ref_ws);
+    or1_dmodel_free(t->dm);
+    or1_dmodel_free(t->ref_dm);
+    or1_backend_free(t->be);
     or1_adamw_free(&t->opt);
     if (t->has_ref) or1_model_free(&t->ref);
     or1_data_free(t->data);

@@ -39,6 +39,8 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("rollout.top_p", "1.0", 1e-6, 1, "nucleus sampling"),
     INT_KEY("rollout.top_k", "0", 0, BIG, "top-k sampling; 0: off"),
     INT_KEY("rollout.max_new_tokens", "16384", 1, BIG, "T, response length limit (default of the stages)"),
+    INT_KEY("rollout.max_slots", "256", 1, 65536, "sequences the rollout engine decodes together"),
+    NUM_KEY("rollout.kv_cache_gb", "8", 1e-3, 1e6, "KV cache budget of the rollout engine, GiB"),
     INT_KEY("train.prompts_per_step", "256", 1, BIG, "N prompts per step (default of the stages)"),
     INT_KEY("train.mini_batch", "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),
     INT_KEY("train.epochs", "1", 1, 1000, "passes over each step's batch (ppo_epochs, N_reuse)"),
@@ -85,6 +87,7 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("eval.max_new_tokens", "0", 0, BIG, "0: the stage's T"),
     INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
     PATH_KEY("output.dir", "runs/train", "metrics.jsonl and checkpoints go here"),
+    STR_KEY("device", "cpu", "backend the model runs on: cpu | cuda"),
     INT_KEY("seed", "1", 0, INT_MAX, "data order and sampling seed"),
 };
 const size_t or1_train_schema_len = sizeof or1_train_schema / sizeof or1_train_schema[0];
@@ -102,6 +105,7 @@ static const struct {
     F("data.difficulty.max", data.difficulty_max), F("rollout.n", rollout.n),
     F("rollout.temperature", rollout.temperature), F("rollout.top_p", rollout.top_p),
     F("rollout.top_k", rollout.top_k), F("rollout.max_new_tokens", rollout.max_new_tokens),
+    F("rollout.max_slots", rollout.max_slots), F("rollout.kv_cache_gb", rollout.kv_cache_gb), F("device", device),
     F("train.prompts_per_step", train.prompts_per_step), F("train.mini_batch", train.mini_batch),
     F("train.epochs", train.epochs), F("train.steps", train.steps), F("train.micro_tokens", train.micro_tokens),
     F("train.lr", train.lr), F("train.weight_decay", train.weight_decay), F("train.beta1", train.beta1),

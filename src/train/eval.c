@@ -76,8 +76,8 @@ static void *stream_worker(void *arg) {
 }
 
 /* One request per row, M samples each; rewards overlap decoding. */
-int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                      int M, const or1_sampling *s, const uint64_t *seeds, int max_slots, or1_sandbox_pool *pool,
+int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine, or1_sandbox_pool *pool,
                       double code_timeout, or1_scored *out, double *t_rollout, double *t_reward) {
     memset(out, 0, sizeof *out);
     out->n = n_rows * (size_t)M;
@@ -99,9 +99,10 @@ int or1_rollout_score(const or1_model *m, const or1_tokenizer *tok, const or1_da
         free(rs.queue);
         return or1_fail("rollout: cannot start the reward thread");
     }
-    or1_engine_cfg cfg = {.max_slots = max_slots, .kv_cache_gb = 8.0, .on_done = stream_push, .ctx = &rs};
+    or1_engine_cfg cfg = *engine;
+    cfg.on_done = stream_push, cfg.ctx = &rs;
     double t0 = or1_now();
-    int rc = or1_generate(m, req, (int)n_rows, &cfg, out->c);
+    int rc = or1_generate(dm, req, (int)n_rows, &cfg, out->c);
     double t1 = or1_now();
     pthread_mutex_lock(&rs.mu);
     rs.closed = true;
@@ -142,7 +143,7 @@ static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r
 
 /* Evaluates this rank's share of the rows (every size-th row), sums the correct counts over
  * ranks and builds the pass@k report from them. */
-cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
+cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                 const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct) {
     size_t mine = 0;
     const or1_data_row **sub = or1_calloc(n_rows ? n_rows : 1, sizeof *sub);
@@ -153,7 +154,8 @@ cJSON *or1_eval(const or1_model *m, const or1_tokenizer *tok, const or1_data_row
     }
     or1_sampling s = {o->temperature, o->top_p, o->top_k, o->max_new_tokens, 0, NULL, 0};
     or1_scored sc;
-    int rc = or1_rollout_score(m, tok, sub, mine, o->n, &s, seeds, o->max_slots, pool, o->code_timeout, &sc, NULL, NULL);
+    or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb};
+    int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, pool, o->code_timeout, &sc, NULL, NULL);
     double *counts = or1_calloc(n_rows ? n_rows : 1, sizeof *counts);
     char *lines = NULL;
     size_t lines_len = 0;

@@ -3,6 +3,7 @@
 #define OR1_TRAINER_INTERNAL_H
 
 #include "or1/algo.h"
+#include "or1/cuda.h"
 #include "or1/model.h"
 #include "or1/train.h"
 
@@ -17,7 +18,8 @@ typedef struct {
     or1_adamw opt;
     or1_entropy_ctl ent;
     or1_sandbox_pool *pool;
-    or1_acts *ws, *ref_ws;
+    or1_backend *be;        /* the device the models run on (train.device) */
+    or1_dmodel *dm, *ref_dm; /* m and ref placed on it */
     FILE *metrics; /* rank 0 */
     long step;     /* completed steps */
     size_t filtered_stage; /* last stage whose online filter ran */
@@ -56,7 +58,7 @@ double batch_entropy_estimate(const step_batch *b, const trainer *t);
 /* The own loss samples of mini-batch c of n (groups split in order) and its global T. */
 int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens);
 /* Reference log-probs of the own loss samples (KL term). */
-void batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
+int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
 
 int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
 void trainer_close(trainer *t);

@@ -31,19 +31,19 @@ void or1_packed_samples_free(or1_packed_samples *p) {
 
 
 /* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
-static void micro_step(or1_model *m, or1_acts **ws, const or1_sample *s, int i0, int i1, double inv_total,
-                       const or1_loss_cfg *cfg, or1_loss_stats *st) {
+static int micro_step(or1_dmodel *dm, const or1_sample *s, int i0, int i1, double inv_total,
+                      const or1_loss_cfg *cfg, or1_loss_stats *st) {
     or1_packed_samples p;
     or1_pack_samples(&p, s + i0, i1 - i0);
-    or1_acts_reserve(ws, &m->cfg, p.b.n_tokens, p.b.max_len, true);
-    float *buf = or1_malloc((size_t)4 * (p.b.n_scored + 1) * sizeof *buf);
-    float *logp = buf, *ent = logp + p.b.n_scored, *g_lp = ent + p.b.n_scored, *g_h = g_lp + p.b.n_scored;
-    or1_forward(m, *ws, &p.b, true);
-    or1_head_forward(m, *ws, &p.b, cfg->temperature, logp, ent);
-    or1_policy_token_grads(s + i0, i1 - i0, logp, ent, inv_total, cfg, g_lp, g_h, st);
-    or1_backward(m, *ws, &p.b, cfg->temperature, g_lp, g_h);
+    int ns = p.b.n_scored;
+    float *buf = or1_malloc((size_t)4 * (ns + 1) * sizeof *buf);
+    float *logp = buf, *ent = logp + ns, *g_lp = ent + ns, *g_h = g_lp + ns;
+    int rc = or1_dmodel_forward(dm, &p.b, true) || or1_dmodel_head(dm, &p.b, cfg->temperature, logp, ent);
+    if (!rc) or1_policy_token_grads(s + i0, i1 - i0, logp, ent, inv_total, cfg, g_lp, g_h, st);
+    if (!rc) rc = or1_dmodel_backward(dm, &p.b, cfg->temperature, g_lp, g_h);
     free(buf);
     or1_packed_samples_free(&p);
+    return rc ? -1 : 0;
 }
 
 /* Greedy packing in order: a micro-batch closes when the next sample would overflow it. */
@@ -57,11 +57,12 @@ int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens) {
 }
 
 /* Micro-batch by micro-batch over the greedy packing. */
-void or1_policy_grad(or1_model *m, or1_acts **ws, const or1_sample *s, int n, long total_tokens,
-                     int micro_tokens, const or1_loss_cfg *cfg, or1_loss_stats *st) {
+int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
+                    const or1_loss_cfg *cfg, or1_loss_stats *st) {
     double inv_total = total_tokens > 0 ? 1.0 / (double)total_tokens : 0.0;
     for (int i0 = 0, i1; i0 < n; i0 = i1) {
         i1 = or1_micro_batch_end(s, n, i0, micro_tokens);
-        micro_step(m, ws, s, i0, i1, inv_total, cfg, st);
+        if (micro_step(dm, s, i0, i1, inv_total, cfg, st)) return -1;
     }
+    return 0;
 }

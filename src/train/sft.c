@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Checks the settings and that every example fits the model's context. */
-static int check(const or1_model *m, const or1_sft_example *ex, int n, const or1_sft_cfg *c) {
+static int check(const or1_model_config *mc, const or1_sft_example *ex, int n, const or1_sft_cfg *c) {
     if (n <= 0) return or1_fail("sft: no examples");
     if (c->steps < 0 || c->batch < 1 || c->warmup < 0 || c->micro_tokens < 1 || !(c->lr >= 0) || !(c->min_lr >= 0) ||
         !(c->weight_decay >= 0) || !(c->max_grad_norm > 0) || c->log_every < 0)
@@ -17,9 +17,9 @@ static int check(const or1_model *m, const or1_sft_example *ex, int n, const or1
     for (int i = 0; i < n; i++) {
         if (ex[i].n_prompt < 1 || ex[i].n_resp < 1)
             return or1_fail("sft: example %d has an empty prompt or response", i);
-        if (ex[i].n_prompt + ex[i].n_resp > m->cfg.max_pos)
+        if (ex[i].n_prompt + ex[i].n_resp > mc->max_pos)
             return or1_fail("sft: example %d has %d tokens, over the model's %d positions", i,
-                            ex[i].n_prompt + ex[i].n_resp, m->cfg.max_pos);
+                            ex[i].n_prompt + ex[i].n_resp, mc->max_pos);
     }
     return 0;
 }
@@ -57,40 +57,40 @@ static void next_batch(const or1_sft_example *ex, int n, const or1_sft_cfg *c, i
     }
 }
 
-int or1_sft_train(or1_model *m, const or1_sft_example *ex, int n, const or1_sft_cfg *c,
+/* Steps of shuffled batches: eq. (3.1) reduced to the NLL, clipping, AdamW on a cosine rate. */
+int or1_sft_train(or1_dmodel *dm, const or1_sft_example *ex, int n, const or1_sft_cfg *c,
                   or1_sft_callback cb, void *ctx) {
-    if (check(m, ex, n, c)) return -1;
-    int *order = or1_malloc((size_t)n * sizeof *order), cursor = 0;
+    const or1_model_config *mc = or1_dmodel_config(dm);
+    if (check(mc, ex, n, c)) return -1;
+    int *order = or1_malloc((size_t)n * sizeof *order), cursor = 0, rc = 0;
     uint64_t epoch = 0;
     shuffle(order, n, c->seed, epoch);
     or1_sample *s = or1_malloc((size_t)c->batch * sizeof *s);
     or1_adamw opt;
-    or1_adamw_init(&opt, m->n_floats);
-    or1_acts *ws = NULL;
+    or1_adamw_init(&opt, or1_dmodel_host(dm)->n_floats);
     /* Advantage 1, no old log-probs, no entropy term: eq. (3.1) reduces to -mean log-prob. */
     or1_loss_cfg loss = {.clip_low = 0.2f, .clip_high = 0.2f, .entropy_coef = 0.0f, .temperature = 1.0f};
     double t0 = or1_now();
-    for (int step = 0; step < c->steps; step++) {
+    for (int step = 0; step < c->steps && rc == 0; step++) {
         long tokens;
         next_batch(ex, n, c, order, &cursor, &epoch, s, &tokens);
         bool log = c->log_every > 0 && ((step + 1) % c->log_every == 0 || step + 1 == c->steps || step == 0);
-        memset(m->grads, 0, m->n_floats * sizeof *m->grads);
+        or1_dmodel_zero_grad(dm);
         or1_loss_stats st = {0};
-        or1_policy_grad(m, &ws, s, c->batch, tokens, c->micro_tokens, &loss, &st);
+        double norm = 0;
+        or1_adamw_cfg ac = {step_lr(c, step), 0.9f, 0.999f, 1e-8f, c->weight_decay};
+        rc = or1_policy_grad(dm, s, c->batch, tokens, c->micro_tokens, &loss, &st) ||
+             or1_dmodel_step(dm, &opt, &ac, c->max_grad_norm, &norm);
         /* The gradient pass already holds the batch's log-probs under the weights before the step. */
         double nll = log && st.tokens ? -st.logp / (double)st.tokens : NAN;
-        double norm = or1_grad_norm(m->grads, m->n_floats);
-        or1_clip_grad_norm(m->grads, m->n_floats, norm, c->max_grad_norm);
-        or1_adamw_cfg ac = {step_lr(c, step), 0.9f, 0.999f, 1e-8f, c->weight_decay};
-        or1_adamw_step(&opt, m->params, m->grads, &ac);
-        if (cb) {
+        if (cb && rc == 0) {
             or1_sft_progress p = {step + 1, nll, norm, ac.lr, or1_now() - t0, tokens};
             cb(ctx, &p);
         }
     }
-    or1_acts_free(ws);
+    if (rc == 0) rc = or1_dmodel_pull(dm);
     or1_adamw_free(&opt);
     free(s);
     free(order);
-    return 0;
+    return rc ? -1 : 0;
 }

@@ -55,7 +55,8 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     or1_sampling s = {(float)t->cfg->rollout.temperature, (float)t->cfg->rollout.top_p, t->cfg->rollout.top_k,
                       st->context_length, 0, NULL, 0};
     or1_scored sc;
-    int rc = or1_rollout_score(&t->m, t->tok, rows, mine, M, &s, seeds, 256, t->pool, t->cfg->reward.code_timeout, &sc,
+    or1_engine_cfg engine = {.max_slots = t->cfg->rollout.max_slots, .kv_cache_gb = t->cfg->rollout.kv_cache_gb};
+    int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, t->pool, t->cfg->reward.code_timeout, &sc,
                                &b->t_rollout, &b->t_reward);
     if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
     else or1_scored_free(&sc);
@@ -85,18 +86,25 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
     }
 }
 
+/* Sums the gradients over ranks (through the host mirror on a device backend). */
+static int sum_grads(trainer *t) {
+    if (or1_dmodel_pull_grads(t->dm)) return -1;
+    or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
+    return or1_dmodel_push_grads(t->dm);
+}
+
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is normalised by its global kept-token count (eq. 3.1). *grad_norm gets the
  * mean pre-clip norm over the updates. */
-static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double alpha, or1_loss_stats *total,
-                   double *grad_norm) {
+static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_stats *total, double *grad_norm) {
+    const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
     or1_loss_cfg lc = {(float)t->cfg->train.clip_low, (float)t->cfg->train.clip_high, (float)alpha,
                        (float)t->cfg->rollout.temperature, t->cfg->kl.enabled ? (float)t->cfg->kl.coef : 0.0f,
                        t->cfg->kl.estimator};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
-    int micro = or1_train_micro_tokens(t->cfg, (size_t)(st - t->cfg->stages)), updates = 0;
+    int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
     *grad_norm = 0;
     for (int e = 0; e < t->cfg->train.epochs; e++)
         for (int c = 0; c < n_sgd; c++) {
@@ -107,22 +115,23 @@ static void update(trainer *t, const or1_stage_cfg *st, step_batch *b, double al
                 free(s);
                 continue;
             }
-            memset(t->m.grads, 0, t->m.n_floats * sizeof(float));
+            or1_dmodel_zero_grad(t->dm);
             or1_loss_stats ls = {0};
-            or1_policy_grad(&t->m, &t->ws, s, n, tokens, micro, &lc, &ls);
+            int rc = or1_policy_grad(t->dm, s, n, tokens, micro, &lc, &ls);
             free(s);
-            or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
+            if (rc == 0 && t->d->size > 1) rc = sum_grads(t);
+            if (rc) return -1;
             double sums[6] = {ls.loss, ls.pg_loss, ls.entropy, ls.kl, (double)ls.tokens, (double)ls.clipped};
             or1_dist_sum_f64(t->d, sums, 6);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
-            double norm = or1_grad_norm(t->m.grads, t->m.n_floats);
+            double norm;
+            if (or1_dmodel_step(t->dm, &t->opt, &ac, t->cfg->train.grad_clip, &norm)) return -1;
             *grad_norm += norm;
             updates++;
-            if (t->cfg->train.grad_clip > 0) or1_clip_grad_norm(t->m.grads, t->m.n_floats, norm, t->cfg->train.grad_clip);
-            or1_adamw_step(&t->opt, t->m.params, t->m.grads, &ac);
         }
     if (updates > 0) *grad_norm /= updates;
+    return 0;
 }
 
 /* Runs one training step: collect, advantages, update, controller, metrics. */
@@ -145,8 +154,12 @@ static int train_step(trainer *t) {
     double grad_norm = 0, t_up = or1_now();
     bool skipped = b.loss_tokens == 0;
     if (!skipped) {
-        if (t->has_ref) batch_ref_logprobs(&b, t, or1_train_micro_tokens(t->cfg, (size_t)(st - t->cfg->stages)));
-        update(t, st, &b, alpha, &ls, &grad_norm);
+        int rc = t->has_ref ? batch_ref_logprobs(&b, t, or1_train_micro_tokens(t->cfg, si)) : 0;
+        if (rc == 0) rc = update(t, si, &b, alpha, &ls, &grad_norm);
+        if (rc) {
+            batch_free(&b);
+            return -1;
+        }
         or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
     }
     t_up = or1_now() - t_up;

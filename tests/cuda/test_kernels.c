@@ -165,8 +165,13 @@ static void check_decode(or1_cuda *g) {
     free(scratch);
     float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, (size_t)B * cap * kvd * 4);
     float *vc_d = to_dev(g, vc, (size_t)B * cap * kvd * 4), *out_d = or1_cuda_alloc((size_t)B * nh * hd * 4);
-    int32_t *n_d = to_dev(g, n_ctx32, sizeof n_ctx32);
-    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, (size_t)cap * kvd, n_d, nh, nkv, hd);
+    int32_t seg[4 * 5]; /* each row's context split into a prompt part and an own part */
+    for (int b = 0; b < B; b++) {
+        int split = n_ctx32[b] / 2;
+        seg[4 * b] = b * cap, seg[4 * b + 1] = split, seg[4 * b + 2] = b * cap + split, seg[4 * b + 3] = n_ctx32[b] - split;
+    }
+    int32_t *n_d = to_dev(g, seg, sizeof seg);
+    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, n_d, nh, nkv, hd);
     expect_dev(g, "attention_decode", out_d, out, (size_t)B * nh * hd, 1e-4);
     void *dev[] = {qkv_d, kc_d, vc_d, out_d, n_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);

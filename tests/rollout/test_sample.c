@@ -67,7 +67,7 @@ static void sweep(const char *what, const float *x, int V, float t, int top_k, f
     long *count = calloc((size_t)V, sizeof *count);
     float *scratch = malloc((size_t)3 * V * sizeof *scratch);
     expected(x, V, t, top_k, top_p, q, lp);
-    or1_sampling s = {t, top_p, top_k, 1, 0, NULL, 0};
+    or1_sample_row s = {t, top_p, top_k, 0, 0, 0};
     double worst_lp = 0;
     for (int i = 0; i < G; i++) {
         float logp;
@@ -95,7 +95,7 @@ static void sweep(const char *what, const float *x, int V, float t, int top_k, f
 /* Greedy: argmax with the lowest id among equals, log-prob at temperature 1, flags ignored. */
 static void greedy(void) {
     float x[6] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f}, scratch[18], logp;
-    or1_sampling s = {0, 0.5f, 2, 1, 0, NULL, 0};
+    or1_sample_row s = {0, 0.5f, 2, 0, 0, 0};
     double lse = 0;
     for (int v = 0; v < 6; v++) lse += exp(x[v]);
     for (int k = 0; k < 3; k++) {
@@ -111,7 +111,7 @@ static void extremes(void) {
     float x[5] = {3.0f, 1.0f, 0.5f, 0.25f, -2.0f}, scratch[15], logp;
     double us[2] = {0.0, 1.0 - 0x1p-53};
     for (int k = 0; k < 2; k++) {
-        or1_sampling plain = {1.0f, 1.0f, 0, 1, 0, NULL, 0}, trunc = {1.0f, 0.7f, 3, 1, 0, NULL, 0};
+        or1_sample_row plain = {1.0f, 1.0f, 0, 0, 0, 0}, trunc = {1.0f, 0.7f, 3, 0, 0, 0};
         int32_t a = or1_sample_token(x, 5, &plain, us[k], &logp, scratch);
         int32_t b = or1_sample_token(x, 5, &trunc, us[k], &logp, scratch);
         CHECK(a >= 0 && a < 5, "u at an end, plain: token %d (u %g)", a, us[k]);

@@ -1,7 +1,8 @@
 /* Token sampling: temperature, top-k, top-p over one row of logits. */
-#include "or1/rollout.h"
+#include "or1/kernels.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ static int by_prob_desc(const void *a, const void *b, void *probs) {
 
 /* Candidates with p >= cut, lowering the cut until they hold the top-k set and top-p mass;
  * since they form a prefix of the sorted order, sorting only them is exact. */
-static int candidates(const float *p, int V, const or1_sampling *s, int32_t *idx) {
+static int candidates(const float *p, int V, const or1_sample_row *s, int32_t *idx) {
     float pmax = 0;
     for (int v = 0; v < V; v++) pmax = p[v] > pmax ? p[v] : pmax;
     for (float cut = pmax * 1e-3f;; cut *= 1.0f / 64) {
@@ -60,7 +61,7 @@ static int32_t draw(const float *p, const int32_t *idx, int n, double u) {
 
 /* Temperature, then top-k, then top-p on the renormalised remainder (Hugging Face's order);
  * the reported log-prob is the untruncated one at the temperature, as the trainer computes. */
-int32_t or1_sample_token(const float *logits, int V, const or1_sampling *s, double u, float *logp,
+int32_t or1_sample_token(const float *logits, int V, const or1_sample_row *s, double u, float *logp,
                          float *scratch) {
     if (s->temperature <= 0) {
         int32_t a = argmax(logits, V);

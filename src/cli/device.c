@@ -1,0 +1,34 @@
+/* --device of the commands that run the model: a model loaded from its folder and placed on
+ * the backend the flag names (or1_backend_open), the same way for every command. */
+#include "cli.h"
+
+#include "or1/core.h"
+#include "or1/cuda.h"
+
+#include <string.h>
+
+/* The --device flag, "cpu" when absent. */
+const char *cli_device(cli_args *a) {
+    const char *d = cli_str(a, "device");
+    return d ? d : "cpu";
+}
+
+/* Loads dir and places it on device; on failure nothing is left open. */
+int cli_model_open(cli_model *cm, const char *dir, const char *device) {
+    memset(cm, 0, sizeof *cm);
+    if (or1_model_load(&cm->m, dir)) return -1;
+    cm->be = or1_backend_open(device);
+    if (cm->be) cm->dm = or1_dmodel_new(cm->be, &cm->m);
+    if (cm->dm) return 0;
+    or1_fail_ctx("--device %s", device);
+    cli_model_close(cm);
+    return -1;
+}
+
+/* Frees the placed model, its backend and the host model. */
+void cli_model_close(cli_model *cm) {
+    or1_dmodel_free(cm->dm);
+    or1_backend_free(cm->be);
+    if (cm->m.params) or1_model_free(&cm->m);
+    memset(cm, 0, sizeof *cm);
+}

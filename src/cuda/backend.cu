@@ -1,0 +1,392 @@
+/* The CUDA backend behind the seam of or1/model.h: memory, the kernels of this folder, and
+ * bf16 copies of each parameter buffer the model registers (params_changed), which the
+ * matmuls and the head use in bf16 mode instead of casting weights on every call. The
+ * decoder, the head's blocking, the optimizer step and the rollout engine are the ones the
+ * CPU runs (src/model/decoder.c, src/rollout/engine.c). */
+#include "internal.h"
+
+extern "C" {
+#include "or1/core.h"
+}
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CUDA_HEAD_ROWS = 1024, MAX_WEIGHT_SETS = 4 };
+
+/* A registered parameter buffer and its bf16 copy. */
+typedef struct {
+    const float *base;
+    size_t n;
+    __nv_bfloat16 *bf;
+} weight_set;
+
+typedef struct {
+    or1_backend base;
+    or1_cuda *g;
+    weight_set ws[MAX_WEIGHT_SETS];
+    /* sampling: per row seed, temperature, stream, counter, and the draws */
+    uint64_t *seed;
+    float *temp, *logp;
+    int32_t *stream, *counter, *next;
+    int rows_cap;
+} cuda_backend;
+
+/* The instance behind be, and its context. */
+static cuda_backend *cb(or1_backend *be) { return (cuda_backend *)be; }
+static or1_cuda *ctx(or1_backend *be) { return cb(be)->g; }
+
+/* The bf16 twin of a pointer into a registered parameter buffer (NULL if none). */
+static const __nv_bfloat16 *bf(or1_backend *be, const float *p) {
+    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
+        const weight_set *w = &cb(be)->ws[i];
+        if (w->bf && p >= w->base && p < w->base + w->n) return w->bf + (p - w->base);
+    }
+    return NULL;
+}
+
+static void *cuda_alloc(or1_backend *be, size_t bytes) {
+    (void)be;
+    return or1_cuda_alloc(bytes ? bytes : 1);
+}
+
+static void cuda_release(or1_backend *be, void *p) {
+    (void)be;
+    if (p) or1_cuda_release(p);
+}
+
+static int cuda_upload(or1_backend *be, void *dst, const void *src, size_t bytes) {
+    return bytes ? or1_cuda_upload(ctx(be), dst, src, bytes) : 0;
+}
+
+static int cuda_download(or1_backend *be, void *dst, const void *src, size_t bytes) {
+    return bytes ? or1_cuda_download(ctx(be), dst, src, bytes) : 0;
+}
+
+/* Device to device, queued. */
+static void cuda_copy(or1_backend *be, void *dst, const void *src, size_t bytes) {
+    if (bytes)
+        cu_check(ctx(be), cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx(be)->stream), "copy");
+}
+
+static void cuda_zero(or1_backend *be, void *p, size_t bytes) { or1_cuda_zero(ctx(be), p, bytes); }
+
+static int cuda_sync(or1_backend *be) { return or1_cuda_sync(ctx(be)); }
+
+/* (Re)makes the bf16 copy of a parameter buffer, registering it on first sight. */
+static int cuda_params_changed(or1_backend *be, const float *params, size_t n) {
+    weight_set *w = NULL, *free_set = NULL;
+    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
+        weight_set *s = &cb(be)->ws[i];
+        if (s->bf && s->base == params) w = s;
+        if (!s->bf && !free_set) free_set = s;
+    }
+    if (w && w->n != n) {
+        or1_cuda_sync(ctx(be));
+        or1_cuda_release(w->bf);
+        w->bf = NULL;
+        free_set = w, w = NULL;
+    }
+    if (!w) {
+        if (!free_set) return or1_fail("cuda: more than %d parameter buffers", MAX_WEIGHT_SETS);
+        free_set->bf = (__nv_bfloat16 *)or1_cuda_alloc(n * sizeof(__nv_bfloat16));
+        if (!free_set->bf) return or1_fail_ctx("cuda: bf16 copy of %zu parameters", n);
+        free_set->base = params, free_set->n = n;
+        w = free_set;
+    }
+    cu_to_bf16(ctx(be), w->bf, params, n);
+    return 0;
+}
+
+/* Drops the bf16 copy of a parameter buffer. */
+static void cuda_params_forget(or1_backend *be, const float *params) {
+    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
+        weight_set *s = &cb(be)->ws[i];
+        if (s->bf && s->base == params) {
+            or1_cuda_sync(ctx(be));
+            or1_cuda_release(s->bf);
+            memset(s, 0, sizeof *s);
+        }
+    }
+}
+
+static void cuda_matmul(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in,
+                        int out) {
+    cu_matmul(ctx(be), y, x, w, bf(be, w), b, T, in, out);
+}
+
+static void cuda_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, int T, int in, int out,
+                           int acc) {
+    cu_matmul_dx(ctx(be), dx, dy, w, bf(be, w), T, in, out, acc);
+}
+
+static void cuda_matmul_dw(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
+                           int out) {
+    or1_cuda_matmul_dw(ctx(be), dw, db, dy, x, T, in, out);
+}
+
+static void cuda_gather(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H) {
+    or1_cuda_embed(ctx(be), y, src, idx, n, H);
+}
+
+static void cuda_scatter_add(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H) {
+    or1_cuda_embed_bwd(ctx(be), dst, src, idx, n, H);
+}
+
+static void cuda_add(or1_backend *be, float *y, const float *x, size_t n) { or1_cuda_add(ctx(be), y, x, n); }
+
+static void cuda_rmsnorm(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int H,
+                         float eps) {
+    or1_cuda_rmsnorm(ctx(be), y, rstd, x, w, T, H, eps);
+}
+
+static void cuda_rmsnorm_bwd(or1_backend *be, float *dx, float *dw, const float *dy, const float *x,
+                             const float *rstd, const float *w, int T, int H) {
+    or1_cuda_rmsnorm_bwd(ctx(be), dx, dw, dy, x, rstd, w, T, H);
+}
+
+static void cuda_rope(or1_backend *be, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
+                      const float *cos_t, const float *sin_t, int inverse) {
+    or1_cuda_rope(ctx(be), x, row_stride, n_heads, hd, pos, T, cos_t, sin_t, inverse);
+}
+
+static void cuda_attention(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
+                           int n_seqs, int T, int max_len, int nh, int nkv, int hd) {
+    (void)T;
+    or1_cuda_attention(ctx(be), out, lse, qkv, seq_start, n_seqs, max_len, nh, nkv, hd);
+}
+
+static void cuda_attention_bwd(or1_backend *be, float *dqkv, const float *dout, const float *qkv, const float *out,
+                               const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
+                               int nkv, int hd) {
+    or1_cuda_attention_bwd(ctx(be), dqkv, dout, qkv, out, lse, seq_start, n_seqs, T, max_len, nh, nkv, hd);
+}
+
+/* Row r's rotated key and value go to pool row rows[r]. */
+__global__ void k_kv_store(float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd, int kvd) {
+    size_t n = (size_t)T * kvd, stride = (size_t)qd + 2 * kvd;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t r = i / kvd, d = i % kvd, dst = (size_t)rows[r] * kvd + d;
+        k[dst] = qkv[r * stride + qd + d];
+        v[dst] = qkv[r * stride + qd + kvd + d];
+    }
+}
+
+static void cuda_kv_store(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
+                          int kvd) {
+    if (T < 1) return;
+    k_kv_store<<<cu_blocks((size_t)T * kvd, 256), 256, 0, ctx(be)->stream>>>(k, v, rows, qkv, T, qd, kvd);
+    cu_launched(ctx(be), "kv_store");
+}
+
+static void cuda_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const float *k,
+                                  const float *v, const int32_t *seg, int nh, int nkv, int hd, int ctx_cap) {
+    (void)ctx_cap;
+    or1_cuda_attention_decode(ctx(be), out, qkv, B, k, v, seg, nh, nkv, hd);
+}
+
+static void cuda_swiglu(or1_backend *be, float *a, const float *gu, int T, int inter) {
+    or1_cuda_swiglu(ctx(be), a, gu, T, inter);
+}
+
+static void cuda_swiglu_bwd(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter) {
+    or1_cuda_swiglu_bwd(ctx(be), dgu, da, gu, T, inter);
+}
+
+static void cuda_head(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
+                      const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
+    cu_head(ctx(be), logp, entropy, lse, ez, h, w, bf(be, w), tgt, n, H, V, temperature);
+}
+
+static void cuda_head_bwd(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+                          const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n,
+                          int H, int V, float temperature) {
+    cu_head_bwd(ctx(be), dh, dw, h, w, bf(be, w), tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature);
+}
+
+static void cuda_adamw(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
+                       const or1_adamw_cfg *c) {
+    or1_cuda_adamw(ctx(be), params, m, v, grads, n, step, c);
+}
+
+static double cuda_grad_norm(or1_backend *be, const float *grads, size_t n) {
+    return or1_cuda_grad_norm(ctx(be), grads, n);
+}
+
+static void cuda_clip(or1_backend *be, float *grads, size_t n, double norm, double max_norm) {
+    or1_cuda_clip(ctx(be), grads, n, norm, max_norm);
+}
+
+/* The GPU sampler draws by Gumbel-max at a temperature (or greedily); no top-p / top-k. */
+static int cuda_sample_check(or1_backend *be, const or1_sample_row *row) {
+    (void)be;
+    if (row->top_p < 1 || row->top_k > 0)
+        return or1_fail("the GPU sampler does temperature or greedy sampling only (top-p %g, top-k %d asked)",
+                        (double)row->top_p, row->top_k);
+    return 0;
+}
+
+/* splitmix64's finaliser (as src/core/rng.c). */
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* One block per row: z/temperature, its log-sum-exp, and the argmax of z/temperature plus
+ * Gumbel noise from (seed, stream, counter, token) of the row — an exact draw from the
+ * softmax — or of z when greedy. Writes the token and its log-prob. */
+__global__ void k_sample(int32_t *next, float *logp, const float *logits, int V, const float *temps,
+                         const uint64_t *seed, const int32_t *stream, const int32_t *counter) {
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    __shared__ double sd[32];
+    int b = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    const float *z = logits + (size_t)b * V;
+    float temperature = temps[b], inv = temperature > 0 ? 1.0f / temperature : 1.0f, m = -INFINITY, best = -INFINITY;
+    int arg = 0;
+    uint64_t key = mix64(mix64(seed[b] + 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)stream[b] + 0x632be59bd9b4e019ULL));
+    key = mix64(key ^ ((uint64_t)counter[b] * 0x9e3779b97f4a7c15ULL));
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        float zt = z[v] * inv, score = zt;
+        m = fmaxf(m, zt);
+        if (temperature > 0) {
+            double u = ((double)(mix64(key ^ (uint64_t)v) >> 11) + 0.5) * 0x1.0p-53;
+            score = zt - (float)log(-log(u));
+        }
+        if (score > best) best = score, arg = v;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float ob = __shfl_xor_sync(0xffffffffu, best, o), om = __shfl_xor_sync(0xffffffffu, m, o);
+        int oa = __shfl_xor_sync(0xffffffffu, arg, o);
+        if (ob > best || (ob == best && oa < arg)) best = ob, arg = oa;
+        m = fmaxf(m, om);
+    }
+    if (lane == 0) sv[warp] = m, si[warp] = arg, sd[warp] = best;
+    __syncthreads();
+    float mm = sv[0];
+    int a = si[0];
+    double bb = sd[0];
+    for (int w = 1; w < nw; w++) {
+        mm = fmaxf(mm, sv[w]);
+        if (sd[w] > bb || (sd[w] == bb && si[w] < a)) bb = sd[w], a = si[w];
+    }
+    double s = 0;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) s += exp((double)(z[v] * inv) - mm);
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    __syncthreads();
+    if (lane == 0) sd[warp] = s;
+    __syncthreads();
+    if (threadIdx.x) return;
+    double tot = 0;
+    for (int w = 0; w < nw; w++) tot += sd[w];
+    next[b] = a;
+    logp[b] = (float)((double)(z[a] * inv) - mm - log(tot));
+}
+
+/* Ensures the sampling buffers hold B rows. */
+static int sample_reserve(cuda_backend *c, int B) {
+    if (B <= c->rows_cap) return 0;
+    or1_cuda_sync(c->g);
+    void *old[] = {c->seed, c->temp, c->logp, c->stream, c->counter, c->next};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++)
+        if (old[i]) or1_cuda_release(old[i]);
+    size_t n = (size_t)B;
+    c->seed = (uint64_t *)or1_cuda_alloc(n * sizeof(uint64_t));
+    c->temp = (float *)or1_cuda_alloc(2 * n * sizeof(float));
+    c->logp = c->temp ? c->temp + n : NULL;
+    c->stream = (int32_t *)or1_cuda_alloc(3 * n * sizeof(int32_t));
+    c->counter = c->stream ? c->stream + n : NULL, c->next = c->stream ? c->stream + 2 * n : NULL;
+    c->rows_cap = c->seed && c->temp && c->stream ? B : 0;
+    return c->rows_cap ? 0 : or1_fail_ctx("cuda: sampling buffers for %d rows", B);
+}
+
+/* Uploads the rows' settings, draws on the device, brings back tokens and log-probs. */
+static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
+                       const or1_sample_row *rows) {
+    cuda_backend *c = cb(be);
+    if (sample_reserve(c, B)) return -1;
+    uint64_t *seed = (uint64_t *)or1_malloc((size_t)B * sizeof *seed);
+    float *temp = (float *)or1_malloc((size_t)B * sizeof *temp);
+    int32_t *sc = (int32_t *)or1_malloc((size_t)2 * B * sizeof *sc);
+    for (int b = 0; b < B; b++)
+        seed[b] = rows[b].seed, temp[b] = rows[b].temperature, sc[b] = rows[b].stream, sc[B + b] = rows[b].counter;
+    int rc = or1_cuda_upload(c->g, c->seed, seed, (size_t)B * sizeof *seed) ||
+             or1_cuda_upload(c->g, c->temp, temp, (size_t)B * sizeof *temp) ||
+             or1_cuda_upload(c->g, c->stream, sc, (size_t)B * sizeof *sc) ||
+             or1_cuda_upload(c->g, c->counter, sc + B, (size_t)B * sizeof *sc);
+    free(seed), free(temp), free(sc);
+    if (rc) return -1;
+    k_sample<<<B, 256, 0, c->g->stream>>>(c->next, c->logp, logits, V, c->temp, c->seed, c->stream, c->counter);
+    cu_launched(c->g, "sample");
+    if (or1_cuda_sync(c->g) || or1_cuda_download(c->g, next, c->next, (size_t)B * sizeof(int32_t))) return -1;
+    return or1_cuda_download(c->g, logp, c->logp, (size_t)B * sizeof(float));
+}
+
+/* Releases the weight copies, the sampling buffers and the context. */
+static void cuda_destroy(or1_backend *be) {
+    cuda_backend *c = cb(be);
+    or1_cuda_sync(c->g);
+    for (int i = 0; i < MAX_WEIGHT_SETS; i++)
+        if (c->ws[i].bf) or1_cuda_release(c->ws[i].bf);
+    void *bufs[] = {c->seed, c->temp, c->stream};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (bufs[i]) or1_cuda_release(bufs[i]);
+    or1_cuda_free(c->g);
+    free(c);
+}
+
+/* The operation table (designated initialisers are C only: filled by position in
+ * or1_backend_ops order). */
+static const or1_backend_ops CUDA_OPS = {
+    "cuda",
+    false,
+    CUDA_HEAD_ROWS,
+    cuda_alloc,
+    cuda_release,
+    cuda_upload,
+    cuda_download,
+    cuda_copy,
+    cuda_zero,
+    cuda_sync,
+    cuda_params_changed,
+    cuda_params_forget,
+    cuda_matmul,
+    cuda_matmul, /* matmul_rows: the same GEMM (on a GPU a row is not bitwise independent of the batch) */
+    cuda_matmul_dx,
+    cuda_matmul_dw,
+    cuda_gather,
+    cuda_scatter_add,
+    cuda_add,
+    cuda_rmsnorm,
+    cuda_rmsnorm_bwd,
+    cuda_rope,
+    cuda_attention,
+    cuda_attention_bwd,
+    cuda_kv_store,
+    cuda_attention_decode,
+    cuda_swiglu,
+    cuda_swiglu_bwd,
+    cuda_head,
+    cuda_head_bwd,
+    cuda_adamw,
+    cuda_grad_norm,
+    cuda_clip,
+    cuda_sample_check,
+    cuda_sample,
+    cuda_destroy,
+};
+
+/* A backend on GPU 0 with matmuls in prec. */
+or1_backend *or1_backend_cuda(or1_cuda_prec prec) {
+    or1_cuda *g = or1_cuda_new(prec);
+    if (!g) return NULL;
+    cuda_backend *c = (cuda_backend *)or1_calloc(1, sizeof *c);
+    c->base.ops = &CUDA_OPS;
+    c->g = g;
+    return &c->base;
+}
+
+/* The context's device description. */
+const char *or1_backend_cuda_device(or1_backend *be) { return or1_cuda_device_name(ctx(be)); }

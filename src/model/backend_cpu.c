@@ -1,0 +1,307 @@
+/* The CPU backend: the kernels of or1/kernels.h (OpenBLAS, OpenMP) on host memory. Copies
+ * are memcpy, nothing is queued, so sync never fails. Scratch the kernels need (the head's
+ * logits block, decode attention scores, sampling buffers) is owned here and grows only when
+ * a call needs more than any before it. */
+#include "or1/core.h"
+#include "or1/kernels.h"
+#include "or1/model.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CPU_HEAD_ROWS = 128 };
+
+typedef struct {
+    or1_backend base;
+    float *head_scratch;      /* or1_head_scratch(CPU_HEAD_ROWS) floats */
+    float *scratch;           /* decode attention and sampling, per thread */
+    size_t scratch_n;
+    const float **ptrs;       /* decode attention's per-row key/value pointers */
+    int *counts, ptr_cap;
+} cpu_backend;
+
+/* The instance behind be. */
+static cpu_backend *cpu(or1_backend *be) { return (cpu_backend *)be; }
+
+/* Ensures the per-call scratch holds n floats. */
+static float *cpu_scratch(or1_backend *be, size_t n) {
+    cpu_backend *c = cpu(be);
+    if (n > c->scratch_n) {
+        free(c->scratch);
+        c->scratch = or1_alloc_floats(n);
+        c->scratch_n = n;
+    }
+    return c->scratch;
+}
+
+/* Zeroed host memory. */
+static void *cpu_alloc(or1_backend *be, size_t bytes) {
+    (void)be;
+    return or1_calloc(1, bytes ? bytes : 1);
+}
+
+static void cpu_release(or1_backend *be, void *p) {
+    (void)be;
+    free(p);
+}
+
+/* Host to host: every copy direction is memcpy. */
+static int cpu_upload(or1_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+    return 0;
+}
+
+static void cpu_copy(or1_backend *be, void *dst, const void *src, size_t bytes) { cpu_upload(be, dst, src, bytes); }
+
+static void cpu_zero(or1_backend *be, void *p, size_t bytes) {
+    (void)be;
+    memset(p, 0, bytes);
+}
+
+/* Nothing is ever queued. */
+static int cpu_sync(or1_backend *be) {
+    (void)be;
+    return 0;
+}
+
+/* fp32 weights are used as they are. */
+static int cpu_params_changed(or1_backend *be, const float *params, size_t n) {
+    (void)be, (void)params, (void)n;
+    return 0;
+}
+
+static void cpu_params_forget(or1_backend *be, const float *params) { (void)be, (void)params; }
+
+static void cpu_matmul(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in,
+                       int out) {
+    (void)be;
+    or1_matmul(y, x, w, b, T, in, out);
+}
+
+static void cpu_matmul_rows(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T,
+                            int in, int out) {
+    (void)be;
+    or1_matmul_rows(y, x, w, b, T, in, out);
+}
+
+static void cpu_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, int T, int in, int out,
+                          int acc) {
+    (void)be;
+    or1_matmul_dx(dx, dy, w, T, in, out, acc);
+}
+
+static void cpu_matmul_dw(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
+                          int out) {
+    (void)be;
+    or1_matmul_dw(dw, db, dy, x, T, in, out);
+}
+
+/* y[i] = src[idx[i]] row by row, rows in parallel. */
+static void cpu_gather(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H) {
+    (void)be;
+    #pragma omp parallel for schedule(static) if (n > 16)
+    for (int i = 0; i < n; i++) memcpy(y + (size_t)i * H, src + (size_t)idx[i] * H, (size_t)H * sizeof(float));
+}
+
+/* dst[idx[i]] += src[i] in row order (indices may repeat, so rows are not parallel). */
+static void cpu_scatter_add(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H) {
+    (void)be;
+    for (int i = 0; i < n; i++) {
+        float *d = dst + (size_t)idx[i] * H;
+        const float *s = src + (size_t)i * H;
+        for (int k = 0; k < H; k++) d[k] += s[k];
+    }
+}
+
+/* y += x elementwise (residual connections), in parallel. */
+static void cpu_add(or1_backend *be, float *y, const float *x, size_t n) {
+    (void)be;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void cpu_rmsnorm(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int H,
+                        float eps) {
+    (void)be;
+    or1_rmsnorm(y, rstd, x, w, T, H, eps);
+}
+
+static void cpu_rmsnorm_bwd(or1_backend *be, float *dx, float *dw, const float *dy, const float *x,
+                            const float *rstd, const float *w, int T, int H) {
+    (void)be;
+    or1_rmsnorm_bwd(dx, dw, dy, x, rstd, w, T, H);
+}
+
+static void cpu_rope(or1_backend *be, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
+                     const float *cos_t, const float *sin_t, int inverse) {
+    (void)be;
+    or1_rope(x, row_stride, n_heads, hd, pos, T, cos_t, sin_t, inverse);
+}
+
+static void cpu_attention(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
+                          int n_seqs, int T, int max_len, int nh, int nkv, int hd) {
+    (void)be, (void)T, (void)max_len;
+    or1_attention(out, lse, qkv, seq_start, n_seqs, nh, nkv, hd);
+}
+
+static void cpu_attention_bwd(or1_backend *be, float *dqkv, const float *dout, const float *qkv, const float *out,
+                              const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
+                              int nkv, int hd) {
+    (void)be, (void)T, (void)max_len;
+    or1_attention_bwd(dqkv, dout, qkv, out, lse, seq_start, n_seqs, nh, nkv, hd);
+}
+
+/* Copies each row's rotated key and value into its pool row. */
+static void cpu_kv_store(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
+                         int kvd) {
+    (void)be;
+    size_t stride = (size_t)qd + 2 * (size_t)kvd;
+    for (int t = 0; t < T; t++) {
+        memcpy(k + (size_t)rows[t] * kvd, qkv + t * stride + qd, (size_t)kvd * sizeof(float));
+        memcpy(v + (size_t)rows[t] * kvd, qkv + t * stride + qd + kvd, (size_t)kvd * sizeof(float));
+    }
+}
+
+/* Turns each row's two pool ranges into the pointers or1_attention_decode takes. */
+static void cpu_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const float *k,
+                                 const float *v, const int32_t *seg, int nh, int nkv, int hd, int ctx_cap) {
+    cpu_backend *c = cpu(be);
+    if (B > c->ptr_cap) {
+        free(c->ptrs);
+        free(c->counts);
+        c->ptrs = or1_malloc((size_t)4 * B * sizeof *c->ptrs);
+        c->counts = or1_malloc((size_t)2 * B * sizeof *c->counts);
+        c->ptr_cap = B;
+    }
+    const float **kp = c->ptrs, **vp = kp + B, **ko = vp + B, **vo = ko + B;
+    int *n_pre = c->counts, *n_own = n_pre + B;
+    size_t kvd = (size_t)nkv * hd;
+    for (int b = 0; b < B; b++) {
+        const int32_t *s = seg + 4 * b;
+        kp[b] = k + (size_t)s[0] * kvd, vp[b] = v + (size_t)s[0] * kvd, n_pre[b] = s[1];
+        ko[b] = k + (size_t)s[2] * kvd, vo[b] = v + (size_t)s[2] * kvd, n_own[b] = s[3];
+    }
+    float *scratch = cpu_scratch(be, (size_t)omp_get_max_threads() * ctx_cap);
+    or1_attention_decode(out, qkv, B, kp, vp, n_pre, ko, vo, n_own, nh, nkv, hd, scratch, ctx_cap);
+}
+
+static void cpu_swiglu(or1_backend *be, float *a, const float *gu, int T, int inter) {
+    (void)be;
+    or1_swiglu(a, gu, T, inter);
+}
+
+static void cpu_swiglu_bwd(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter) {
+    (void)be;
+    or1_swiglu_bwd(dgu, da, gu, T, inter);
+}
+
+static void cpu_head(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
+                     const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
+    or1_head(logp, entropy, lse, ez, h, w, tgt, n, H, V, temperature, cpu(be)->head_scratch);
+}
+
+static void cpu_head_bwd(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+                         const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n, int H,
+                         int V, float temperature) {
+    or1_head_bwd(dh, dw, h, w, tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature, cpu(be)->head_scratch);
+}
+
+static void cpu_adamw(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
+                      const or1_adamw_cfg *c) {
+    (void)be;
+    or1_adamw_update(params, m, v, grads, n, step, c->lr, c->beta1, c->beta2, c->eps, c->weight_decay);
+}
+
+static double cpu_grad_norm(or1_backend *be, const float *grads, size_t n) {
+    (void)be;
+    return or1_grad_norm(grads, n);
+}
+
+static void cpu_clip(or1_backend *be, float *grads, size_t n, double norm, double max_norm) {
+    (void)be;
+    or1_clip_grad_norm(grads, n, norm, max_norm);
+}
+
+/* Every setting of or1_sample_token is supported. */
+static int cpu_sample_check(or1_backend *be, const or1_sample_row *row) {
+    (void)be, (void)row;
+    return 0;
+}
+
+/* Inverse-CDF draws, rows in parallel, each from its own counter-based uniform. */
+static int cpu_sample(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
+                      const or1_sample_row *rows) {
+    float *scratch = cpu_scratch(be, (size_t)omp_get_max_threads() * 2 * (size_t)V);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int b = 0; b < B; b++) {
+        const or1_sample_row *r = &rows[b];
+        double u = or1_rand_uniform(r->seed, (uint64_t)r->stream, (uint64_t)r->counter);
+        float *s = scratch + (size_t)omp_get_thread_num() * 2 * V;
+        next[b] = or1_sample_token(logits + (size_t)b * V, V, r, u, &logp[b], s);
+    }
+    return 0;
+}
+
+/* Frees the instance and its scratch. */
+static void cpu_destroy(or1_backend *be) {
+    cpu_backend *c = cpu(be);
+    free(c->head_scratch);
+    free(c->scratch);
+    free(c->ptrs);
+    free(c->counts);
+    free(c);
+}
+
+static const or1_backend_ops CPU_OPS = {
+    .name = "cpu",
+    .host_memory = true,
+    .head_rows = CPU_HEAD_ROWS,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .upload = cpu_upload,
+    .download = cpu_upload,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .params_changed = cpu_params_changed,
+    .params_forget = cpu_params_forget,
+    .matmul = cpu_matmul,
+    .matmul_rows = cpu_matmul_rows,
+    .matmul_dx = cpu_matmul_dx,
+    .matmul_dw = cpu_matmul_dw,
+    .gather = cpu_gather,
+    .scatter_add = cpu_scatter_add,
+    .add = cpu_add,
+    .rmsnorm = cpu_rmsnorm,
+    .rmsnorm_bwd = cpu_rmsnorm_bwd,
+    .rope = cpu_rope,
+    .attention = cpu_attention,
+    .attention_bwd = cpu_attention_bwd,
+    .kv_store = cpu_kv_store,
+    .attention_decode = cpu_attention_decode,
+    .swiglu = cpu_swiglu,
+    .swiglu_bwd = cpu_swiglu_bwd,
+    .head = cpu_head,
+    .head_bwd = cpu_head_bwd,
+    .adamw = cpu_adamw,
+    .grad_norm = cpu_grad_norm,
+    .clip = cpu_clip,
+    .sample_check = cpu_sample_check,
+    .sample = cpu_sample,
+    .destroy = cpu_destroy,
+};
+
+/* A CPU backend instance. */
+or1_backend *or1_backend_cpu(void) {
+    cpu_backend *c = or1_calloc(1, sizeof *c);
+    c->base.ops = &CPU_OPS;
+    c->head_scratch = or1_alloc_floats((size_t)or1_head_scratch(CPU_HEAD_ROWS));
+    return &c->base;
+}
+
+/* Destroys any backend through its own ops. */
+void or1_backend_free(or1_backend *be) {
+    if (be) be->ops->destroy(be);
+}

@@ -1,0 +1,503 @@
+/* The decoder written once over a backend (or1_backend_ops): packed forward with saved
+ * activations, the streaming head at scored positions, backward into the gradients, the
+ * AdamW step, and the prefill / decode / sample steps the rollout engine drives. Each layer's
+ * forward and backward sit side by side (llm.c style); every buffer lives in backend memory
+ * and is sized once for the largest batch seen (growing only when a batch needs more). */
+#include "or1/core.h"
+#include "or1/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The saved activations of one decoder layer (views into the workspace). */
+typedef struct {
+    float *x, *r1, *xn1, *qkv, *att, *lse, *x2, *r2, *xn2, *gu;
+} layer_acts;
+
+struct or1_dmodel {
+    or1_backend *be;
+    const or1_backend_ops *op;
+    or1_model *host;
+    or1_model_config cfg;
+    size_t n;
+    float *params, *grads; /* backend memory; the host model's arrays on a host-memory backend */
+    float *m, *v;          /* AdamW moments of the attached optimizer */
+    or1_adamw *opt;
+    or1_weights w, g; /* views into params and grads */
+    /* workspace for cap_tokens tokens, positions below cap_len, every layer when train */
+    int cap_tokens, cap_len, n_slots;
+    float *mem;
+    layer_acts *l;
+    float *xf, *rf, *hf, *cos_t, *sin_t, *a, *da, *dgu, *datt, *dqkv, *dxn, *dres, *hrows, *dhrows;
+    float *sc_lse, *sc_ez, *sc_logp, *sc_ent, *sc_glp, *sc_gent; /* per scored position */
+    /* the current batch's index arrays (aliases of host arrays on a host-memory backend) */
+    int32_t *ibuf;
+    size_t ibuf_n;
+    const int32_t *ids, *pos, *seq_start, *sc_pos, *sc_tgt;
+    /* decode: the KV pool, logits of rows_cap rows, the step's index arrays */
+    float *kv;
+    int pool_rows, rows_cap;
+    float *logits;
+    int32_t *dec;
+};
+
+/* Floats one layer's saved activations need for T tokens. */
+static size_t layer_acts_floats(const or1_model_config *c, size_t T) {
+    size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
+    size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
+    return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate);
+}
+
+/* Carves one layer's views out of a block of floats; returns the first float after them. */
+static float *layer_acts_carve(layer_acts *l, float *p, const or1_model_config *c, size_t T) {
+    size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
+    size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
+    l->x = p, p += T * H;
+    l->r1 = p, p += T;
+    l->xn1 = p, p += T * H;
+    l->qkv = p, p += T * qkvd;
+    l->att = p, p += T * qd;
+    l->lse = p, p += T * (size_t)c->heads;
+    l->x2 = p, p += T * H;
+    l->r2 = p, p += T;
+    l->xn2 = p, p += T * H;
+    l->gu = p, p += T * 2 * (size_t)c->intermediate;
+    return p;
+}
+
+/* The device twin of a pointer into the host model's parameter buffer (NULL stays NULL). */
+static float *twin(const float *host_base, const float *p, float *dev_base) {
+    return p ? dev_base + (p - host_base) : NULL;
+}
+
+/* Weight (or gradient) views over dev_base in the host model's layout. */
+static void bind_views(const or1_dmodel *dm, or1_weights *dst, float *dev_base) {
+    const or1_weights *src = &dm->host->w;
+    const float *hb = dm->host->params;
+    dst->embed = twin(hb, src->embed, dev_base);
+    dst->norm = twin(hb, src->norm, dev_base);
+    dst->lm_head = twin(hb, src->lm_head, dev_base);
+    dst->layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dst->layer);
+    for (int i = 0; i < dm->cfg.layers; i++) {
+        const or1_layer *s = &src->layer[i];
+        dst->layer[i] = (or1_layer){twin(hb, s->ln1, dev_base), twin(hb, s->wqkv, dev_base),
+                                    twin(hb, s->bqkv, dev_base), twin(hb, s->wo, dev_base),
+                                    twin(hb, s->bo, dev_base),   twin(hb, s->ln2, dev_base),
+                                    twin(hb, s->wgu, dev_base),  twin(hb, s->wd, dev_base)};
+    }
+}
+
+/* Places m on be: aliases its arrays on a host-memory backend, else copies the parameters. */
+or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m) {
+    or1_dmodel *dm = or1_calloc(1, sizeof *dm);
+    dm->be = be, dm->op = be->ops, dm->host = m, dm->cfg = m->cfg, dm->n = m->n_floats;
+    size_t bytes = dm->n * sizeof(float);
+    if (dm->op->host_memory) {
+        dm->params = m->params, dm->grads = m->grads;
+    } else {
+        dm->params = dm->op->alloc(be, bytes);
+        dm->grads = dm->params ? dm->op->alloc(be, bytes) : NULL;
+    }
+    if (dm->grads) {
+        bind_views(dm, &dm->w, dm->params);
+        bind_views(dm, &dm->g, dm->grads);
+    }
+    if (!dm->grads || or1_dmodel_push(dm)) {
+        or1_fail_ctx("%s model (%.2f GiB of parameters)", dm->op->name, (double)bytes / (1 << 30));
+        or1_dmodel_free(dm);
+        return NULL;
+    }
+    return dm;
+}
+
+/* Releases every buffer the model owns (never the host model's arrays). */
+void or1_dmodel_free(or1_dmodel *dm) {
+    if (!dm) return;
+    const or1_backend_ops *op = dm->op;
+    op->sync(dm->be);
+    if (dm->params) op->params_forget(dm->be, dm->params);
+    if (!op->host_memory) {
+        void *own[] = {dm->params, dm->grads, dm->m, dm->v};
+        for (size_t i = 0; i < sizeof own / sizeof *own; i++) op->release(dm->be, own[i]);
+    }
+    void *ws[] = {dm->mem, dm->ibuf, dm->kv, dm->logits, dm->dec};
+    for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) op->release(dm->be, ws[i]);
+    free(dm->w.layer);
+    free(dm->g.layer);
+    free(dm->l);
+    free(dm);
+}
+
+/* The model's config.json settings. */
+const or1_model_config *or1_dmodel_config(const or1_dmodel *dm) { return &dm->cfg; }
+
+/* The backend the model lives on. */
+or1_backend *or1_dmodel_backend(const or1_dmodel *dm) { return dm->be; }
+
+/* The host mirror. */
+or1_model *or1_dmodel_host(const or1_dmodel *dm) { return dm->host; }
+
+/* Host parameters (and attached moments) to the backend; low-precision copies refreshed. */
+int or1_dmodel_push(or1_dmodel *dm) {
+    const or1_backend_ops *op = dm->op;
+    size_t bytes = dm->n * sizeof(float);
+    if (!op->host_memory) {
+        if (op->upload(dm->be, dm->params, dm->host->params, bytes)) return -1;
+        if (dm->m && (op->upload(dm->be, dm->m, dm->opt->m, bytes) || op->upload(dm->be, dm->v, dm->opt->v, bytes)))
+            return -1;
+    }
+    return op->params_changed(dm->be, dm->params, dm->n);
+}
+
+/* Host gradients (e.g. summed across processes) to the backend. */
+int or1_dmodel_push_grads(or1_dmodel *dm) {
+    if (dm->op->host_memory) return 0;
+    return dm->op->upload(dm->be, dm->grads, dm->host->grads, dm->n * sizeof(float));
+}
+
+/* Parameters, gradients and attached moments back to the host mirror. */
+int or1_dmodel_pull(or1_dmodel *dm) {
+    const or1_backend_ops *op = dm->op;
+    size_t bytes = dm->n * sizeof(float);
+    if (op->host_memory) return op->sync(dm->be);
+    if (op->download(dm->be, dm->host->params, dm->params, bytes) || or1_dmodel_pull_grads(dm)) return -1;
+    if (dm->m && (op->download(dm->be, dm->opt->m, dm->m, bytes) || op->download(dm->be, dm->opt->v, dm->v, bytes)))
+        return -1;
+    return 0;
+}
+
+/* The gradients alone back to the host mirror. */
+int or1_dmodel_pull_grads(or1_dmodel *dm) {
+    if (dm->op->host_memory) return dm->op->sync(dm->be);
+    return dm->op->download(dm->be, dm->host->grads, dm->grads, dm->n * sizeof(float));
+}
+
+/* Zeroes the gradients (queued). */
+void or1_dmodel_zero_grad(or1_dmodel *dm) { dm->op->zero(dm->be, dm->grads, dm->n * sizeof(float)); }
+
+/* Frees the workspace and carves a new one for T tokens, positions below L, every layer
+ * (and the backward scratch) when train; RoPE tables are filled on the host and uploaded. */
+static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
+    const or1_model_config *c = &dm->cfg;
+    const or1_backend_ops *op = dm->op;
+    op->sync(dm->be);
+    op->release(dm->be, dm->mem);
+    dm->mem = NULL;
+    int slots = train ? c->layers : 1;
+    size_t T = (size_t)T0, H = (size_t)c->hidden, I = (size_t)c->intermediate, R = (size_t)op->head_rows;
+    size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
+    size_t half = (size_t)c->head_dim / 2, scratch = train ? T * (4 * I + qd + qkvd + 2 * H) : T * I;
+    size_t total = (size_t)slots * layer_acts_floats(c, T) + T * (2 * H + 1) + 2 * (size_t)L0 * half + scratch +
+                   2 * R * H + 6 * T;
+    float *p = dm->mem = op->alloc(dm->be, total * sizeof(float));
+    if (!p) return or1_fail_ctx("%s activations for %d tokens", op->name, T0);
+    dm->cap_tokens = T0, dm->cap_len = L0, dm->n_slots = slots;
+    free(dm->l);
+    dm->l = or1_calloc((size_t)slots, sizeof *dm->l);
+    for (int i = 0; i < slots; i++) p = layer_acts_carve(&dm->l[i], p, c, T);
+    dm->xf = p, p += T * H;
+    dm->rf = p, p += T;
+    dm->hf = p, p += T * H;
+    dm->cos_t = p, p += (size_t)L0 * half;
+    dm->sin_t = p, p += (size_t)L0 * half;
+    dm->a = p, p += T * I;
+    dm->da = dm->dgu = dm->datt = dm->dqkv = dm->dxn = dm->dres = NULL;
+    if (train) {
+        dm->da = p, p += T * I;
+        dm->dgu = p, p += T * 2 * I;
+        dm->datt = p, p += T * qd;
+        dm->dqkv = p, p += T * qkvd;
+        dm->dxn = p, p += T * H;
+        dm->dres = p, p += T * H;
+    }
+    dm->hrows = p, p += R * H;
+    dm->dhrows = p, p += R * H;
+    float **sc[] = {&dm->sc_lse, &dm->sc_ez, &dm->sc_logp, &dm->sc_ent, &dm->sc_glp, &dm->sc_gent};
+    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) *sc[i] = p, p += T;
+    float *tab = or1_alloc_floats(2 * (size_t)L0 * half);
+    or1_rope_table(tab, tab + (size_t)L0 * half, L0, c->head_dim, c->rope_theta);
+    int rc = op->upload(dm->be, dm->cos_t, tab, 2 * (size_t)L0 * half * sizeof(float));
+    free(tab);
+    return rc;
+}
+
+/* Ensures the workspace holds tokens tokens and positions below len (train: every layer). */
+static int reserve(or1_dmodel *dm, int tokens, int len, bool train) {
+    int slots = train ? dm->cfg.layers : 1;
+    if (dm->mem && dm->cap_tokens >= tokens && dm->cap_len >= len && dm->n_slots >= slots) return 0;
+    int T = tokens > dm->cap_tokens ? tokens : dm->cap_tokens, L = len > dm->cap_len ? len : dm->cap_len;
+    return workspace_new(dm, T, L, train || dm->n_slots == dm->cfg.layers);
+}
+
+/* Points dst at n host ints in backend memory: the host array itself on a host-memory
+ * backend, else a copy at *cursor (advanced). */
+static int device_ints(or1_dmodel *dm, const int32_t **dst, const int32_t *src, size_t n, int32_t **cursor) {
+    if (dm->op->host_memory) {
+        *dst = src;
+        return 0;
+    }
+    *dst = *cursor;
+    *cursor += n;
+    return n ? dm->op->upload(dm->be, (void *)*dst, src, n * sizeof(int32_t)) : 0;
+}
+
+/* Makes the batch's index arrays visible to the backend. */
+static int bind_batch(or1_dmodel *dm, const or1_batch *b) {
+    size_t need = 2 * (size_t)b->n_tokens + b->n_seqs + 1 + 2 * (size_t)b->n_scored;
+    if (!dm->op->host_memory && need > dm->ibuf_n) {
+        dm->op->sync(dm->be);
+        dm->op->release(dm->be, dm->ibuf);
+        dm->ibuf = dm->op->alloc(dm->be, need * sizeof(int32_t));
+        dm->ibuf_n = dm->ibuf ? need : 0;
+        if (!dm->ibuf) return -1;
+    }
+    int32_t *cur = dm->ibuf;
+    if (device_ints(dm, &dm->ids, b->ids, (size_t)b->n_tokens, &cur) ||
+        device_ints(dm, &dm->pos, b->pos, (size_t)b->n_tokens, &cur) ||
+        device_ints(dm, &dm->seq_start, b->seq_start, (size_t)b->n_seqs + 1, &cur) ||
+        device_ints(dm, &dm->sc_pos, b->sc_pos, (size_t)b->n_scored, &cur))
+        return -1;
+    return device_ints(dm, &dm->sc_tgt, b->sc_tgt, (size_t)b->n_scored, &cur);
+}
+
+/* Where a layer's keys and values go and how its attention runs: a packed batch b (causal
+ * attention over its sequences) or, with b NULL, decode rows attending over seg. kv_rows
+ * NULL: keys and values are not kept. */
+typedef struct {
+    const or1_batch *b;
+    const int32_t *kv_rows, *seg;
+    size_t kv_off; /* floats added to each layer's pool base (a prefill's first row) */
+} layer_mode;
+
+/* Layer i's keys (values at +pool) in the KV pool. */
+static float *pool_keys(const or1_dmodel *dm, int i) {
+    size_t kvd = (size_t)dm->cfg.kv_heads * dm->cfg.head_dim;
+    return dm->kv + (size_t)i * 2 * dm->pool_rows * kvd;
+}
+
+/* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). */
+static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, int T, const layer_mode *md) {
+    const or1_model_config *c = &dm->cfg;
+    const or1_backend_ops *op = dm->op;
+    const or1_layer *w = &dm->w.layer[i];
+    or1_backend *be = dm->be;
+    int H = c->hidden, I = c->intermediate, hd = c->head_dim, qd = c->heads * hd, kvd = c->kv_heads * hd;
+    int qkvd = qd + 2 * kvd;
+    /* the rollout engine's passes (they keep keys and values) use row-independent matmuls, so a
+     * sample never depends on the thread count or on what else is decoded */
+    void (*mm)(or1_backend *, float *, const float *, const float *, const float *, int, int, int) =
+        md->kv_rows ? op->matmul_rows : op->matmul;
+    op->rmsnorm(be, l->xn1, l->r1, l->x, w->ln1, T, H, c->rms_eps);
+    mm(be, l->qkv, l->xn1, w->wqkv, w->bqkv, T, H, qkvd);
+    op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);
+    float *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd : NULL;
+    if (md->kv_rows) op->kv_store(be, k + md->kv_off, v + md->kv_off, md->kv_rows, l->qkv, T, qd, kvd);
+    if (md->b)
+        op->attention(be, l->att, l->lse, l->qkv, dm->seq_start, md->b->n_seqs, T, md->b->max_len, c->heads,
+                      c->kv_heads, hd);
+    else
+        op->attention_decode(be, l->att, l->qkv, T, k, v, md->seg, c->heads, c->kv_heads, hd, dm->cap_len);
+    mm(be, l->x2, l->att, w->wo, w->bo, T, qd, H);
+    op->add(be, l->x2, l->x, (size_t)T * H);
+    op->rmsnorm(be, l->xn2, l->r2, l->x2, w->ln2, T, H, c->rms_eps);
+    mm(be, l->gu, l->xn2, w->wgu, NULL, T, H, 2 * I);
+    op->swiglu(be, dm->a, l->gu, T, I);
+    mm(be, out, dm->a, w->wd, NULL, T, I, H);
+    op->add(be, out, l->x2, (size_t)T * H);
+}
+
+/* Every layer over T embedded rows in l[0].x, then the final norm into out. */
+static void run_layers(or1_dmodel *dm, int T, bool train, const layer_mode *md, float *out) {
+    const or1_model_config *c = &dm->cfg;
+    for (int i = 0; i < c->layers; i++) {
+        layer_acts *l = &dm->l[train ? i : 0];
+        float *next = train && i + 1 < c->layers ? dm->l[i + 1].x : dm->xf;
+        layer_forward(dm, i, l, next, T, md);
+        if (!train && i + 1 < c->layers) dm->op->copy(dm->be, l->x, dm->xf, (size_t)T * c->hidden * sizeof(float));
+    }
+    dm->op->rmsnorm(dm->be, out, dm->rf, dm->xf, dm->w.norm, T, c->hidden, c->rms_eps);
+}
+
+/* Embedding lookup, every layer and the final norm for a packed batch. */
+int or1_dmodel_forward(or1_dmodel *dm, const or1_batch *b, bool train) {
+    if (reserve(dm, b->n_tokens, b->max_len, train) || bind_batch(dm, b)) return -1;
+    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, dm->cfg.hidden);
+    layer_mode md = {b, NULL, NULL, 0};
+    run_layers(dm, b->n_tokens, train, &md, dm->hf);
+    return dm->op->sync(dm->be);
+}
+
+/* Rows [i0, i0+n) of the scored positions, head_rows at a time. */
+static int head_block(const or1_dmodel *dm, int S, int i0) {
+    return S - i0 < dm->op->head_rows ? S - i0 : dm->op->head_rows;
+}
+
+/* Gathers the scored rows block by block, runs the streaming head, returns the results. */
+int or1_dmodel_head(or1_dmodel *dm, const or1_batch *b, float temperature, float *logp, float *entropy) {
+    const or1_backend_ops *op = dm->op;
+    int H = dm->cfg.hidden, S = b->n_scored;
+    for (int i0 = 0; i0 < S; i0 += op->head_rows) {
+        int n = head_block(dm, S, i0);
+        op->gather(dm->be, dm->hrows, dm->hf, dm->sc_pos + i0, n, H);
+        op->head(dm->be, dm->sc_logp + i0, dm->sc_ent + i0, dm->sc_lse + i0, dm->sc_ez + i0, dm->hrows,
+                 dm->w.lm_head, dm->sc_tgt + i0, n, H, dm->cfg.vocab, temperature);
+    }
+    if (op->sync(dm->be)) return -1;
+    if (S == 0) return 0;
+    if (op->download(dm->be, logp, dm->sc_logp, (size_t)S * sizeof(float))) return -1;
+    return op->download(dm->be, entropy, dm->sc_ent, (size_t)S * sizeof(float));
+}
+
+/* Head backward: d(hf) at the scored rows (zero elsewhere) into dhf and the lm_head gradient. */
+static void head_backward(or1_dmodel *dm, const or1_batch *b, float temperature, float *dhf) {
+    const or1_backend_ops *op = dm->op;
+    int H = dm->cfg.hidden, S = b->n_scored;
+    op->zero(dm->be, dhf, (size_t)b->n_tokens * H * sizeof(float));
+    for (int i0 = 0; i0 < S; i0 += op->head_rows) {
+        int n = head_block(dm, S, i0);
+        op->gather(dm->be, dm->hrows, dm->hf, dm->sc_pos + i0, n, H);
+        op->head_bwd(dm->be, dm->dhrows, dm->g.lm_head, dm->hrows, dm->w.lm_head, dm->sc_tgt + i0, dm->sc_lse + i0,
+                     dm->sc_ez + i0, dm->sc_glp + i0, dm->sc_gent + i0, n, H, dm->cfg.vocab, temperature);
+        op->scatter_add(dm->be, dhf, dm->dhrows, dm->sc_pos + i0, n, H);
+    }
+}
+
+/* One layer backward; dres holds d(out) on entry and d(x) on return. */
+static void layer_backward(or1_dmodel *dm, int i, const or1_batch *b) {
+    const or1_model_config *c = &dm->cfg;
+    const or1_backend_ops *op = dm->op;
+    const or1_layer *w = &dm->w.layer[i];
+    or1_layer *g = &dm->g.layer[i];
+    const layer_acts *l = &dm->l[i];
+    or1_backend *be = dm->be;
+    int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
+    int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
+    op->swiglu(be, dm->a, l->gu, T, I);
+    op->matmul_dw(be, g->wd, NULL, dm->dres, dm->a, T, I, H);
+    op->matmul_dx(be, dm->da, dm->dres, w->wd, T, I, H, 0);
+    op->swiglu_bwd(be, dm->dgu, dm->da, l->gu, T, I);
+    op->matmul_dw(be, g->wgu, NULL, dm->dgu, l->xn2, T, H, 2 * I);
+    op->matmul_dx(be, dm->dxn, dm->dgu, w->wgu, T, H, 2 * I, 0);
+    op->rmsnorm_bwd(be, dm->dres, g->ln2, dm->dxn, l->x2, l->r2, w->ln2, T, H);
+    op->matmul_dw(be, g->wo, g->bo, dm->dres, l->att, T, qd, H);
+    op->matmul_dx(be, dm->datt, dm->dres, w->wo, T, qd, H, 0);
+    op->attention_bwd(be, dm->dqkv, dm->datt, l->qkv, l->att, l->lse, dm->seq_start, b->n_seqs, T, b->max_len,
+                      c->heads, c->kv_heads, hd);
+    op->rope(be, dm->dqkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 1);
+    op->matmul_dw(be, g->wqkv, g->bqkv, dm->dqkv, l->xn1, T, H, qkvd);
+    op->matmul_dx(be, dm->dxn, dm->dqkv, w->wqkv, T, H, qkvd, 0);
+    op->rmsnorm_bwd(be, dm->dres, g->ln1, dm->dxn, l->x, l->r1, w->ln1, T, H);
+}
+
+/* Head, final norm, layers in reverse, then the embedding scatter-add. */
+int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, const float *g_logp,
+                        const float *g_entropy) {
+    const or1_model_config *c = &dm->cfg;
+    const or1_backend_ops *op = dm->op;
+    int T = b->n_tokens, H = c->hidden, S = b->n_scored;
+    if (dm->n_slots < c->layers || !dm->dres) return or1_fail("%s model: backward needs a forward with train", op->name);
+    if (S && (op->upload(dm->be, dm->sc_glp, g_logp, (size_t)S * sizeof(float)) ||
+              op->upload(dm->be, dm->sc_gent, g_entropy, (size_t)S * sizeof(float))))
+        return -1;
+    head_backward(dm, b, temperature, dm->dxn);
+    op->zero(dm->be, dm->dres, (size_t)T * H * sizeof(float));
+    op->rmsnorm_bwd(dm->be, dm->dres, dm->g.norm, dm->dxn, dm->xf, dm->rf, dm->w.norm, T, H);
+    for (int i = c->layers - 1; i >= 0; i--) layer_backward(dm, i, b);
+    op->scatter_add(dm->be, dm->g.embed, dm->dres, dm->ids, T, H);
+    return op->sync(dm->be);
+}
+
+/* The gradients' global L2 norm. */
+double or1_dmodel_grad_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->grads, dm->n); }
+
+/* Attaches opt's moments: used in place on a host-memory backend, else copied to it. */
+static int attach_optimizer(or1_dmodel *dm, or1_adamw *opt) {
+    if (dm->opt == opt) return 0;
+    if (opt->n != dm->n) return or1_fail("optimizer state for %zu parameters, model has %zu", opt->n, dm->n);
+    const or1_backend_ops *op = dm->op;
+    size_t bytes = dm->n * sizeof(float);
+    if (!op->host_memory) {
+        op->release(dm->be, dm->m);
+        op->release(dm->be, dm->v);
+        dm->m = op->alloc(dm->be, bytes);
+        dm->v = dm->m ? op->alloc(dm->be, bytes) : NULL;
+        if (!dm->v || op->upload(dm->be, dm->m, opt->m, bytes) || op->upload(dm->be, dm->v, opt->v, bytes))
+            return or1_fail_ctx("%s model: AdamW moments", op->name);
+    } else {
+        dm->m = opt->m, dm->v = opt->v;
+    }
+    dm->opt = opt;
+    return 0;
+}
+
+/* Norm, optional clipping, one AdamW step, refreshed weight copies, zeroed gradients. */
+int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, double max_norm, double *norm) {
+    const or1_backend_ops *op = dm->op;
+    if (attach_optimizer(dm, opt)) return -1;
+    double gn = op->grad_norm(dm->be, dm->grads, dm->n);
+    if (gn < 0) return -1;
+    if (norm) *norm = gn;
+    if (max_norm > 0) op->clip(dm->be, dm->grads, dm->n, gn, max_norm);
+    opt->step++;
+    op->adamw(dm->be, dm->params, dm->m, dm->v, dm->grads, dm->n, (long)opt->step, c);
+    if (op->params_changed(dm->be, dm->params, dm->n)) return -1;
+    or1_dmodel_zero_grad(dm);
+    return op->sync(dm->be);
+}
+
+/* The KV pool, the logits of rows_cap rows, the step's index arrays and a workspace. */
+int or1_dmodel_decode_reserve(or1_dmodel *dm, int pool_rows, int rows_cap, int prompt_cap, int pos_cap) {
+    const or1_model_config *c = &dm->cfg;
+    const or1_backend_ops *op = dm->op;
+    if (pos_cap > c->max_pos)
+        return or1_fail("decode: %d positions exceed max_position_embeddings %d", pos_cap, c->max_pos);
+    op->sync(dm->be);
+    void *old[] = {dm->kv, dm->logits, dm->dec};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) op->release(dm->be, old[i]);
+    dm->kv = NULL, dm->logits = NULL, dm->dec = NULL, dm->pool_rows = 0, dm->rows_cap = 0;
+    size_t kvd = (size_t)c->kv_heads * c->head_dim;
+    dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * pool_rows * kvd * sizeof(float));
+    dm->logits = dm->kv ? op->alloc(dm->be, (size_t)rows_cap * c->vocab * sizeof(float)) : NULL;
+    dm->dec = dm->logits ? op->alloc(dm->be, (size_t)7 * rows_cap * sizeof(int32_t)) : NULL;
+    if (!dm->dec) return or1_fail_ctx("%s decode: KV cache of %d rows", op->name, pool_rows);
+    dm->pool_rows = pool_rows, dm->rows_cap = rows_cap;
+    return reserve(dm, rows_cap > prompt_cap ? rows_cap : prompt_cap, pos_cap, false);
+}
+
+/* Forward of one sequence keeping every layer's keys and values from pool row kv_row0. */
+int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, int kv_row0, float *hidden) {
+    const or1_model_config *c = &dm->cfg;
+    if (!dm->kv || b->n_seqs != 1 || kv_row0 < 0 || kv_row0 + b->n_tokens > dm->pool_rows)
+        return or1_fail("prefill: %d tokens at KV row %d of %d", b->n_tokens, kv_row0, dm->pool_rows);
+    if (reserve(dm, b->n_tokens, b->max_len, false) || bind_batch(dm, b)) return -1;
+    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, c->hidden);
+    layer_mode md = {b, dm->pos, NULL, (size_t)kv_row0 * c->kv_heads * c->head_dim};
+    run_layers(dm, b->n_tokens, false, &md, dm->hf);
+    dm->op->copy(dm->be, hidden, dm->hf + (size_t)(b->n_tokens - 1) * c->hidden, (size_t)c->hidden * sizeof(float));
+    return dm->op->sync(dm->be);
+}
+
+/* One token per row through every layer against the KV pool; final hidden states out. */
+int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
+                      const int32_t *seg, float *hidden) {
+    const or1_model_config *c = &dm->cfg;
+    if (R < 1 || R > dm->rows_cap) return or1_fail("decode: %d rows for a workspace of %d", R, dm->rows_cap);
+    const int32_t *tok_d, *rows_d, *seg_d;
+    int32_t *cur = dm->dec;
+    if (device_ints(dm, &tok_d, tokens, (size_t)R, &cur) || device_ints(dm, &dm->pos, pos, (size_t)R, &cur) ||
+        device_ints(dm, &rows_d, kv_rows, (size_t)R, &cur) || device_ints(dm, &seg_d, seg, (size_t)4 * R, &cur))
+        return -1;
+    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, tok_d, R, c->hidden);
+    layer_mode md = {NULL, rows_d, seg_d, 0};
+    run_layers(dm, R, false, &md, hidden);
+    return dm->op->sync(dm->be);
+}
+
+/* Full-vocabulary logits of A rows (row by row) and the backend's draw for each. */
+int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_sample_row *rows, int32_t *next,
+                      float *logp) {
+    const or1_model_config *c = &dm->cfg;
+    if (A < 1 || A > dm->rows_cap) return or1_fail("sample: %d rows for a workspace of %d", A, dm->rows_cap);
+    dm->op->matmul_rows(dm->be, dm->logits, hidden, dm->w.lm_head, NULL, A, c->hidden, c->vocab);
+    return dm->op->sample(dm->be, next, logp, dm->logits, A, c->vocab, rows);
+}

@@ -1,0 +1,17 @@
+# The layering the build enforces (cmake/modules.cmake), shown failing where it must:
+# - layering_upward_include / layering_private_include build a file of the model module that
+#   includes train's header / another module's private header; the build must fail;
+# - layering_symbols checks every module's archive: each or1_ symbol it uses is defined in it
+#   or in a module below it, and no source includes another module's files by a path.
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
+foreach(kind includes_train includes_private)
+  add_library(layering_model_${kind} OBJECT EXCLUDE_FROM_ALL ${CMAKE_CURRENT_LIST_DIR}/model_${kind}.c)
+  target_include_directories(layering_model_${kind} PRIVATE ${CMAKE_BINARY_DIR}/layers/model)
+endforeach()
+add_test(NAME layering_upward_include
+         COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target layering_model_includes_train)
+add_test(NAME layering_private_include
+         COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target layering_model_includes_private)
+set_tests_properties(layering_upward_include layering_private_include PROPERTIES WILL_FAIL TRUE)
+or1_python_test(layering_symbols ${CMAKE_CURRENT_LIST_DIR}/check_layers.py ${CMAKE_BINARY_DIR}/layers/modules.txt
+                ${PROJECT_SOURCE_DIR})
