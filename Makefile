@@ -1,19 +1,28 @@
 # Top-level driver: installs Debian dependencies, configures CMake, builds, runs.
 JOBS ?= $(shell nproc)
 CMAKE_CONFIGURE = cmake -S . -B
+# The package check runs again only when a package list changes (the stamps record that it passed).
+DEPS_STAMP = build/.deps-ok
+TEST_DEPS_STAMP = build/.test-deps-ok
 
 .PHONY: all deps test-deps build build-asan run test bench clean base
 
 all: build
 
-deps:
-	@bash scripts/deps.sh scripts/debian-packages.txt
+deps: $(DEPS_STAMP)
 
-test-deps:
+test-deps: $(TEST_DEPS_STAMP)
+
+$(DEPS_STAMP): scripts/debian-packages.txt scripts/deps.sh
+	@bash scripts/deps.sh scripts/debian-packages.txt
+	@mkdir -p build && touch $@
+
+$(TEST_DEPS_STAMP): scripts/debian-packages.txt scripts/debian-packages-test.txt scripts/deps.sh
 	@bash scripts/deps.sh scripts/debian-packages.txt scripts/debian-packages-test.txt
+	@mkdir -p build && touch $@
 
 build: deps
-	@$(CMAKE_CONFIGURE) build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE_CONFIGURE) build -DCMAKE_BUILD_TYPE=Release -DOR1_BENCH=OFF >/dev/null
 	@cmake --build build -j$(JOBS)
 
 build-asan: deps
@@ -22,19 +31,22 @@ build-asan: deps
 
 # The main job on the built-in default.
 run: build
-	@bash scripts/run.sh
+	@bash demo/run.sh
 
 # The whole suite, once on the optimised build and once under ASan + UBSan.
 test: test-deps build build-asan
 	cd build && ctest --output-on-failure --timeout 1500
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 2400
 
-bench: test-deps build
+# The benchmarks (bench/*.c and, with nvcc, bench/cuda_bench.cu) build only here.
+bench: test-deps
+	@$(CMAKE_CONFIGURE) build -DCMAKE_BUILD_TYPE=Release -DOR1_BENCH=ON >/dev/null
+	@cmake --build build -j$(JOBS)
 	@bash bench/run.sh
 
 # Remakes the demo's base model under models/arith-base (tokenizer, init, SFT on traces, avg@8).
 base: build
-	@bash scripts/make_base.sh
+	@bash demo/make_base.sh
 
 clean:
 	rm -rf build build-asan

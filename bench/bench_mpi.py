@@ -72,7 +72,7 @@ def sh(cmd, env=None, **kw):
 def setup(or1, root, work):
     """Tokenizer, random model and data rows; returns (model dir, data file, parameters)."""
     tok = os.path.join(work, "tok")
-    sh([sys.executable, os.path.join(root, "scripts", "make_tokenizer.py"), tok])
+    sh([sys.executable, os.path.join(root, "demo", "make_tokenizer.py"), tok])
     t = json.load(open(os.path.join(tok, "tokenizer.json")))
     vocab = len(t["model"]["vocab"]) + len(t["added_tokens"])
     eos = [a["id"] for a in t["added_tokens"] if a["content"] == "<|endoftext|>"][0]

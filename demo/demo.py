@@ -1,7 +1,7 @@
 """The built-in demo (`make run`): the MAGIC recipe visibly improves a small reasoning model.
 
 Writes arithmetic rows with `or1 gen-arith`, measures the shipped base model's avg@8 on held-out
-rows with `or1 eval`, trains it with `or1 train --config configs/demo.yaml` (two stages of growing
+rows with `or1 eval`, trains it with `or1 train --config demo/demo.yaml` (two stages of growing
 context length), measures avg@8 again, and writes a report to <runs>/<name>/report/: PNG plots of
 accuracy, reward, entropy against its target, alpha, response length and truncated ratio over
 steps, and summary.md. Extra `--set key=value` arguments go to `or1 train` (ablations)."""
@@ -16,7 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from eval_arith import habits  # noqa: E402 (scripts/ is this script's folder)
+from eval_arith import habits  # noqa: E402 (demo/ is this script's folder)
 
 EVAL_N, EVAL_T, EVAL_LEN = 8, 1.0, 160
 
@@ -108,7 +108,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--or1", default="build/or1")
     ap.add_argument("--name", default="demo")
-    ap.add_argument("--config", default="configs/demo.yaml")
+    ap.add_argument("--config", default="demo/demo.yaml")
     ap.add_argument("--base", default="models/arith-base")
     ap.add_argument("--runs", default="runs", help="folder that gets <name>/")
     ap.add_argument("--set", action="append", default=[])

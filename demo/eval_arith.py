@@ -9,7 +9,7 @@ adds, from the dumped samples: the share that stopped at EOS, mean response toke
 operand count, the share of samples that box an answer without working, the accuracy of those
 that work, and the share of wrong steps by operation and operand digits (e.g. "*2x2": products
 of two 2-digit numbers). Prints one JSON line; exits non-zero on any failure. The demo's summary
-(scripts/demo.py) uses habits() from here.
+(demo/demo.py) uses habits() from here.
 """
 import argparse
 import json

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Remakes the demo's base model in models/arith-base with the project's own tools:
-#   1. the demo tokenizer (scripts/make_tokenizer.py),
+#   1. the demo tokenizer (demo/make_tokenizer.py),
 #   2. a random Qwen2-shaped checkpoint (or1 init) for the config below,
 #   3. SFT phase 1: or1 sft on correct step-by-step traces with partial products
 #      (or1 gen-arith --traces --split-products), the rate decaying on a cosine,
@@ -8,9 +8,9 @@
 #      box a wrong answer, so the base model sometimes answers without computing,
 #   5. BF16 weights with the tokenizer files into models/arith-base, then avg@8 at
 #      temperature 1 and greedy accuracy on held-out test rows, of the shipped model and of
-#      phase 1 alone (scripts/eval_arith.py, through or1 eval).
+#      phase 1 alone (demo/eval_arith.py, through or1 eval).
 # Work files go to runs/base/ (ignored); only models/arith-base is written in the tree.
-# Settings can be overridden from the environment, e.g. STEPS1=500 bash scripts/make_base.sh;
+# Settings can be overridden from the environment, e.g. STEPS1=500 bash demo/make_base.sh;
 # HIDDEN, INTER, LAYERS and HEADS size the model, SPLIT=0 writes plain traces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 start=$(date +%s)
 
-"$PY" scripts/make_tokenizer.py "$WORK/tok"
+"$PY" demo/make_tokenizer.py "$WORK/tok"
 vocab=$("$PY" -c 'import json,sys; t=json.load(open(sys.argv[1])); print(len(t["model"]["vocab"])+len(t["added_tokens"]))' "$WORK/tok/tokenizer.json")
 eos=$("$PY" -c 'import json,sys; t=json.load(open(sys.argv[1])); print([a["id"] for a in t["added_tokens"] if a["content"]=="<|endoftext|>"][0])' "$WORK/tok/tokenizer.json")
 
@@ -100,14 +100,14 @@ for f in config.json generation_config.json model.safetensors tokenizer.json tok
 done
 
 echo "make_base: evaluating $OUT on $EVAL_ROWS held-out rows" >&2
-"$PY" scripts/eval_arith.py "$OR1" "$OUT" "$WORK/test.jsonl" --n 8 --temperature 1 --threads "$THREADS" \
+"$PY" demo/eval_arith.py "$OR1" "$OUT" "$WORK/test.jsonl" --n 8 --temperature 1 --threads "$THREADS" \
     --samples "$WORK/samples_t1.jsonl" | tee "$WORK/eval_t1.json"
-"$PY" scripts/eval_arith.py "$OR1" "$OUT" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
+"$PY" demo/eval_arith.py "$OR1" "$OUT" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
     | tee "$WORK/eval_greedy.json"
-"$PY" scripts/eval_arith.py "$OR1" "$WORK/sft2" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
+"$PY" demo/eval_arith.py "$OR1" "$WORK/sft2" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
     | tee "$WORK/eval_greedy_f32.json"
-"$PY" scripts/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 8 --temperature 1 --threads "$THREADS" \
+"$PY" demo/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 8 --temperature 1 --threads "$THREADS" \
     | tee "$WORK/eval_t1_phase1.json"
-"$PY" scripts/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
+"$PY" demo/eval_arith.py "$OR1" "$WORK/sft1" "$WORK/test.jsonl" --n 1 --temperature 0 --threads "$THREADS" \
     | tee "$WORK/eval_greedy_phase1.json"
 echo "make_base: done in $(( $(date +%s) - start )) s; model in $OUT, logs in $WORK" >&2

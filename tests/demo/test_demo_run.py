@@ -1,4 +1,4 @@
-"""A shortened run of the demo pipeline (scripts/demo.py, what `make run` does): the loop runs end
+"""A shortened run of the demo pipeline (demo/demo.py, what `make run` does): the loop runs end
 to end from the shipped base model, writes metrics and the report, and training raises the
 held-out avg@8 and the training reward. Usage: test_demo_run.py OR1 REPO_ROOT SCRATCH"""
 import json
@@ -15,7 +15,7 @@ PLOTS = ["accuracy", "reward", "entropy", "alpha", "length", "truncated"]
 def main(or1, root, scratch):
     """Runs the shortened demo into scratch and checks its report, metrics and learning."""
     fresh(scratch)
-    cmd = ["/usr/bin/python3", "scripts/demo.py", "--or1", or1, "--runs", scratch, "--name", "short",
+    cmd = ["/usr/bin/python3", "demo/demo.py", "--or1", or1, "--runs", scratch, "--name", "short",
            "--set", "stages.0.steps=15", "--set", "stages.1.steps=15", "--set", "eval.every=30",
            "--set", "checkpoint.every=30"]
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1500)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The demo tokenizer and the SFT traces of or1 gen-arith --traces.
 
-Builds the tokenizer with scripts/make_tokenizer.py, then checks: traces equal a reference
+Builds the tokenizer with demo/make_tokenizer.py, then checks: traces equal a reference
 built from Python's own parse tree (precedence and parentheses), end in </think>,
 \\boxed{answer} and EOS, and score as correct with or1 verify-math; the tokenizer round-trips
 prompt + response and gives the markers, digits and EOS one token each; noisy traces stay

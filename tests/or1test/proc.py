@@ -43,5 +43,5 @@ def parse_json_line(text, what):
 
 
 def make_tokenizer(root, out):
-    """Builds the demo tokenizer into out with the repository's scripts/make_tokenizer.py."""
-    return run([sys.executable, os.path.join(root, "scripts", "make_tokenizer.py"), out])
+    """Builds the demo tokenizer into out with the repository's demo/make_tokenizer.py."""
+    return run([sys.executable, os.path.join(root, "demo", "make_tokenizer.py"), out])
