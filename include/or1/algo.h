@@ -144,7 +144,13 @@ typedef struct {
     bool enabled; /* the enable gate */
 } or1_entropy_ctl;
 
-/* Final-script defaults: adaptive, target 0.2, delta 1e-4, c in [0, 5e-3], c_0 = 0. */
+/* The final training scripts' values (adaptive mode), written once: or1_entropy_defaults
+ * returns them and the trainer's config schema takes its defaults from them. */
+#define OR1_ENT_TARGET 0.2
+#define OR1_ENT_DELTA 1e-4
+#define OR1_ENT_C_MIN 0
+#define OR1_ENT_C_MAX 5e-3
+#define OR1_ENT_INITIAL 0
 or1_entropy_params or1_entropy_defaults(void);
 int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *where);
 const char *or1_entropy_mode_name(or1_entropy_mode m);

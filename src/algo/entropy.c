@@ -11,7 +11,8 @@
 
 /* The final training scripts' values (recipe §6.3, first row). */
 or1_entropy_params or1_entropy_defaults(void) {
-    return (or1_entropy_params){OR1_ENT_ADAPTIVE, 0.2, 1e-4, 0.0, 5e-3, 0.0};
+    return (or1_entropy_params){OR1_ENT_ADAPTIVE, OR1_ENT_TARGET, OR1_ENT_DELTA, OR1_ENT_C_MIN, OR1_ENT_C_MAX,
+                                OR1_ENT_INITIAL};
 }
 
 static const char *const MODE_NAMES[] = {"adaptive", "constant", "off"};

@@ -17,6 +17,9 @@
 #define INT_KEY(p, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h}
 #define NUM_KEY(p, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h}
 #define BOOL_KEY(p, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h}
+/* A macro's value as the schema's default text. */
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 #define STR_KEY(p, d, h) {p, OR1_YAML_STRING, d, 0, 0, h}
 #define PATH_KEY(p, d, h) {p, OR1_YAML_PATH, d, 0, 0, h}
 
@@ -55,11 +58,11 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("train.clip_low", "0.2", 0, 1, "PPO ratio clip below: 1 - clip_low"),
     NUM_KEY("train.clip_high", "0.2", 0, BIG, "PPO ratio clip above: 1 + clip_high"),
     STR_KEY("entropy.mode", "adaptive", "adaptive | constant | off"),
-    NUM_KEY("entropy.target", "0.2", 0, BIG, "tgt-ent"),
-    NUM_KEY("entropy.delta", "1e-4", 0, 1, "coefficient step per training step"),
-    NUM_KEY("entropy.c_min", "0", 0, 1, "lower clip of the coefficient"),
-    NUM_KEY("entropy.c_max", "5e-3", 0, 1, "upper clip of the coefficient"),
-    NUM_KEY("entropy.initial", "0", 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
+    NUM_KEY("entropy.target", TEXT(OR1_ENT_TARGET), 0, BIG, "tgt-ent"),
+    NUM_KEY("entropy.delta", TEXT(OR1_ENT_DELTA), 0, 1, "coefficient step per training step"),
+    NUM_KEY("entropy.c_min", TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
+    NUM_KEY("entropy.c_max", TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
+    NUM_KEY("entropy.initial", TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
     BOOL_KEY("kl.enabled", "false", "KL loss to a frozen reference"),
     NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
     STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
