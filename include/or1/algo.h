@@ -1,10 +1,12 @@
 /* or1 algo: the per-step formulas of the Skywork-OR1 (MAGIC) recipe around the policy loss,
  * as small pure functions, the policy loss of eq. (3.1) among them.
  *
- * Section numbers "recipe §n" refer to the recipe notes of the project (the Skywork-OR1
- * paper, arXiv 2505.22312, and its code, a fork of verl); "peers b.n" to the notes on verl,
- * TRL, OpenRLHF and DAPO. Samples are indexed 0..n-1; a group is the set of samples of one
- * prompt, named by an arbitrary int id per sample (a group's samples need not be adjacent).
+ * Citations: "paper" is the Skywork-OR1 technical report, arXiv 2505.22312 (section, equation,
+ * table); code is named by file and function, in verl or in Skywork-OR1's fork of it, and
+ * DAPO / Dr. GRPO by their papers and public code.
+ *
+ * Samples are indexed 0..n-1; a group is the set of samples of one prompt, named by an
+ * arbitrary int id per sample (a group's samples need not be adjacent).
  * Group statistics are computed in double precision. */
 #ifndef OR1_ALGO_H
 #define OR1_ALGO_H
@@ -16,7 +18,7 @@
 
 typedef struct cJSON cJSON;
 
-/* ---- GRPO advantages (recipe §3, paper eq. (2.5); peers b.1) ---------------------------- */
+/* ---- GRPO advantages (paper eq. (2.5); verl compute_grpo_outcome_advantage) ------------- */
 
 /* The GRPO epsilon added to the group standard deviation. */
 #define OR1_GRPO_EPS 1e-6
@@ -30,7 +32,7 @@ typedef struct cJSON cJSON;
 void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
                          bool norm_by_std, double eps, float *adv);
 
-/* ---- Truncated-response advantage mask (recipe §9, §3) ---------------------------------- */
+/* ---- Truncated-response advantage mask (paper §3.2.3, Table 2) -------------------------- */
 
 /* What happens to responses that hit the length limit without EOS ("truncated"):
  *   NONE   (the Skywork recipe): nothing; a truncated response keeps its score (0 from the
@@ -55,7 +57,7 @@ const char *or1_trunc_mask_name(or1_trunc_mask m);
 void or1_trunc_masks(const bool *truncated, size_t n, or1_trunc_mask mode, bool *in_stats,
                      bool *in_loss);
 
-/* ---- Rejection of zero-advantage groups (recipe §5) ------------------------------------- */
+/* ---- Rejection of zero-advantage groups (paper §3.1) ------------------------------------ */
 
 /* Verdict on one group. */
 typedef enum {
@@ -74,7 +76,7 @@ typedef struct {
     size_t kept, solve_none, solve_all, constant, empty;
 } or1_rejection;
 
-/* Recipe §5: a group whose counted rewards are all equal has zero advantage everywhere and
+/* Paper §3.1: a group whose counted rewards are all equal has zero advantage everywhere and
  * is rejected (kept[j] false for its samples); the others are kept. Counted samples are those
  * with use[j] (NULL: all). With keep_single, a group with exactly one counted sample is kept
  * (DAPO's dynamic sampling keeps them; its GRPO advantage is its raw score); without it
@@ -85,7 +87,7 @@ void or1_reject_groups(const float *scores, const int32_t *group, const bool *us
 void or1_rejection_free(or1_rejection *r);
 const char *or1_group_verdict_name(or1_group_verdict v);
 
-/* ---- DAPO-style refill of rejected groups (peers b.5) ------------------------------------ */
+/* ---- DAPO-style refill of rejected groups (verl recipe/dapo dapo_ray_trainer.py) -------- */
 
 /* What the trainer does after a generation round. */
 typedef enum {
@@ -112,7 +114,7 @@ typedef struct {
     bool norm_by_std;   /* GRPO (true) or Dr. GRPO (false) */
     double eps;         /* OR1_GRPO_EPS */
     or1_trunc_mask trunc;
-    bool reject;        /* drop zero-advantage groups (recipe §5) */
+    bool reject;        /* drop zero-advantage groups (paper §3.1) */
     bool keep_single;   /* see or1_reject_groups */
 } or1_adv_cfg;
 
@@ -125,7 +127,7 @@ void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int3
                          const bool *truncated, size_t n, float *adv, bool *in_loss,
                          or1_rejection *r);
 
-/* ---- Adaptive entropy control (recipe §6.2, code semantics) ----------------------------- */
+/* ---- Adaptive entropy control (Skywork-OR1 core_algos.py EntController) ----------------- */
 
 typedef enum { OR1_ENT_ADAPTIVE, OR1_ENT_CONSTANT, OR1_ENT_OFF } or1_entropy_mode;
 
@@ -158,7 +160,7 @@ const char *or1_entropy_mode_name(or1_entropy_mode m);
 void or1_entropy_init(or1_entropy_ctl *s, const or1_entropy_params *p);
 /* alpha_k for the current step: c * enabled (adaptive), the constant, or 0 (off). */
 double or1_entropy_alpha(const or1_entropy_ctl *s, const or1_entropy_params *p);
-/* After a completed step with entropy estimate e (recipe §6.2): c += delta if e < target
+/* After a completed step with entropy estimate e (as EntController): c += delta if e < target
  * else c -= delta; c = clip(c, c_min, c_max); enabled = (e < target). No-op unless adaptive. */
 void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double e);
 /* The entropy estimate the controller reads: -(token mean of the sampled tokens' log-probs
@@ -170,7 +172,7 @@ void or1_entropy_sums(const float *const *logp, const int *len, const bool *use,
 cJSON *or1_entropy_state_json(const or1_entropy_ctl *s);
 int or1_entropy_state_load(or1_entropy_ctl *s, const cJSON *j, const char *where);
 
-/* ---- KL to a frozen reference, as verl defines the estimators (peers b.4) ----------------- */
+/* ---- KL to a frozen reference, as verl core_algos.py kl_penalty defines them ------------ */
 
 typedef enum { OR1_KL_K1, OR1_KL_ABS, OR1_KL_K2, OR1_KL_K3 } or1_kl_kind;
 
@@ -189,7 +191,7 @@ const char *or1_kl_name(or1_kl_kind k);
  * the token's loss gradient. */
 double or1_kl_token(const or1_kl_estimator *e, double logp, double ref_logp, double *d_logp);
 
-/* ---- pass@k and avg@k (recipe §14) ------------------------------------------------------- */
+/* ---- pass@k and avg@k (paper §8.1; Chen et al. 2021) ------------------------------------ */
 
 /* Unbiased pass@k from n samples with c correct: 1 - C(n-c, k) / C(n, k), computed as
  * 1 - prod_{i=n-c+1..n} (1 - k/i). NaN unless 1 <= k <= n and 0 <= c <= n. */
@@ -234,7 +236,7 @@ void or1_batch_stats_compute(const float *scores, const int32_t *group, const in
 /* Adds the fields of *st to a JSON object (the trainer's metrics row). */
 void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
 
-/* ---- The policy loss, eq. (3.1) (recipe §2) ------------------------------------------- */
+/* ---- The policy loss, eq. (3.1) (paper §3.1) -------------------------------------------- */
 
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {

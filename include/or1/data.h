@@ -1,6 +1,6 @@
-/* or1 data: the RL prompt dataset in the Skywork-OR1-RL-Data row shape (recipe §13.1), its
- * load-time filters (offline difficulty, prompt length; recipe §7), file mixing weights, and
- * a seeded, resumable prompt sampler with the online filter hook.
+/* or1 data: the RL prompt dataset in the Skywork-OR1-RL-Data row shape (its dataset card),
+ * its load-time filters (offline difficulty, paper §6.2; prompt length, verl rl_dataset.py),
+ * file mixing weights, and a seeded, resumable prompt sampler with the online filter hook.
  *
  * Row ids are the positions of the rows kept after the load-time filters (files in the
  * order given, rows in file order); they are stable for a given config and data, and are
@@ -38,7 +38,8 @@ typedef struct {
 int or1_data_row_parse(const cJSON *j, const char *where, const char *difficulty_model, or1_data_row *out);
 void or1_data_row_free(or1_data_row *r);
 
-/* One training data file and its mixing weight (an integer repeat count, recipe §7). */
+/* One training data file and its mixing weight (an integer repeat count; Skywork-OR1's
+ * scripts list the code file twice). */
 typedef struct {
     char *path;
     int weight;
@@ -90,7 +91,7 @@ size_t or1_data_active(const or1_dataset *d);
 int or1_data_next(or1_dataset *d, size_t n, uint32_t *ids);
 /* The online filter hook: rows never drawn again (ids out of range are an error). */
 int or1_data_drop(or1_dataset *d, const uint32_t *ids, size_t n);
-/* The online filter of recipe §7 ("at the beginning of each stage, discard training prompts
+/* The online filter of paper §3.1 ("at the beginning of each stage, discard training prompts
  * for which the actor achieved correctness of 1 in the previous stage"): record every drawn
  * prompt's result (correct of n samples) during a stage; at the next stage's start
  * or1_data_stage_filter drops the rows that every sample solved each time they were drawn in

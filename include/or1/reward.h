@@ -1,6 +1,6 @@
 /* or1 reward: the verifiable reward of one response, dispatched by the row's ability
- * (recipe §8): math through the math verifier, code through the sandbox pool. Rewards are
- * binary, 1 for a correct response and 0 otherwise. */
+ * (paper §7; Skywork-OR1's compute_score): math through the math verifier, code through the
+ * sandbox pool. Rewards are binary, 1 for a correct response and 0 otherwise. */
 #ifndef OR1_REWARD_H
 #define OR1_REWARD_H
 

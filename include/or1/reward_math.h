@@ -1,5 +1,5 @@
 /* or1 math verifier: extracts the final answer of a response and decides whether it equals
- * one of the gold answers, the way Skywork-OR1 scores math with Math-Verify (recipe §8.1).
+ * one of the gold answers, the way Skywork-OR1 scores math with Math-Verify (paper §7.1).
  *
  * Extraction: the text after the first "</think>" (up to a second one, as the recipe's
  * split()[1]; the whole text when there is none); in it the last \boxed{...} or \fbox{...}

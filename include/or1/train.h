@@ -1,4 +1,4 @@
-/* or1 trainer: the MAGIC training loop of Skywork-OR1 (recipe §2) and evaluation.
+/* or1 trainer: the MAGIC training loop of Skywork-OR1 (paper §3.1) and evaluation.
  *
  * One step: N prompts x M samples through the rollout engine, verifiable rewards, GRPO
  * advantages with rejection of zero-advantage groups (optional DAPO refill), N_SGD
@@ -22,7 +22,7 @@ typedef struct or1_sandbox_pool or1_sandbox_pool;
 
 /* ---- The trainer's configuration --------------------------------------------------------- */
 
-/* One stage of the multi-stage schedule (recipe §10). */
+/* One stage of the multi-stage schedule (paper §3.2.2, Tables 10-12). */
 typedef struct {
     char *name;
     int context_length; /* max new tokens of a response, T */
@@ -92,8 +92,8 @@ typedef struct {
     int seed;
 } or1_train_config;
 
-/* The schema of the trainer's config (defaults from the recipe's final training scripts,
- * recipe §11) and its size. */
+/* The schema of the trainer's config (defaults from the final training scripts of the
+ * Skywork-OR1 repository, or1_scripts/train/) and its size. */
 extern const or1_yaml_key or1_train_schema[];
 extern const size_t or1_train_schema_len;
 
@@ -105,8 +105,9 @@ void or1_train_config_free(or1_train_config *c);
 /* Checks that every file the config names exists (model folder, tokenizer, data and eval
  * files, reference); the error names the key and the file. */
 int or1_train_config_check_files(const or1_train_config *c);
-/* The multi-stage schedule (recipe §10): the stage that 0-based global step `step` falls in
- * and the step's index inside it (*in_stage may be NULL); -1 once every stage is done. */
+/* The multi-stage schedule (paper Tables 10-12): the stage that 0-based global step `step`
+ * falls in and the step's index inside it (*in_stage may be NULL); -1 once every stage is
+ * done. */
 int or1_train_stage_of(const or1_train_config *c, long step, long *in_stage);
 /* Steps of all stages together. */
 long or1_train_total_steps(const or1_train_config *c);

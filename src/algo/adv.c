@@ -1,5 +1,6 @@
 /* Advantages, truncation masks, rejection of zero-advantage groups and refill decisions
- * (recipe §3, §5, §9; peers b.1, b.5). */
+ * (paper eq. (2.5), §3.1, §3.2.3; verl core_algos.py compute_grpo_outcome_advantage; the
+ * rejection in Skywork-OR1's ray_trainer.py fit; DAPO's dynamic sampling, verl recipe/dapo). */
 #include "internal.h"
 #include "or1/algo.h"
 #include "or1/core.h"
@@ -118,8 +119,8 @@ int or1_trunc_mask_parse(const char *s, or1_trunc_mask *out, const char *where) 
 /* The mode's name as the config spells it. */
 const char *or1_trunc_mask_name(or1_trunc_mask m) { return TRUNC_NAMES[m]; }
 
-/* Recipe §9: NONE counts everything; BEFORE drops truncated samples from statistics and
- * loss; AFTER keeps them in the statistics but drops them from the loss. */
+/* Paper §3.2.3 (Table 2): NONE counts everything; BEFORE drops truncated samples from
+ * statistics and loss; AFTER keeps them in the statistics but drops them from the loss. */
 void or1_trunc_masks(const bool *truncated, size_t n, or1_trunc_mask mode, bool *in_stats,
                      bool *in_loss) {
     for (size_t i = 0; i < n; i++) {
@@ -129,7 +130,8 @@ void or1_trunc_masks(const bool *truncated, size_t n, or1_trunc_mask mode, bool 
     }
 }
 
-/* Recipe §5 per group: all counted rewards equal -> rejected, named after the value. */
+/* Per group (paper §3.1; Skywork-OR1 ray_trainer.py fit): all counted rewards equal ->
+ * rejected, named after the value. */
 void or1_reject_groups(const float *scores, const int32_t *group, const bool *use, size_t n,
                        bool keep_single, or1_rejection *r, bool *kept) {
     or1_groups g;
@@ -179,7 +181,7 @@ const char *or1_group_verdict_name(or1_group_verdict v) {
 }
 
 /* DAPO's dynamic sampling loop, bounded: stop once enough groups are kept or the rounds are
- * spent; an empty result after the last round skips the step (recipe §5). */
+ * spent; an empty result after the last round skips the step, as Skywork-OR1's fit does. */
 or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t need, int max_rounds) {
     if (kept_groups >= need && kept_groups > 0) return OR1_REFILL_TRAIN;
     if (rounds_done < max_rounds) return OR1_REFILL_MORE;

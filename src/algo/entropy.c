@@ -1,5 +1,5 @@
-/* Adaptive entropy control of Skywork-OR1 (recipe §6.2: verl's EntController as the final
- * training scripts configure it; paper eq. (3.2)). */
+/* Adaptive entropy control of Skywork-OR1 (paper §3.2.5, eq. (3.2)), as EntController in
+ * core_algos.py of Skywork-OR1's verl fork computes it with the final training scripts. */
 #include "or1/algo.h"
 #include "or1/core.h"
 #include "or1/io.h"
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The final training scripts' values (recipe §6.3, first row). */
+/* The values of the final training scripts (or1_scripts/train/ of the Skywork-OR1 repo). */
 or1_entropy_params or1_entropy_defaults(void) {
     return (or1_entropy_params){OR1_ENT_ADAPTIVE, OR1_ENT_TARGET, OR1_ENT_DELTA, OR1_ENT_C_MIN, OR1_ENT_C_MAX,
                                 OR1_ENT_INITIAL};
@@ -68,7 +68,8 @@ void or1_entropy_sums(const float *const *logp, const int *len, const bool *use,
     }
 }
 
-/* -masked_mean(old_log_probs, response_mask) over the batch (recipe §6.2), token-weighted. */
+/* -masked_mean(old_log_probs, response_mask) over the batch, token-weighted
+ * (the controller's input in Skywork-OR1's dp_actor.py / ray_trainer.py). */
 double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n) {
     double s[2];
     or1_entropy_sums(logp, len, use, n, s);

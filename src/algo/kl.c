@@ -1,4 +1,5 @@
-/* KL estimators to a frozen reference policy, as verl's kl_penalty defines them (peers b.4). */
+/* KL estimators to a frozen reference policy, as verl's kl_penalty defines them
+ * (verl/trainer/ppo/core_algos.py). */
 #include "or1/algo.h"
 #include "or1/core.h"
 

@@ -1,4 +1,5 @@
-/* Unbiased pass@k and avg@k of an evaluation, per data source and overall (recipe §14). */
+/* Unbiased pass@k and avg@k of an evaluation, per data source and overall (paper §8.1;
+ * the pass@k estimator of Chen et al. 2021, arXiv 2107.03374). */
 #include "or1/algo.h"
 #include "or1/core.h"
 

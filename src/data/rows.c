@@ -1,5 +1,6 @@
 /* The RL dataset: JSONL rows in the Skywork-OR1-RL-Data shape, validated row by row, with
- * the offline difficulty filter and the prompt-length filter (recipe §7, §13). */
+ * the offline difficulty filter and the prompt-length filter
+ * (paper §6.2; Skywork-OR1's download_and_filter_data_*.py and verl rl_dataset.py). */
 #include "internal.h"
 #include "or1/core.h"
 #include "or1/io.h"

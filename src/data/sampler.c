@@ -1,6 +1,6 @@
 /* The prompt sampler: seeded per-epoch permutations of the weighted rows, drop_last batches,
- * the online filter, and a cursor that checkpoints can save and restore (recipe §2 step 1:
- * shuffled sampler, seed, drop_last; §7 online filter). */
+ * the online filter, and a cursor that checkpoints can save and restore (Skywork-OR1's
+ * ray_trainer.py: shuffled sampler, seed, drop_last; online filter of paper §3.1). */
 #include "internal.h"
 #include "or1/core.h"
 #include "or1/io.h"

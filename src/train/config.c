@@ -1,6 +1,6 @@
 /* The trainer's configuration: its schema (known keys, types, defaults) and the loader that
  * fills or1_train_config from a YAML file and --set overrides. Defaults are the recipe's
- * final training scripts (recipe §11; entropy control §6.3, first row). */
+ * final training scripts, or1_scripts/train/ of Skywork-OR1 (entropy control included). */
 #include "or1/train.h"
 #include "or1/core.h"
 #include "or1/io.h"

@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Records every group's number of correct samples with the sampler (recipe §7). */
+/* Records every group's number of correct samples with the sampler (paper §3.1's
+ * online filter). */
 void track_solved(trainer *t, const step_batch *b) {
     if (!t->cfg->data.online_filter) return;
     for (size_t g = 0; g < b->n_groups; g++) {
@@ -22,7 +23,8 @@ void track_solved(trainer *t, const step_batch *b) {
     }
 }
 
-/* Recipe §7: at a stage start, prompts every sample solved in the previous stage go. */
+/* Online filter (paper §3.1): at a stage start, prompts every sample solved in the
+ * previous stage go. */
 void online_filter(trainer *t, size_t stage) {
     t->filtered_stage = stage;
     if (!t->cfg->data.online_filter) return;

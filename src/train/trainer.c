@@ -1,5 +1,6 @@
-/* The MAGIC training loop (recipe §2): rollout, rewards, advantages with rejection,
- * N_SGD updates of eq. (3.1), adaptive entropy control, metrics, stages, checkpoints. */
+/* The MAGIC training loop (paper §3.1; Skywork-OR1 ray_trainer.py fit): rollout, rewards,
+ * advantages with rejection, N_SGD updates of eq. (3.1), adaptive entropy control, metrics,
+ * stages, checkpoints. */
 #include "or1/train.h"
 
 #include "or1/algo.h"

@@ -61,8 +61,8 @@ static int load_text(const char *text, const char *const *sets, size_t n, or1_tr
 
 static const char *MIN = "model:\n  path: m\ndata:\n  train:\n    - path: d.jsonl\n";
 
-/* The defaults of the recipe's final scripts (recipe §11, §6.3) when only the required keys
- * are given. */
+/* The defaults of the recipe's final scripts (or1_scripts/train/ of Skywork-OR1) when
+ * only the required keys are given. */
 static void test_defaults(void) {
     or1_train_config c;
     CHECK(load_text(MIN, NULL, 0, &c) == 0, "minimal config: %s", or1_error());

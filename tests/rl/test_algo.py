@@ -90,7 +90,7 @@ def ref_step(c):
 
 
 class EntController:
-    """verl/Skywork-OR1 core_algos.EntController as the recipe describes it (§6.2)."""
+    """EntController of Skywork-OR1's verl fork (verl/trainer/ppo/core_algos.py)."""
 
     def __init__(self, init_ent_coef, max_ent_coef, min_ent_coef, delta_ent_coef, target_ent):
         self.value = init_ent_coef

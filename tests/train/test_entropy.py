@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Adaptive entropy control (recipe §6.2, issue 6 item 3) read back from the metrics rows.
+"""Adaptive entropy control (paper eq. (3.2), Skywork-OR1's EntController; issue 6 item 3)
+read back from the metrics rows.
 
 The rule, replayed from the rows: the controller starts at (c0 = entropy.initial, gate on);
 step k trains with alpha_k = c * gate (the constant mode: c0 always; off: 0) and reports that
