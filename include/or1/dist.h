@@ -17,6 +17,15 @@ void or1_dist_finalize(void);
 /* In-place sums over all ranks (every rank gets the result). */
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n);
 void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n);
+/* This rank's share [*lo, *hi) of n elements split in rank order (sizes differ by at most 1). */
+void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi);
+/* Sums buf[n] over the ranks and gives each rank only its own shard of the sums, in shard
+ * (hi - lo floats of or1_dist_shard): a reduce-scatter. */
+void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n);
+/* Fills buf[n] on every rank with every rank's shard (each rank's own is already in place). */
+void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n);
+/* Gathers every rank's shard (hi - lo floats) into all[n] on rank 0 (all may be NULL elsewhere). */
+void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n);
 /* Concatenates every rank's bytes in rank order on rank 0 (*all: new buffer there, NULL
  * elsewhere; *all_len its size). */
 void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len);

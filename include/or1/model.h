@@ -244,8 +244,16 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
  * (attached at the first step; on a device backend they live there until a pull), then
  * zeroes the gradients; *norm gets the norm before clipping. */
 int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, double max_norm, double *norm);
-/* The gradients' global L2 norm. */
+/* The gradients' global L2 norm, and the norm of the range [lo, hi) of them. */
 double or1_dmodel_grad_norm(or1_dmodel *dm);
+double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi);
+/* or1_dmodel_step over the parameters [lo, hi) alone, clipped by a norm the caller computed
+ * (the global one): opt holds hi - lo moments. ZeRO stage 1 runs it on each rank's shard. */
+int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
+                          double norm, double max_norm);
+
+/* Bytes of the training workspace for micro-batches of `tokens` tokens (memory reports). */
+size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens);
 
 /* Decode support, for the rollout engine. A KV pool holds `rows` rows of keys and values in
  * every layer; sequences own ranges of rows. The workspace is sized for rows_cap decode rows,

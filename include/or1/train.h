@@ -56,6 +56,7 @@ typedef struct {
     } rollout;
     struct {
         int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
+        int zero; /* 1: optimizer state sharded over the ranks (ZeRO stage 1) */
         double lr, weight_decay, beta1, beta2, adam_eps, grad_clip, clip_low, clip_high;
     } train;
     or1_entropy_params entropy;

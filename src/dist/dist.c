@@ -7,8 +7,62 @@
 
 #include "or1/core.h"
 
+/* Start of rank r's shard: n/size each, the first n%size ranks one more. */
+static size_t shard_start(size_t n, size_t r, size_t size) { return n / size * r + (r < n % size ? r : n % size); }
+
+/* Contiguous shards in rank order, sizes within one of each other. */
+void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi) {
+    *lo = shard_start(n, (size_t)d->rank, (size_t)d->size);
+    *hi = shard_start(n, (size_t)d->rank + 1, (size_t)d->size);
+}
+
 #ifdef OR1_MPI
+#include <limits.h>
 #include <mpi.h>
+
+/* Every rank's shard size and offset as MPI counts (new arrays); aborts if one is too large. */
+static void shard_counts(const or1_dist *d, size_t n, int **counts, int **displs) {
+    *counts = or1_malloc((size_t)d->size * sizeof **counts);
+    *displs = or1_malloc((size_t)d->size * sizeof **displs);
+    for (int r = 0; r < d->size; r++) {
+        or1_dist r_d = {r, d->size};
+        size_t lo, hi;
+        or1_dist_shard(&r_d, n, &lo, &hi);
+        if (hi > INT_MAX) or1_dist_abort(d, "dist: a shard reaches past 2^31 floats (more ranks needed)");
+        (*counts)[r] = (int)(hi - lo), (*displs)[r] = (int)lo;
+    }
+}
+
+/* MPI_Reduce_scatter(SUM) with the shard sizes as the receive counts. */
+void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n) {
+    int *counts, *displs;
+    shard_counts(d, n, &counts, &displs);
+    if (d->size > 1) MPI_Reduce_scatter(buf, shard, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    else memcpy(shard, buf, n * sizeof *buf);
+    free(counts);
+    free(displs);
+}
+
+/* MPI_Allgatherv in place. */
+void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) {
+    if (d->size <= 1) return;
+    int *counts, *displs;
+    shard_counts(d, n, &counts, &displs);
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+}
+
+/* MPI_Gatherv of the shards to rank 0. */
+void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n) {
+    int *counts, *displs;
+    shard_counts(d, n, &counts, &displs);
+    if (d->size > 1)
+        MPI_Gatherv(shard, counts[d->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    else memcpy(all, shard, n * sizeof *shard);
+    free(counts);
+    free(displs);
+}
 
 /* MPI_Init when launched by mpirun (OMPI/PMI environment); errors abort every rank. */
 void or1_dist_init(int *argc, char ***argv, or1_dist *d) {
@@ -83,6 +137,19 @@ void or1_dist_finalize(void) {}
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { (void)d, (void)buf, (void)n; }
 
 void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n) { (void)d, (void)buf, (void)n; }
+
+/* One rank: its shard is everything. */
+void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n) {
+    (void)d;
+    memcpy(shard, buf, n * sizeof *buf);
+}
+
+void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) { (void)d, (void)buf, (void)n; }
+
+void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n) {
+    (void)d;
+    memcpy(all, shard, n * sizeof *shard);
+}
 
 /* One rank: a copy of its own bytes. */
 void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len) {

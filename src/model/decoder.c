@@ -143,7 +143,8 @@ int or1_dmodel_push(or1_dmodel *dm) {
     size_t bytes = dm->n * sizeof(float);
     if (!op->host_memory) {
         if (op->upload(dm->be, dm->params, dm->host->params, bytes)) return -1;
-        if (dm->m && (op->upload(dm->be, dm->m, dm->opt->m, bytes) || op->upload(dm->be, dm->v, dm->opt->v, bytes)))
+        size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
+        if (dm->m && (op->upload(dm->be, dm->m, dm->opt->m, mb) || op->upload(dm->be, dm->v, dm->opt->v, mb)))
             return -1;
     }
     return op->params_changed(dm->be, dm->params, dm->n);
@@ -161,7 +162,8 @@ int or1_dmodel_pull(or1_dmodel *dm) {
     size_t bytes = dm->n * sizeof(float);
     if (op->host_memory) return op->sync(dm->be);
     if (op->download(dm->be, dm->host->params, dm->params, bytes) || or1_dmodel_pull_grads(dm)) return -1;
-    if (dm->m && (op->download(dm->be, dm->opt->m, dm->m, bytes) || op->download(dm->be, dm->opt->v, dm->v, bytes)))
+    size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
+    if (dm->m && (op->download(dm->be, dm->opt->m, dm->m, mb) || op->download(dm->be, dm->opt->v, dm->v, mb)))
         return -1;
     return 0;
 }
@@ -175,6 +177,21 @@ int or1_dmodel_pull_grads(or1_dmodel *dm) {
 /* Zeroes the gradients (queued). */
 void or1_dmodel_zero_grad(or1_dmodel *dm) { dm->op->zero(dm->be, dm->grads, dm->n * sizeof(float)); }
 
+/* Floats of a workspace for T tokens and positions below L (every layer and the backward
+ * scratch when train), with head_rows rows per head call; workspace_new carves exactly this. */
+static size_t workspace_floats(const or1_model_config *c, size_t T, size_t L, bool train, size_t R) {
+    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
+    size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
+    size_t half = (size_t)c->head_dim / 2, scratch = train ? T * (4 * I + qd + qkvd + 2 * H) : T * I;
+    size_t slots = train ? (size_t)c->layers : 1;
+    return slots * layer_acts_floats(c, T) + T * (2 * H + 1) + 2 * L * half + scratch + 2 * R * H + 6 * T;
+}
+
+/* Bytes of the training workspace for micro-batches of `tokens` tokens (memory reports). */
+size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens) {
+    return workspace_floats(&dm->cfg, (size_t)tokens, (size_t)tokens, true, (size_t)dm->op->head_rows) * sizeof(float);
+}
+
 /* Frees the workspace and carves a new one for T tokens, positions below L, every layer
  * (and the backward scratch) when train; RoPE tables are filled on the host and uploaded. */
 static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
@@ -186,9 +203,8 @@ static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
     int slots = train ? c->layers : 1;
     size_t T = (size_t)T0, H = (size_t)c->hidden, I = (size_t)c->intermediate, R = (size_t)op->head_rows;
     size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    size_t half = (size_t)c->head_dim / 2, scratch = train ? T * (4 * I + qd + qkvd + 2 * H) : T * I;
-    size_t total = (size_t)slots * layer_acts_floats(c, T) + T * (2 * H + 1) + 2 * (size_t)L0 * half + scratch +
-                   2 * R * H + 6 * T;
+    size_t half = (size_t)c->head_dim / 2;
+    size_t total = workspace_floats(c, T, (size_t)L0, train, R);
     float *p = dm->mem = op->alloc(dm->be, total * sizeof(float));
     if (!p) return or1_fail_ctx("%s activations for %d tokens", op->name, T0);
     dm->cap_tokens = T0, dm->cap_len = L0, dm->n_slots = slots;
@@ -410,12 +426,18 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
 /* The gradients' global L2 norm. */
 double or1_dmodel_grad_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->grads, dm->n); }
 
-/* Attaches opt's moments: used in place on a host-memory backend, else copied to it. */
-static int attach_optimizer(or1_dmodel *dm, or1_adamw *opt) {
+/* The L2 norm of the gradients' range [lo, hi). */
+double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi) {
+    return dm->op->grad_norm(dm->be, dm->grads + lo, hi - lo);
+}
+
+/* Attaches opt's moments (for n parameters): used in place on a host-memory backend, else
+ * copied to it. */
+static int attach_optimizer(or1_dmodel *dm, or1_adamw *opt, size_t n) {
     if (dm->opt == opt) return 0;
-    if (opt->n != dm->n) return or1_fail("optimizer state for %zu parameters, model has %zu", opt->n, dm->n);
+    if (opt->n != n) return or1_fail("optimizer state for %zu parameters, the update covers %zu", opt->n, n);
     const or1_backend_ops *op = dm->op;
-    size_t bytes = dm->n * sizeof(float);
+    size_t bytes = n * sizeof(float);
     if (!op->host_memory) {
         op->release(dm->be, dm->m);
         op->release(dm->be, dm->v);
@@ -432,14 +454,22 @@ static int attach_optimizer(or1_dmodel *dm, or1_adamw *opt) {
 
 /* Norm, optional clipping, one AdamW step, refreshed weight copies, zeroed gradients. */
 int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, double max_norm, double *norm) {
-    const or1_backend_ops *op = dm->op;
-    if (attach_optimizer(dm, opt)) return -1;
-    double gn = op->grad_norm(dm->be, dm->grads, dm->n);
+    double gn = dm->op->grad_norm(dm->be, dm->grads, dm->n);
     if (gn < 0) return -1;
     if (norm) *norm = gn;
-    if (max_norm > 0) op->clip(dm->be, dm->grads, dm->n, gn, max_norm);
+    return or1_dmodel_step_range(dm, opt, c, 0, dm->n, gn, max_norm);
+}
+
+/* Clipping of the range by the given global norm, AdamW on the range alone, then zeroed
+ * gradients (the other ranges belong to other ranks under ZeRO stage 1). */
+int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
+                          double norm, double max_norm) {
+    const or1_backend_ops *op = dm->op;
+    if (lo > hi || hi > dm->n) return or1_fail("optimizer step over [%zu, %zu) of %zu parameters", lo, hi, dm->n);
+    if (attach_optimizer(dm, opt, hi - lo)) return -1;
+    if (max_norm > 0) op->clip(dm->be, dm->grads + lo, hi - lo, norm, max_norm);
     opt->step++;
-    op->adamw(dm->be, dm->params, dm->m, dm->v, dm->grads, dm->n, (long)opt->step, c);
+    op->adamw(dm->be, dm->params + lo, dm->m, dm->v, dm->grads + lo, hi - lo, (long)opt->step, c);
     if (op->params_changed(dm->be, dm->params, dm->n)) return -1;
     or1_dmodel_zero_grad(dm);
     return op->sync(dm->be);

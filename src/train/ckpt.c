@@ -68,10 +68,8 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
-/* Rank 0 writes output/checkpoints/step-K in a temporary folder, renames it into place
- * (a reader sees a whole checkpoint or none), then points `latest` at it. */
-int save_checkpoint(trainer *t) {
-    if (t->d->rank != 0) return 0;
+/* Rank 0's part of save_checkpoint, with the whole optimizer state. */
+static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     char name[64];
     snprintf(name, sizeof name, "step-%06ld", t->step);
     char *root = or1_path_join(t->cfg->output_dir, "checkpoints"), *dir = or1_path_join(root, name);
@@ -80,10 +78,9 @@ int save_checkpoint(trainer *t) {
     snprintf(tmp, n, "%s.tmp", dir);
     remove_dir(tmp);
     int rc = or1_mkdir_p(tmp);
-    if (rc == 0) rc = or1_dmodel_pull(t->dm);
     if (rc == 0) rc = or1_model_save(&t->m, tmp, OR1_F32, t->cfg->model.path);
     if (rc == 0) rc = copy_tokenizer(t, tmp);
-    if (rc == 0) rc = or1_adamw_save(&t->opt, &t->m, tmp);
+    if (rc == 0) rc = or1_adamw_save(opt, &t->m, tmp);
     if (rc == 0) rc = write_state_files(t, tmp);
     if (rc == 0) {
         remove_dir(dir);
@@ -96,6 +93,18 @@ int save_checkpoint(trainer *t) {
         fprintf(stderr, "train: checkpoint %s\n", dir);
     }
     free(tmp), free(dir), free(root);
+    return rc;
+}
+
+/* Saves a checkpoint: the optimizer state is gathered to rank 0, which writes
+ * output/checkpoints/step-K in a temporary folder, renames it into place (a reader sees a
+ * whole checkpoint or none), then points `latest` at it. Every rank calls it. */
+int save_checkpoint(trainer *t) {
+    or1_adamw opt;
+    bool owned;
+    if (update_optimizer_gather(t, &opt, &owned)) return -1;
+    int rc = t->d->rank == 0 ? write_checkpoint(t, &opt) : 0;
+    if (owned) or1_adamw_free(&opt);
     return rc;
 }
 
@@ -161,13 +170,34 @@ static bool has_code(const or1_dataset *d) {
     return false;
 }
 
+/* GiB of n bytes. */
+static double gib(double n) { return n / 1073741824.0; }
+
+/* What this rank holds on its device, printed once at the start: weights (fp32 masters,
+ * and their bf16 copies off the host), gradients, AdamW moments (its shard under ZeRO-1),
+ * the training workspace at the largest micro-batch, and the rollout KV budget. */
+static void report_memory(const trainer *t) {
+    double w = (double)t->m.n_floats * sizeof(float), bf = t->be->ops->host_memory ? 0 : w / 2;
+    int micro = 0;
+    for (size_t s = 0; s < t->cfg->n_stages; s++)
+        if (or1_train_micro_tokens(t->cfg, s) > micro) micro = or1_train_micro_tokens(t->cfg, s);
+    fprintf(stderr,
+            "train: memory on rank %d (%s): weights %.3g GiB + bf16 copy %.3g GiB, gradients %.3g GiB, AdamW moments "
+            "%.3g GiB, activations %.3g GiB at %d tokens, KV cache up to %.3g GiB%s\n",
+            t->d->rank, t->be->ops->name, gib(w), gib(bf), gib(w), gib(2.0 * (double)t->opt.n * sizeof(float)),
+            gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.kv_cache_gb,
+            t->has_ref ? " (and the reference model's weights)" : "");
+}
+
 /* The configured backend, with the model (and the reference) placed on it. */
 static int open_device(trainer *t) {
     t->be = or1_backend_open(t->cfg->device);
     if (!t->be) return or1_fail_ctx("key \"device\"");
     t->dm = or1_dmodel_new(t->be, &t->m);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new(t->be, &t->ref);
-    return t->dm && (!t->has_ref || t->ref_dm) ? 0 : -1;
+    if (!t->dm || (t->has_ref && !t->ref_dm)) return -1;
+    report_memory(t);
+    return 0;
 }
 
 /* Loads model, tokenizer, data, reference, optimizer, controller; resumes if asked. */
@@ -184,10 +214,10 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
         if (or1_model_load(&t->ref, cfg->kl.reference && *cfg->kl.reference ? cfg->kl.reference : cfg->model.path)) return -1;
         t->has_ref = true;
     }
-    or1_adamw_init(&t->opt, t->m.n_floats);
+    update_optimizer_init(t);
     or1_entropy_init(&t->ent, &cfg->entropy);
     if (resume_dir) {
-        int got = or1_adamw_load(&t->opt, &t->m, resume_dir);
+        int got = update_optimizer_load(t, resume_dir);
         if (got == 0) or1_fail("%s: optimizer.safetensors is missing: the AdamW state cannot be resumed", resume_dir);
         if (got <= 0 || load_state(t, resume_dir)) return or1_fail_ctx("resume from %s", resume_dir);
     }

@@ -72,4 +72,15 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
 int run_validation(trainer *t);
 int save_checkpoint(trainer *t);
 
+/* The optimizer update over the ranks (update.c): replicated, or ZeRO stage 1. */
+int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm);
+/* The parameter range [lo, hi) whose optimizer state this rank holds. */
+void update_range(const trainer *t, size_t *lo, size_t *hi);
+/* Zeroed optimizer state for this rank's range (and a line saying its size). */
+void update_optimizer_init(trainer *t);
+/* A checkpoint's optimizer state, this rank's range of it: 1 loaded, 0 no file, -1 error. */
+int update_optimizer_load(trainer *t, const char *dir);
+/* The whole optimizer state on rank 0 (collective); *owned: *full must be freed. */
+int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
+
 #endif

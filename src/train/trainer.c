@@ -87,13 +87,6 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
     }
 }
 
-/* Sums the gradients over ranks (through the host mirror on a device backend). */
-static int sum_grads(trainer *t) {
-    if (or1_dmodel_pull_grads(t->dm)) return -1;
-    or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
-    return or1_dmodel_push_grads(t->dm);
-}
-
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is normalised by its global kept-token count (eq. 3.1). *grad_norm gets the
  * mean pre-clip norm over the updates. */
@@ -120,14 +113,13 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
             or1_loss_stats ls = {0};
             int rc = or1_policy_grad(t->dm, s, n, tokens, micro, &lc, &ls);
             free(s);
-            if (rc == 0 && t->d->size > 1) rc = sum_grads(t);
             if (rc) return -1;
             double sums[6] = {ls.loss, ls.pg_loss, ls.entropy, ls.kl, (double)ls.tokens, (double)ls.clipped};
             or1_dist_sum_f64(t->d, sums, 6);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             double norm;
-            if (or1_dmodel_step(t->dm, &t->opt, &ac, t->cfg->train.grad_clip, &norm)) return -1;
+            if (update_apply(t, &ac, &norm)) return -1;
             *grad_norm += norm;
             updates++;
         }

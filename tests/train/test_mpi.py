@@ -8,6 +8,10 @@ job with a clear message instead of hanging.
   (fp32 rounding of the gradient sums), metrics rows equal apart from timings (numbers to
   1e-5, counts exactly), one metrics file and checkpoint set written by rank 0 alone.
 - Resume: the 1-rank step-2 checkpoint continued with 2 ranks, the 2-rank one with 1.
+- ZeRO stage 1 (train.zero: 1): 2 and 4 ranks give the 1-process weights, moments and metrics
+  to the same tolerance while each rank holds its 1/p share of the AdamW state (the count it
+  prints); its 2-rank checkpoint (whole state, gathered) resumes with 4 sharded ranks and with
+  1 process.
 - eval and difficulty with 2 ranks: the same report and counts as 1 process; the dump holds
   every sample.
 - Failures: rank 1 given a config with a misspelt key; rank 0 unable to create the output
@@ -22,6 +26,7 @@ Usage: test_mpi.py OR1 FIXTURE_DIR SCRATCH_DIR [MPIEXEC]
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,6 +127,31 @@ def close_to_tail(a, b, what):
     check(bad is None, f"{what}: metrics differ: {bad}")
 
 
+def held_shares(stderr):
+    """(rank, parameters held, parameters in all) from each rank's optimizer-state line."""
+    return [tuple(map(int, m)) for m in
+            re.findall(r"rank (\d+) holds the optimizer state of (\d+) of (\d+) parameters", stderr)]
+
+
+def zero_sharding(one):
+    """ZeRO stage 1 with 2 and 4 ranks against 1 process; its checkpoints resume elsewhere."""
+    for k in (2, 4):
+        cfg, out = config(f"zero{k}", train={"zero": 1})
+        p = mpirun(k, OR1, "train", "--config", cfg)
+        held = held_shares(p.stderr)
+        total = held[0][2] if held else 0
+        check(sorted(h[0] for h in held) == list(range(k)), f"zero -np {k}: one state line per rank: {held}")
+        check(sum(h[1] for h in held) == total and all(abs(h[1] * k - total) <= k for h in held),
+              f"zero -np {k}: shares {[h[1] for h in held]} of {total} are not 1/{k} each")
+        close_to(out, one, f"zero -np {k}")
+    cfg, out = config("zero_resume4", train={"zero": 1})
+    mpirun(4, OR1, "train", "--config", cfg, "--resume", C.ckpt(os.path.join(SCRATCH, "zero2"), 2))
+    close_to_tail(out, one, "2-rank ZeRO checkpoint resumed with 4 sharded ranks")
+    cfg, out = config("zero_resume1")
+    C.train(OR1, cfg, "--resume", C.ckpt(os.path.join(SCRATCH, "zero2"), 2))
+    close_to_tail(out, one, "2-rank ZeRO checkpoint resumed with 1 process")
+
+
 def eval_ranks():
     """eval/difficulty with 2 ranks against 1 process."""
     flags = ["--model", SFT, "--data", ROWS, "--n", "4", "--max-new-tokens", "24"]
@@ -165,10 +195,11 @@ def failures():
 
 
 def main():
-    """Skip check, rank counts, resume, eval, failures."""
+    """Skip check, rank counts, resume, ZeRO sharding, eval, failures."""
     available()
     one = rank_counts()
     resume_other_counts(one)
+    zero_sharding(one)
     eval_ranks()
     failures()
     finish("train_mpi")

@@ -1,0 +1,105 @@
+/* The optimizer update over the ranks, written once above the backend seam. Without
+ * sharding every rank sums the whole gradient (all-reduce) and steps every parameter with
+ * the whole AdamW state. With ZeRO stage 1 (train.zero: 1) the gradients are reduce-scattered,
+ * each rank steps only its shard of the parameters with its shard of the moments (1/p of the
+ * optimizer state), and the parameters are all-gathered; the clipping norm is the global one.
+ * Checkpoints hold the whole state either way, so a run resumes with any rank count. */
+#include "or1/core.h"
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether this run shards the optimizer state (more than one rank and train.zero: 1). */
+static bool sharded(const trainer *t) { return t->cfg->train.zero == 1 && t->d->size > 1; }
+
+/* The parameter range whose optimizer state this rank holds ([0, n) unless sharded). */
+void update_range(const trainer *t, size_t *lo, size_t *hi) {
+    if (sharded(t)) or1_dist_shard(t->d, t->m.n_floats, lo, hi);
+    else *lo = 0, *hi = t->m.n_floats;
+}
+
+/* All-reduce of the gradients through the host mirror, then the ordinary step. */
+static int update_replicated(trainer *t, const or1_adamw_cfg *ac, double *norm) {
+    if (t->d->size > 1) {
+        if (or1_dmodel_pull_grads(t->dm)) return -1;
+        or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
+        if (or1_dmodel_push_grads(t->dm)) return -1;
+    }
+    return or1_dmodel_step(t->dm, &t->opt, ac, t->cfg->train.grad_clip, norm);
+}
+
+/* Reduce-scatter, the global norm from the shards' squared norms, the shard's step, then
+ * the parameters all-gathered and pushed back to the device. */
+static int update_zero1(trainer *t, const or1_adamw_cfg *ac, double *norm) {
+    size_t lo, hi, n = t->m.n_floats;
+    update_range(t, &lo, &hi);
+    if (or1_dmodel_pull_grads(t->dm)) return -1;
+    float *shard = or1_alloc_floats(hi - lo ? hi - lo : 1);
+    or1_dist_reduce_scatter_f32(t->d, t->m.grads, shard, n);
+    memcpy(t->m.grads + lo, shard, (hi - lo) * sizeof *shard);
+    free(shard);
+    if (or1_dmodel_push_grads(t->dm)) return -1;
+    double local = or1_dmodel_grad_norm_range(t->dm, lo, hi);
+    if (local < 0) return -1;
+    double sq = local * local;
+    or1_dist_sum_f64(t->d, &sq, 1);
+    *norm = sqrt(sq);
+    if (or1_dmodel_step_range(t->dm, &t->opt, ac, lo, hi, *norm, t->cfg->train.grad_clip) ||
+        or1_dmodel_pull(t->dm))
+        return -1;
+    or1_dist_allgather_f32(t->d, t->m.params, n);
+    return or1_dmodel_push(t->dm);
+}
+
+/* One optimizer update from the gradients of this rank's samples; *norm gets the global
+ * pre-clip gradient norm. */
+int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm) {
+    return sharded(t) ? update_zero1(t, ac, norm) : update_replicated(t, ac, norm);
+}
+
+/* The optimizer state this rank holds: zeroed moments for its range. */
+void update_optimizer_init(trainer *t) {
+    size_t lo, hi;
+    update_range(t, &lo, &hi);
+    or1_adamw_init(&t->opt, hi - lo);
+    fprintf(stderr, "train: rank %d holds the optimizer state of %zu of %zu parameters (%.3g GiB)\n", t->d->rank,
+            hi - lo, t->m.n_floats, 2.0 * (double)(hi - lo) * sizeof(float) / 1073741824.0);
+}
+
+/* Reads a checkpoint's whole optimizer state and keeps this rank's range: 1 loaded, 0 no
+ * file, -1 error. */
+int update_optimizer_load(trainer *t, const char *dir) {
+    size_t lo, hi;
+    update_range(t, &lo, &hi);
+    if (lo == 0 && hi == t->m.n_floats) return or1_adamw_load(&t->opt, &t->m, dir);
+    or1_adamw full;
+    or1_adamw_init(&full, t->m.n_floats);
+    int got = or1_adamw_load(&full, &t->m, dir);
+    if (got == 1) {
+        memcpy(t->opt.m, full.m + lo, (hi - lo) * sizeof(float));
+        memcpy(t->opt.v, full.v + lo, (hi - lo) * sizeof(float));
+        t->opt.step = full.step;
+    }
+    or1_adamw_free(&full);
+    return got;
+}
+
+/* The whole optimizer state on rank 0 (a collective: every rank calls it). *full is the
+ * state itself when it is not sharded, else a gathered copy to free with or1_adamw_free. */
+int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned) {
+    if (or1_dmodel_pull(t->dm)) return -1;
+    *owned = sharded(t);
+    if (!*owned) {
+        *full = t->opt;
+        return 0;
+    }
+    memset(full, 0, sizeof *full);
+    if (t->d->rank == 0) or1_adamw_init(full, t->m.n_floats);
+    or1_dist_gather_f32(t->d, t->opt.m, full->m, t->m.n_floats);
+    or1_dist_gather_f32(t->d, t->opt.v, full->v, t->m.n_floats);
+    full->step = t->opt.step;
+    return 0;
+}
