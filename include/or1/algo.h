@@ -238,6 +238,34 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
 
 /* ---- The policy loss, eq. (3.1) (paper §3.1) -------------------------------------------- */
 
+/* ---- Rollout / training mismatch (verl's rollout_correction, token level) -------------- */
+
+/* The sampler (rollout engine) and the trainer compute log-probs with different kernels; on a
+ * GPU in different precisions. With the training engine's log-prob of the sampling policy,
+ * old_logp, and the sampler's, rollout_logp, each token gets the importance weight of
+ * r = exp(old_logp - rollout_logp):
+ *   NONE: 1;  TIS (truncated importance sampling): min(r, high);
+ *   MIS (masked importance sampling): 1 when low <= r <= high, else 0 (the token stays in the
+ *   token count T_k, contributing nothing). The weight multiplies the PPO term of eq. (3.1). */
+typedef enum { OR1_IS_NONE, OR1_IS_TIS, OR1_IS_MIS } or1_rollout_is_mode;
+
+int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where);
+const char *or1_rollout_is_name(or1_rollout_is_mode m);
+double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp);
+
+/* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max) and the
+ * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout. */
+typedef struct {
+    double abs_sum, abs_max, k3_sum;
+    long tokens;
+} or1_mismatch;
+
+void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp);
+/* Adds b's sums into a (the max of the maxima). */
+void or1_mismatch_merge(or1_mismatch *a, const or1_mismatch *b);
+
+/* ---- The policy loss, eq. (3.1) --------------------------------------------------------- */
+
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {
     float clip_low, clip_high; /* PPO ratio clip: [1 - clip_low, 1 + clip_high] */
@@ -245,6 +273,8 @@ typedef struct {
     float temperature;         /* logits are divided by it before log-probs and entropy */
     float kl_coef;             /* beta of the optional KL-to-reference term (0: off) */
     or1_kl_estimator kl;       /* its estimator (k1, k2, k3, abs as verl defines them) */
+    or1_rollout_is_mode is;    /* rollout correction of each token's PPO term */
+    float is_low, is_high;     /* its bounds (TIS: the cap is is_high) */
 } or1_loss_cfg;
 
 /* One response token's term of the MAGIC loss, eq. (3.1), before the 1/T_k normalisation:
@@ -256,19 +286,25 @@ double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_los
                             float *d_logp, float *d_entropy, bool *clipped);
 
 /* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached;
- * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0). */
+ * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0; rollout_logp: the
+ * sampler's log-probs, for the mismatch sums and the rollout correction, or NULL). */
 typedef struct {
     const int32_t *prompt, *resp;
     int n_prompt, n_resp;
     float adv;
-    const float *old_logp, *ref_logp;
+    const float *old_logp, *ref_logp, *rollout_logp;
 } or1_sample;
 
 /* Sums over response tokens (divide by tokens for means); logp is the sum of the tokens'
- * log-probs under the current weights (its negative mean is the NLL SFT reports). */
+ * log-probs under the current weights (its negative mean is the NLL SFT reports); mismatch
+ * compares the current log-probs with rollout_logp; is_weight sums the rollout-correction
+ * weights and is_masked counts the zero ones. */
 typedef struct {
     double loss, pg_loss, entropy, kl, logp;
     long tokens, clipped;
+    or1_mismatch mismatch;
+    double is_weight;
+    long is_masked;
 } or1_loss_stats;
 
 /* The per-token terms of eq. (3.1) (plus the optional KL) for n packed samples, given the

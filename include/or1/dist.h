@@ -17,6 +17,8 @@ void or1_dist_finalize(void);
 /* In-place sums over all ranks (every rank gets the result). */
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n);
 void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n);
+/* In-place maxima over all ranks. */
+void or1_dist_max_f64(const or1_dist *d, double *buf, size_t n);
 /* This rank's share [*lo, *hi) of n elements split in rank order (sizes differ by at most 1). */
 void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi);
 /* Sums buf[n] over the ranks and gives each rank only its own shard of the sums, in shard

@@ -57,6 +57,7 @@ typedef struct {
     struct {
         int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
         int zero; /* 1: optimizer state sharded over the ranks (ZeRO stage 1) */
+        bool recompute_logprobs; /* old log-probs from the training engine (else the sampler's) */
         double lr, weight_decay, beta1, beta2, adam_eps, grad_clip, clip_low, clip_high;
     } train;
     or1_entropy_params entropy;
@@ -71,6 +72,10 @@ typedef struct {
         int max_rounds; /* generation rounds per step; 1 = no refill */
     } rejection;
     or1_adv_cfg advantage; /* reject/keep_single mirror the rejection section */
+    struct {
+        or1_rollout_is_mode mode; /* a mode other than none turns train.recompute_logprobs on */
+        double low, high;
+    } correction; /* the rollout_correction section */
     struct {
         int workers; /* 0 = one per CPU */
         double code_timeout;

@@ -1,7 +1,9 @@
 /* The MAGIC policy loss of Skywork-OR1, eq. (3.1), token by token. */
 #include "or1/algo.h"
+#include "or1/core.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Eq. (3.1) per token: PPO-clip surrogate on the ratio, minus the entropy bonus.
  * Gradient of the surrogate w.r.t. logp: d(-A*rho)/dlogp = -A*rho on the unclipped branch;
@@ -31,6 +33,14 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp, dh;
             bool clipped;
             double pg = or1_magic_token_loss(logp[k], old, x->adv, cfg, &dlp, &dh, &clipped);
+            if (x->rollout_logp) {
+                or1_mismatch_add(&st->mismatch, logp[k], x->rollout_logp[j]);
+                if (cfg->is != OR1_IS_NONE) {
+                    double w = or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
+                    pg *= w, dlp = (float)(dlp * w);
+                    st->is_weight += w, st->is_masked += w == 0;
+                }
+            }
             double kl = 0, dkl = 0;
             if (cfg->kl_coef != 0 && x->ref_logp) kl = or1_kl_token(&cfg->kl, logp[k], x->ref_logp[j], &dkl);
             dlp += (float)(cfg->kl_coef * dkl);
@@ -45,4 +55,41 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             g_entropy[k] = (float)(dh * inv_total);
         }
     }
+}
+
+static const char *const IS_NAMES[] = {"none", "tis", "mis"};
+
+/* Parses "none" | "tis" | "mis". */
+int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, IS_NAMES[i]) == 0) {
+            *out = (or1_rollout_is_mode)i;
+            return 0;
+        }
+    return or1_fail("%s: rollout correction \"%s\" is not none, tis or mis", where, s);
+}
+
+const char *or1_rollout_is_name(or1_rollout_is_mode m) { return IS_NAMES[m]; }
+
+/* The token's weight from r = exp(old - rollout): 1, min(r, high), or [low <= r <= high]. */
+double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp) {
+    double r = exp((double)old_logp - (double)rollout_logp);
+    if (mode == OR1_IS_TIS) return r < high ? r : high;
+    if (mode == OR1_IS_MIS) return r >= low && r <= high ? 1.0 : 0.0;
+    return 1.0;
+}
+
+/* One token's |difference| and k3 term, d = train - rollout: exp(d) - 1 - d >= 0. */
+void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp) {
+    double d = (double)train_logp - (double)rollout_logp, a = fabs(d);
+    m->abs_sum += a;
+    if (a > m->abs_max) m->abs_max = a;
+    m->k3_sum += expm1(d) - d;
+    m->tokens++;
+}
+
+/* Sums add, maxima take the larger. */
+void or1_mismatch_merge(or1_mismatch *a, const or1_mismatch *b) {
+    a->abs_sum += b->abs_sum, a->k3_sum += b->k3_sum, a->tokens += b->tokens;
+    if (b->abs_max > a->abs_max) a->abs_max = b->abs_max;
 }

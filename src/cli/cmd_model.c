@@ -124,16 +124,31 @@ static void sample_list_free(sample_list *l) {
         free((void *)l->s[i].prompt);
         free((void *)l->s[i].resp);
         free((void *)l->s[i].old_logp);
+        free((void *)l->s[i].rollout_logp);
     }
     free(l->s);
+}
+
+/* An optional per-response-token array of log-probs ("old_logprobs", "rollout_logprobs"):
+ * *out stays NULL when the key is absent or null. */
+static int optional_logprobs(const cJSON *row, const char *key, size_t n_resp, const char *where, float **out) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(row, key);
+    size_t n = 0;
+    *out = NULL;
+    if (!o || cJSON_IsNull(o)) return 0;
+    if (or1_json_float_array(row, key, out, &n, where)) return -1;
+    if (n == n_resp) return 0;
+    free(*out);
+    *out = NULL;
+    return or1_fail("%s: \"%s\" has %zu values for %zu response tokens", where, key, n, n_resp);
 }
 
 /* Parses one batch line into a sample, validating ids, lengths and numbers. */
 static int parse_sample(const cJSON *row, int vocab, const char *where, or1_sample *s) {
     memset(s, 0, sizeof *s);
     int32_t *p = NULL, *r = NULL;
-    float *old = NULL;
-    size_t np = 0, nr = 0, no = 0;
+    float *old = NULL, *rollout = NULL;
+    size_t np = 0, nr = 0;
     double adv;
     if (or1_json_int_array(row, "prompt_ids", 0, vocab - 1, &p, &np, where)) goto fail;
     if (or1_json_int_array(row, "response_ids", 0, vocab - 1, &r, &nr, where)) goto fail;
@@ -142,20 +157,16 @@ static int parse_sample(const cJSON *row, int vocab, const char *where, or1_samp
         or1_fail("%s: \"%s\" is empty", where, np == 0 ? "prompt_ids" : "response_ids");
         goto fail;
     }
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(row, "old_logprobs");
-    if (o && !cJSON_IsNull(o)) {
-        if (or1_json_float_array(row, "old_logprobs", &old, &no, where)) goto fail;
-        if (no != nr) {
-            or1_fail("%s: \"old_logprobs\" has %zu values for %zu response tokens", where, no, nr);
-            goto fail;
-        }
-    }
-    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL};
+    if (optional_logprobs(row, "old_logprobs", nr, where, &old) ||
+        optional_logprobs(row, "rollout_logprobs", nr, where, &rollout))
+        goto fail;
+    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout};
     return 0;
 fail:
     free(p);
     free(r);
     free(old);
+    free(rollout);
     return -1;
 }
 
@@ -198,7 +209,8 @@ typedef struct {
 
 /* Parses and checks the flags of `or1 grad`. */
 static int grad_flags(cli_args *a, grad_opts *o) {
-    double lo = 0.2, hi = 0.2, coef = 0.0, lr = 0, wd = 0.01;
+    double lo = 0.2, hi = 0.2, coef = 0.0, lr = 0, wd = 0.01, is_low = 0.5, is_high = 2.0;
+    const char *is = NULL;
     *o = (grad_opts){.micro_tokens = 1 << 30, .max_grad_norm = 1.0};
     o->dir = cli_need(a, "model");
     o->batch = o->dir ? cli_need(a, "batch") : NULL;
@@ -211,9 +223,12 @@ static int grad_flags(cli_args *a, grad_opts *o) {
         cli_int(a, "micro-batch-tokens", 1, 1 << 30, &o->micro_tokens) ||
         cli_int(a, "bench-iters", 1, 100000, &o->bench_iters) || cli_double(a, "lr", 0, 10, &lr) ||
         cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 0, 1e30, &o->max_grad_norm) ||
+        cli_double(a, "rollout-is-low", 0, 1e30, &is_low) || cli_double(a, "rollout-is-high", 1e-9, 1e30, &is_high) ||
+        ((is = cli_str(a, "rollout-is")) && or1_rollout_is_parse(is, &o->loss.is, "grad: --rollout-is")) ||
         !(o->device = cli_device(a)) || cli_check_unused(a))
         return -1;
     o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
+    o->loss.is_low = (float)is_low, o->loss.is_high = (float)is_high;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
     if (o->step && !o->save) return or1_fail("grad: --step needs --save DIR");
     if (!o->step && !o->out && !o->bench_iters) return or1_fail("grad: give --out FILE, --step --save DIR or --bench-iters N");
@@ -275,9 +290,14 @@ int cmd_grad(cli_args *a) {
         rc = batch_grad(&cm, &l, &o, &st);
     if (rc == 0 && !o.bench_iters) {
         double norm = or1_dmodel_grad_norm(cm.dm), nt = (double)st.tokens;
+        const or1_mismatch *mm = &st.mismatch;
+        double nm = mm->tokens > 0 ? (double)mm->tokens : 1.0;
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
-               "\"grad_norm\":%.17g}\n",
-               st.loss / nt, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm);
+               "\"grad_norm\":%.17g,\"mismatch_abs_mean\":%.17g,\"mismatch_abs_max\":%.17g,\"mismatch_k3\":%.17g,"
+               "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g}\n",
+               st.loss / nt, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm,
+               mm->abs_sum / nm, mm->abs_max, mm->k3_sum / nm, o.loss.is ? st.is_weight / nt : 1.0,
+               (double)st.is_masked / nt);
         fflush(stdout);
         if (o.out) rc = or1_dmodel_pull_grads(cm.dm) || write_grads(&cm.m, o.out);
         if (rc == 0 && o.step) rc = grad_step(&cm, &o);

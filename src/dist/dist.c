@@ -82,17 +82,18 @@ void or1_dist_finalize(void) {
     if (up && !down) MPI_Finalize();
 }
 
-/* MPI_Allreduce(SUM) in place, in chunks that fit an int count. */
-static void allreduce(const or1_dist *d, void *buf, size_t n, MPI_Datatype t, size_t elem) {
+/* MPI_Allreduce(op) in place, in chunks that fit an int count. */
+static void allreduce(const or1_dist *d, void *buf, size_t n, MPI_Datatype t, size_t elem, MPI_Op op) {
     if (d->size <= 1) return;
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         size_t m = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
-        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)m, t, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)m, t, op, MPI_COMM_WORLD);
     }
 }
 
-void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { allreduce(d, buf, n, MPI_FLOAT, sizeof(float)); }
-void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n) { allreduce(d, buf, n, MPI_DOUBLE, sizeof(double)); }
+void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { allreduce(d, buf, n, MPI_FLOAT, sizeof(float), MPI_SUM); }
+void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n) { allreduce(d, buf, n, MPI_DOUBLE, sizeof(double), MPI_SUM); }
+void or1_dist_max_f64(const or1_dist *d, double *buf, size_t n) { allreduce(d, buf, n, MPI_DOUBLE, sizeof(double), MPI_MAX); }
 
 /* MPI_Gather of the lengths, then MPI_Gatherv of the bytes to rank 0. */
 void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len) {
@@ -137,6 +138,8 @@ void or1_dist_finalize(void) {}
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { (void)d, (void)buf, (void)n; }
 
 void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n) { (void)d, (void)buf, (void)n; }
+
+void or1_dist_max_f64(const or1_dist *d, double *buf, size_t n) { (void)d, (void)buf, (void)n; }
 
 /* One rank: its shard is everything. */
 void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n) {

@@ -13,6 +13,8 @@ void batch_free(step_batch *b) {
     or1_completions_free(b->c, (int)b->n_samples);
     for (size_t k = 0; b->ref_logp && k < b->n_samples; k++) free(b->ref_logp[k]);
     free(b->ref_logp);
+    for (size_t k = 0; b->old_logp && k < b->n_samples; k++) free(b->old_logp[k]);
+    free(b->old_logp);
     free(b->c);
     free(b->row);
     free(b->score);
@@ -143,26 +145,27 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
             *tokens += b->len[i];
             if (!b->owned[i]) continue;
             const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
-            (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], b->c[i].logprobs,
-                                     b->ref_logp ? b->ref_logp[i] : NULL};
+            const float *rollout = b->c[i].logprobs, *old = b->old_logp ? b->old_logp[i] : rollout;
+            (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], old,
+                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout};
         }
     free(groups);
     return k;
 }
 
-/* log-probs of the own loss samples under the frozen reference, with the training kernels,
- * packed into micro-batches of the stage's size as the update packs them. */
-int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+/* Log-probs of the own loss samples under dm's weights, with the training kernels, packed
+ * into micro-batches of the stage's size as the update packs them, into (*out)[i]. */
+static int batch_logprobs(step_batch *b, trainer *t, or1_dmodel *dm, int micro_tokens, float ***out) {
     size_t n = b->n_samples ? b->n_samples : 1;
-    b->ref_logp = or1_calloc(n, sizeof *b->ref_logp);
+    *out = or1_calloc(n, sizeof **out);
     or1_sample *s = or1_malloc(n * sizeof *s);
     size_t *owner = or1_malloc(n * sizeof *owner);
     int k = 0;
     for (size_t i = 0; i < b->n_samples; i++) {
         if (!b->owned[i] || !b->in_loss[i]) continue;
         const or1_data_row *r = or1_data_row_at(t->data, b->row[i / (size_t)b->M]);
-        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL};
-        b->ref_logp[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
+        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL, NULL};
+        (*out)[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
         owner[k++] = i;
     }
     int rc = 0;
@@ -171,14 +174,43 @@ int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
         or1_packed_samples p;
         or1_pack_samples(&p, s + i0, i1 - i0);
         float *lp = or1_malloc((size_t)2 * (p.b.n_scored + 1) * sizeof *lp);
-        rc = or1_dmodel_forward(t->ref_dm, &p.b, false) ||
-             or1_dmodel_head(t->ref_dm, &p.b, (float)t->cfg->rollout.temperature, lp, lp + p.b.n_scored);
+        rc = or1_dmodel_forward(dm, &p.b, false) ||
+             or1_dmodel_head(dm, &p.b, (float)t->cfg->rollout.temperature, lp, lp + p.b.n_scored);
         for (int j = i0, off = 0; j < i1 && rc == 0; off += s[j].n_resp, j++) /* sample by sample */
-            memcpy(b->ref_logp[owner[j]], lp + off, (size_t)s[j].n_resp * sizeof *lp);
+            memcpy((*out)[owner[j]], lp + off, (size_t)s[j].n_resp * sizeof *lp);
         free(lp);
         or1_packed_samples_free(&p);
     }
     free(owner);
     free(s);
     return rc ? -1 : 0;
+}
+
+/* Under the frozen reference (the KL term). */
+int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+    return batch_logprobs(b, t, t->ref_dm, micro_tokens, &b->ref_logp);
+}
+
+/* Under the policy before its update, with the mismatch sums summed over ranks. */
+int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+    if (batch_logprobs(b, t, t->dm, micro_tokens, &b->old_logp)) return -1;
+    or1_mismatch m = {0};
+    for (size_t i = 0; i < b->n_samples; i++)
+        for (int j = 0; b->old_logp[i] && j < b->c[i].n; j++) or1_mismatch_add(&m, b->old_logp[i][j], b->c[i].logprobs[j]);
+    mismatch_over_ranks(t, &m);
+    b->mismatch = m;
+    return 0;
+}
+
+/* Whether the update takes its old log-probs from the training engine. */
+bool recompute_logprobs(const trainer *t) {
+    return t->cfg->train.recompute_logprobs || t->cfg->correction.mode != OR1_IS_NONE;
+}
+
+/* Sums and maxima of the mismatch over the ranks. */
+void mismatch_over_ranks(const trainer *t, or1_mismatch *m) {
+    double s[3] = {m->abs_sum, m->k3_sum, (double)m->tokens};
+    or1_dist_sum_f64(t->d, s, 3);
+    or1_dist_max_f64(t->d, &m->abs_max, 1);
+    m->abs_sum = s[0], m->k3_sum = s[1], m->tokens = (long)s[2];
 }

@@ -68,6 +68,10 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
     STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
     PATH_KEY("kl.reference", "", "reference checkpoint; empty: model.path"),
+    STR_KEY("rollout_correction.mode", "none", "none | tis | mis: weight (TIS) or mask (MIS) each token by pi_train/pi_rollout"),
+    NUM_KEY("rollout_correction.low", "0.5", 0, BIG, "MIS: lowest ratio kept"),
+    NUM_KEY("rollout_correction.high", "2.0", 1e-9, BIG, "TIS: the cap of the weight; MIS: highest ratio kept"),
+    BOOL_KEY("train.recompute_logprobs", "false", "old log-probs from the training engine before the update (on with a rollout correction)"),
     BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
     BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
     INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
@@ -118,7 +122,8 @@ static const struct {
     F("train.clip_low", train.clip_low), F("train.clip_high", train.clip_high),
     F("entropy.target", entropy.target), F("entropy.delta", entropy.delta), F("entropy.c_min", entropy.c_min),
     F("entropy.c_max", entropy.c_max), F("entropy.initial", entropy.initial), F("kl.enabled", kl.enabled),
-    F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("rejection.enabled", rejection.enabled),
+    F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("rollout_correction.low", correction.low),
+    F("rollout_correction.high", correction.high), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
     F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
     F("reward.code_timeout", reward.code_timeout), F("eval.every", eval.every), F("eval.n", eval.n),
@@ -204,6 +209,8 @@ static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     char w[700];
     if (or1_entropy_mode_parse(str_of(root, "entropy.mode"), &c->entropy.mode, where_of(cfg, "entropy.mode", w, sizeof w)) ||
         or1_kl_parse(str_of(root, "kl.estimator"), &c->kl.estimator, where_of(cfg, "kl.estimator", w, sizeof w)) ||
+        or1_rollout_is_parse(str_of(root, "rollout_correction.mode"), &c->correction.mode,
+                             where_of(cfg, "rollout_correction.mode", w, sizeof w)) ||
         or1_trunc_mask_parse(str_of(root, "advantage.truncation_mask"), &c->advantage.trunc,
                              where_of(cfg, "advantage.truncation_mask", w, sizeof w)))
         return -1;
@@ -306,6 +313,9 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->entropy.c_min > c->entropy.c_max)
         return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
                         c->entropy.c_max);
+    if (c->correction.mode == OR1_IS_MIS && c->correction.low > c->correction.high)
+        return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
+                        c->correction.low, c->correction.high);
     if (c->data.difficulty_min > c->data.difficulty_max)
         return or1_fail("%s: min %d is above max %d", where_of(cfg, "data.difficulty.min", w, sizeof w),
                         c->data.difficulty_min, c->data.difficulty_max);
@@ -454,6 +464,8 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k)
         fputc(']', f);
     } else if (!strcmp(p, "entropy.mode")) {
         fputs(or1_entropy_mode_name(c->entropy.mode), f);
+    } else if (!strcmp(p, "rollout_correction.mode")) {
+        fputs(or1_rollout_is_name(c->correction.mode), f);
     } else if (!strcmp(p, "kl.estimator")) {
         fprintf(f, "%s%s", or1_kl_name(c->kl.estimator.kind), c->kl.estimator.straight_through ? "+" : "");
     } else if (!strcmp(p, "advantage.estimator")) {

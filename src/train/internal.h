@@ -36,6 +36,8 @@ typedef struct {
     bool *trunc, *owned;
     or1_completion *c;       /* owned samples only */
     float **ref_logp;        /* owned samples in the loss, with KL on */
+    float **old_logp;        /* the same, from the training engine (train.recompute_logprobs) */
+    or1_mismatch mismatch;   /* old_logp against the sampler's, summed over ranks */
     float *adv;
     bool *in_loss;
     or1_rejection rej;
@@ -59,6 +61,13 @@ double batch_entropy_estimate(const step_batch *b, const trainer *t);
 int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens);
 /* Reference log-probs of the own loss samples (KL term). */
 int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
+/* Log-probs of the own loss samples under the current weights before the update, and their
+ * mismatch with the sampler's (train.recompute_logprobs). */
+int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens);
+/* Whether the update takes its old log-probs from the training engine. */
+bool recompute_logprobs(const trainer *t);
+/* Sums (and the maximum of) mismatch statistics over the ranks, in place. */
+void mismatch_over_ranks(const trainer *t, or1_mismatch *m);
 
 int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
 void trainer_close(trainer *t);

@@ -46,6 +46,22 @@ static void emit(trainer *t, cJSON *row) {
 }
 
 /* The per-step metrics row (issue item 5), a progress line, and loud warnings. */
+/* The rollout/training mismatch of the step's sampled tokens (all of them when the old
+ * log-probs were recomputed, else the first mini-batch, taken before any update) and the
+ * rollout correction's weights. */
+static void add_mismatch(cJSON *row, const trainer *t, const step_batch *b, const or1_loss_stats *ls, double nt) {
+    const or1_mismatch *m = &b->mismatch;
+    double n = m->tokens > 0 ? (double)m->tokens : 1.0;
+    cJSON_AddNumberToObject(row, "mismatch_abs_mean", m->abs_sum / n);
+    cJSON_AddNumberToObject(row, "mismatch_abs_max", m->abs_max);
+    cJSON_AddNumberToObject(row, "mismatch_k3", m->k3_sum / n);
+    cJSON_AddNumberToObject(row, "mismatch_tokens", (double)m->tokens);
+    cJSON_AddStringToObject(row, "mismatch_over", b->old_logp ? "recomputed" : "first_mini_batch");
+    if (t->cfg->correction.mode == OR1_IS_NONE) return;
+    cJSON_AddNumberToObject(row, "rollout_is_weight_mean", ls->is_weight / nt);
+    cJSON_AddNumberToObject(row, "rollout_is_masked_frac", (double)ls->is_masked / nt);
+}
+
 void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
                    double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
                    double t_update, double t_step) {
@@ -73,6 +89,7 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);
     cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
     if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
+    add_mismatch(row, t, b, ls, nt);
     cJSON_AddBoolToObject(row, "skipped", skipped);
     cJSON_AddNumberToObject(row, "seconds_rollout", b->t_rollout);
     cJSON_AddNumberToObject(row, "seconds_reward", b->t_reward);

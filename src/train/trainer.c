@@ -93,9 +93,15 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
 static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_stats *total, double *grad_norm) {
     const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
-    or1_loss_cfg lc = {(float)t->cfg->train.clip_low, (float)t->cfg->train.clip_high, (float)alpha,
-                       (float)t->cfg->rollout.temperature, t->cfg->kl.enabled ? (float)t->cfg->kl.coef : 0.0f,
-                       t->cfg->kl.estimator};
+    or1_loss_cfg lc = {(float)t->cfg->train.clip_low,
+                       (float)t->cfg->train.clip_high,
+                       (float)alpha,
+                       (float)t->cfg->rollout.temperature,
+                       t->cfg->kl.enabled ? (float)t->cfg->kl.coef : 0.0f,
+                       t->cfg->kl.estimator,
+                       t->cfg->correction.mode,
+                       (float)t->cfg->correction.low,
+                       (float)t->cfg->correction.high};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
@@ -114,10 +120,16 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
             int rc = or1_policy_grad(t->dm, s, n, tokens, micro, &lc, &ls);
             free(s);
             if (rc) return -1;
-            double sums[6] = {ls.loss, ls.pg_loss, ls.entropy, ls.kl, (double)ls.tokens, (double)ls.clipped};
-            or1_dist_sum_f64(t->d, sums, 6);
+            double sums[8] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
+                              ls.is_weight, (double)ls.is_masked};
+            or1_dist_sum_f64(t->d, sums, 8);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
+            total->is_weight += sums[6], total->is_masked += (long)sums[7];
+            if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
+                mismatch_over_ranks(t, &ls.mismatch);
+                b->mismatch = ls.mismatch;
+            }
             double norm;
             if (update_apply(t, &ac, &norm)) return -1;
             *grad_norm += norm;
@@ -147,7 +159,9 @@ static int train_step(trainer *t) {
     double grad_norm = 0, t_up = or1_now();
     bool skipped = b.loss_tokens == 0;
     if (!skipped) {
-        int rc = t->has_ref ? batch_ref_logprobs(&b, t, or1_train_micro_tokens(t->cfg, si)) : 0;
+        int micro = or1_train_micro_tokens(t->cfg, si);
+        int rc = t->has_ref ? batch_ref_logprobs(&b, t, micro) : 0;
+        if (rc == 0 && recompute_logprobs(t)) rc = batch_old_logprobs(&b, t, micro);
         if (rc == 0) rc = update(t, si, &b, alpha, &ls, &grad_norm);
         if (rc) {
             batch_free(&b);

@@ -1,12 +1,14 @@
 """`or1 grad` statistics and every gradient tensor against the float64 reference.
 
-usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | defaults)
+usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | defaults | rollout)
 
 The batches put tokens on both sides of both clip bounds with advantages of both signs (see
 ref.make_batch), use an entropy coefficient != 0 and temperatures != 1, over tied and untied,
 F32/BF16/F16 and single/sharded checkpoints. `defaults` runs without any loss flag and without
 old_logprobs (rho = 1: the plain policy gradient, clip_frac 0), one of them reading --batch
-/dev/stdin.
+/dev/stdin. `rollout` adds the sampler's rollout_logprobs to every row and runs the rollout
+correction (TIS, MIS, none) with two sets of bounds: the weights, the masked share and the
+mismatch statistics against the reference too.
 Tolerances: the same reference run in float32 differs from float64 by <= 3e-6 of a tensor's
 largest gradient and <= 5e-7 relative in the statistics; the bounds below keep a >= 20x margin.
 """
@@ -40,6 +42,17 @@ GROUPS = {
         dict(cfg=dict(arch="llama", tied=True, heads=4, kv_heads=4), dtype="F32", shards=3,
              flags=dict(temperature=0.9, entropy_coef=0.003)),
     ],
+    "rollout": [
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, rollout=True,
+             flags=dict(temperature=0.7, entropy_coef=0.01, rollout_is="tis", rollout_is_high=2.0)),
+        dict(cfg=dict(arch="llama", tied=True), dtype="F32", shards=1, rollout=True,
+             flags=dict(temperature=0.9, rollout_is="mis", rollout_is_low=0.5, rollout_is_high=2.0)),
+        dict(cfg=dict(arch="qwen2", tied=True), dtype="BF16", shards=1, rollout=True,
+             flags=dict(rollout_is="mis", rollout_is_low=0.7, rollout_is_high=1.5)),
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, rollout=True,
+             flags=dict(rollout_is="tis", rollout_is_high=1.5, clip_low=0.2, clip_high=0.28)),
+        dict(cfg=dict(arch="llama", tied=False, head_dim=16), dtype="F32", shards=1, rollout=True, flags={}),
+    ],
     "defaults": [
         dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False,
              stdin=True),
@@ -48,7 +61,9 @@ GROUPS = {
 }
 
 FLAG_NAMES = {"temperature": "--temperature", "entropy_coef": "--entropy-coef",
-              "clip_low": "--clip-low", "clip_high": "--clip-high"}
+              "clip_low": "--clip-low", "clip_high": "--clip-high", "rollout_is": "--rollout-is",
+              "rollout_is_low": "--rollout-is-low", "rollout_is_high": "--rollout-is-high"}
+ROLLOUT_STATS = ("mismatch_abs_mean", "mismatch_abs_max", "mismatch_k3", "is_weight_mean", "is_masked_frac")
 
 
 def flag_args(flags):
@@ -70,6 +85,9 @@ def check_stats(chk, what, got, want):
     """Printed loss statistics against the reference."""
     for key in ("loss", "pg_loss", "entropy", "grad_norm"):
         if chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no numeric '{key}' in output"):
+            chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
+    for key in ROLLOUT_STATS:
+        if key in want and chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no numeric '{key}'"):
             chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
     chk.ok(got.get("tokens") == want["tokens"],
            f"{what}: tokens {got.get('tokens')} != {want['tokens']}")
@@ -101,7 +119,7 @@ def check_case(chk, or1, tmp, k, case):
     cfg, params = ref.new_checkpoint(model, seed=10 + k, dtype=case["dtype"],
                                      shards=case["shards"], **case["cfg"])
     batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"],
-                           with_old=case.get("with_old", True))
+                           with_old=case.get("with_old", True), with_rollout=case.get("rollout", False))
     bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
     files.write_jsonl(bpath, batch)
     what = f"{case['cfg']} {case['dtype']} shards={case['shards']} {case['flags']}"
@@ -117,6 +135,10 @@ def check_case(chk, or1, tmp, k, case):
     if case.get("with_old", True) and kw["clip_low"] < 0.5:
         # the batch must exercise the clip in both directions, or this test proves little
         assert 0 < want_stats["clip_frac"] < 1, want_stats
+    if kw.get("rollout_is", "none") != "none":
+        # the bounds must cut some tokens and keep others, or the correction is not exercised
+        assert 0 < want_stats["is_masked_frac"] < 1 or kw["rollout_is"] == "tis", want_stats
+        assert want_stats["is_weight_mean"] != 1.0, want_stats
     check_stats(chk, what, proc.parse_json_line(r.stdout.strip(), what), want_stats)
     check_grads(chk, what, gpath, want_grads)
 

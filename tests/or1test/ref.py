@@ -288,12 +288,33 @@ def ppo_clip_term(logp, old, adv, clip_low, clip_high):
     return torch.where(wins, clipped, unclipped), wins
 
 
-def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0):
-    """Eq. 3.1: token-mean over the whole batch of the clipped surrogate minus alpha * entropy.
+def rollout_is_weight(old, rollout, mode, low, high):
+    """verl's token-level rollout correction: r = exp(old - rollout); TIS min(r, high), MIS
+    1 inside [low, high] and 0 outside, none 1. Detached (a weight, not a path for gradients)."""
+    r = torch.exp(old - rollout)
+    if mode == "tis":
+        return torch.clamp(r, max=high)
+    if mode == "mis":
+        return ((r >= low) & (r <= high)).to(r.dtype)
+    return torch.ones_like(r)
+
+
+def mismatch_stats(logp, rollout):
+    """|logp - rollout| mean and max, and the k3 estimate exp(d) - 1 - d of KL(rollout||train)."""
+    d = (logp.detach() - rollout)
+    return {"mismatch_abs_mean": d.abs().mean().item(), "mismatch_abs_max": d.abs().max().item(),
+            "mismatch_k3": (torch.expm1(d) - d).mean().item()}
+
+
+def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0, rollout_is="none",
+              rollout_is_low=0.5, rollout_is_high=2.0):
+    """Eq. 3.1: token-mean over the whole batch of the clipped surrogate minus alpha * entropy,
+    each token's surrogate weighted by the rollout correction when rows carry
+    rollout_logprobs.
 
     Returns the scalar loss tensor and the printed statistics (pg_loss, entropy, tokens,
-    clip_frac) as floats."""
-    terms, ents, clips = [], [], []
+    clip_frac, and with rollout log-probs the mismatch and the weights) as floats."""
+    terms, ents, clips, weights, lps, rolls = [], [], [], [], [], []
     for row in batch:
         prompt, resp = row["prompt_ids"], row["response_ids"]
         ids = prompt + resp
@@ -302,6 +323,13 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
         old = (torch.as_tensor(row["old_logprobs"], dtype=logp.dtype)
                if "old_logprobs" in row else logp.detach())
         term, wins = ppo_clip_term(logp, old, float(row["advantage"]), clip_low, clip_high)
+        if "rollout_logprobs" in row:
+            rollout = torch.as_tensor(row["rollout_logprobs"], dtype=logp.dtype)
+            w = rollout_is_weight(old, rollout, rollout_is, rollout_is_low, rollout_is_high)
+            term = term * w
+            weights.append(w)
+            lps.append(logp)
+            rolls.append(rollout)
         terms.append(term)
         ents.append(ent)
         clips.append(wins)
@@ -310,6 +338,11 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
     loss = (pg - ent_coef * ent).sum() / tokens
     stats = {"loss": loss.item(), "pg_loss": pg.mean().item(), "entropy": ent.mean().item(),
              "tokens": tokens, "clip_frac": clip.double().mean().item()}
+    if weights:
+        w = torch.cat(weights)
+        stats.update(mismatch_stats(torch.cat(lps), torch.cat(rolls)))
+        stats["is_weight_mean"] = w.sum().item() / tokens if rollout_is != "none" else 1.0
+        stats["is_masked_frac"] = (w == 0).double().sum().item() / tokens if rollout_is != "none" else 0.0
     return loss, stats
 
 
@@ -329,7 +362,7 @@ def random_ids(g, vocab, n):
 
 
 def make_batch(params, cfg, seed=0, lengths=((3, 5), (1, 7), (6, 2), (4, 9), (2, 1)),
-               temperature=1.0, with_old=True):
+               temperature=1.0, with_old=True, with_rollout=False):
     """A grad batch whose old_logprobs put tokens on both sides of both clip bounds.
 
     Advantages alternate in sign; old = reference logp minus a shift, so rho = exp(shift) is
@@ -351,6 +384,11 @@ def make_batch(params, cfg, seed=0, lengths=((3, 5), (1, 7), (6, 2), (4, 9), (2,
                 logp, _ = token_logprobs(logits, row["response_ids"], temperature)
             row["old_logprobs"] = [float(lp) - shifts[(k + j) % len(shifts)]
                                    for j, lp in enumerate(logp.tolist())]
+        if with_old and with_rollout:
+            # rollout = old - s: the correction's ratio exp(s) is 0.37, 0.55, 0.82, 1.35, 1.82,
+            # 2.7, 4.5: on both sides of MIS bounds [0.5, 2] / [0.7, 1.5] and of TIS caps 2 and 1.5
+            rs = [-1.0, -0.6, -0.2, 0.3, 0.6, 1.0, 1.5]
+            row["rollout_logprobs"] = [o - rs[(2 * k + j) % len(rs)] for j, o in enumerate(row["old_logprobs"])]
         batch.append(row)
     return batch
 

@@ -2,7 +2,11 @@
 """Two training steps of the tiny SFT model end to end: exit 0, a metrics row per step with
 every field issue 6 item 5 lists (consistent with each other), one progress line per step,
 at least one real update that moved the weights, checkpoints with model, optimizer, trainer
-state, config and `latest`; validation rows when eval is on; the KL field when KL is on.
+state, config and `latest`; validation rows when eval is on; the KL field when KL is on; the
+rollout/training mismatch in every row, at fp32 rounding level on the CPU (the sampler's
+row-by-row kernels against the trainer's BLAS ones), over the first mini-batch by default and
+over every token with train.recompute_logprobs; with TIS the weights stay 1 to that level and
+with MIS bounds tighter than the mismatch every token is masked, so the update moves nothing.
 
 Usage: test_run.py OR1 FIXTURE_DIR SCRATCH_DIR
 """
@@ -100,10 +104,44 @@ def with_eval_and_kl():
             f"checkpoint.every 0: {os.listdir(os.path.join(out, 'checkpoints'))}")
 
 
+ROUNDING = 1e-4  # |log pi_train - log pi_rollout| on the CPU: fp32 kernels summing in other orders
+
+
+def mismatch_rows(name, over, **sections):
+    """A two-step run with the given sections; its rows, checked for the mismatch fields."""
+    out = os.path.join(SCRATCH, name)
+    cfg = C.base_config(os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl"), out, checkpoint={"every": 0},
+                        **sections)
+    C.train(OR1, C.write_config(os.path.join(SCRATCH, name + ".yaml"), cfg))
+    rows = [r for r in C.metrics(out) if not r["skipped"]]
+    check(rows, f"{name}: no step made an update")
+    for r in rows:
+        check(r.get("mismatch_over") == over, f"{name}: mismatch over {r.get('mismatch_over')}, want {over}")
+        check(r.get("mismatch_tokens", 0) > 0, f"{name}: step {r['step']} measured no token")
+        check(0 <= r.get("mismatch_abs_mean", -1) <= r.get("mismatch_abs_max", -1) < ROUNDING,
+              f"{name}: step {r['step']} mismatch {r.get('mismatch_abs_mean')} / {r.get('mismatch_abs_max')}")
+        check(abs(r.get("mismatch_k3", 1)) < ROUNDING ** 2, f"{name}: step {r['step']} k3 {r.get('mismatch_k3')}")
+    return rows, out
+
+
+def rollout_mismatch():
+    """The mismatch metric and the rollout correction on the CPU."""
+    mismatch_rows("mm_default", "first_mini_batch")
+    mismatch_rows("mm_recompute", "recomputed", train={"recompute_logprobs": True})
+    rows, _ = mismatch_rows("mm_tis", "recomputed", rollout_correction={"mode": "tis", "high": 2.0})
+    check(all(abs(r["rollout_is_weight_mean"] - 1) < ROUNDING and r["rollout_is_masked_frac"] == 0 for r in rows),
+          f"TIS on the CPU: weights {[(r['rollout_is_weight_mean'], r['rollout_is_masked_frac']) for r in rows]}")
+    # MIS with bounds [1 + 1e-3, 2]: the CPU's ratios are 1 to rounding, so every token is out
+    rows, out = mismatch_rows("mm_mis", "recomputed", rollout_correction={"mode": "mis", "low": 1.001, "high": 2.0})
+    check(all(r["rollout_is_masked_frac"] == 1 and r["pg_loss"] == 0 for r in rows),
+          f"MIS above every ratio: {[(r['rollout_is_masked_frac'], r['pg_loss']) for r in rows]}")
+
+
 def main():
-    """Runs both scenarios."""
+    """Runs every scenario."""
     two_steps()
     with_eval_and_kl()
+    rollout_mismatch()
     finish("train_run")
 
 
