@@ -26,6 +26,8 @@ void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi);
 void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n);
 /* Fills buf[n] on every rank with every rank's shard (each rank's own is already in place). */
 void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n);
+/* Rank 0's len bytes of buf to every rank. */
+void or1_dist_bcast_bytes(const or1_dist *d, void *buf, size_t len);
 /* Gathers every rank's shard (hi - lo floats) into all[n] on rank 0 (all may be NULL elsewhere). */
 void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n);
 /* Concatenates every rank's bytes in rank order on rank 0 (*all: new buffer there, NULL

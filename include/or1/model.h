@@ -194,6 +194,16 @@ typedef struct {
     /* Draws the next token of each of B rows of logits; next, logp and rows are host arrays. */
     int (*sample)(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
                   const or1_sample_row *rows);
+    /* Collectives over the ranks on backend memory (NCCL on GPUs). NULL where the backend has
+     * none: the trainer then sums through the host mirror over MPI. comm_id writes rank 0's
+     * id (at most cap bytes) and returns its size; every rank passes it to comm_init. The
+     * reduce-scatter and all-gather split n floats at starts[0..size] (rank r's shard is
+     * [starts[r], starts[r+1])); the reduce-scatter leaves each rank's summed shard in place. */
+    int (*comm_id)(or1_backend *be, void *id, size_t cap);
+    int (*comm_init)(or1_backend *be, const void *id, int rank, int size);
+    int (*allreduce)(or1_backend *be, float *buf, size_t n);
+    int (*reduce_scatter)(or1_backend *be, float *buf, const size_t *starts);
+    int (*allgather)(or1_backend *be, float *buf, const size_t *starts);
     void (*destroy)(or1_backend *be);
 } or1_backend_ops;
 
@@ -251,6 +261,12 @@ double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi);
  * (the global one): opt holds hi - lo moments. ZeRO stage 1 runs it on each rank's shard. */
 int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
                           double norm, double max_norm);
+
+/* The ranks' collectives on the model's gradients (sum) and parameters (gather), on the
+ * device; -1 with or1_fail where the backend has none (see or1_backend_ops). */
+int or1_dmodel_allreduce_grads(or1_dmodel *dm);
+int or1_dmodel_reduce_scatter_grads(or1_dmodel *dm, const size_t *starts);
+int or1_dmodel_allgather_params(or1_dmodel *dm, const size_t *starts);
 
 /* Bytes of the training workspace for micro-batches of `tokens` tokens (memory reports). */
 size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens);

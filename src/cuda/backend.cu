@@ -13,6 +13,10 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef OR1_NCCL
+#include <nccl.h>
+#endif
+
 enum { CUDA_HEAD_ROWS = 1024, MAX_WEIGHT_SETS = 4 };
 
 /* A registered parameter buffer and its bf16 copy. */
@@ -31,6 +35,14 @@ typedef struct {
     float *temp, *logp;
     int32_t *stream, *counter, *next;
     int rows_cap;
+    /* host staging of the sampling rows (no allocation per decode step) */
+    uint64_t *h_seed;
+    float *h_temp;
+    int32_t *h_sc;
+#ifdef OR1_NCCL
+    ncclComm_t comm; /* the ranks' communicator (NULL until comm_init) */
+    int rank, size;
+#endif
 } cuda_backend;
 
 /* The instance behind be, and its context. */
@@ -298,6 +310,10 @@ static int sample_reserve(cuda_backend *c, int B) {
     c->logp = c->temp ? c->temp + n : NULL;
     c->stream = (int32_t *)or1_cuda_alloc(3 * n * sizeof(int32_t));
     c->counter = c->stream ? c->stream + n : NULL, c->next = c->stream ? c->stream + 2 * n : NULL;
+    free(c->h_seed), free(c->h_temp), free(c->h_sc);
+    c->h_seed = (uint64_t *)or1_malloc(n * sizeof *c->h_seed);
+    c->h_temp = (float *)or1_malloc(n * sizeof *c->h_temp);
+    c->h_sc = (int32_t *)or1_malloc(2 * n * sizeof *c->h_sc);
     c->rows_cap = c->seed && c->temp && c->stream ? B : 0;
     return c->rows_cap ? 0 : or1_fail_ctx("cuda: sampling buffers for %d rows", B);
 }
@@ -307,16 +323,15 @@ static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float 
                        const or1_sample_row *rows) {
     cuda_backend *c = cb(be);
     if (sample_reserve(c, B)) return -1;
-    uint64_t *seed = (uint64_t *)or1_malloc((size_t)B * sizeof *seed);
-    float *temp = (float *)or1_malloc((size_t)B * sizeof *temp);
-    int32_t *sc = (int32_t *)or1_malloc((size_t)2 * B * sizeof *sc);
+    uint64_t *seed = c->h_seed;
+    float *temp = c->h_temp;
+    int32_t *sc = c->h_sc;
     for (int b = 0; b < B; b++)
         seed[b] = rows[b].seed, temp[b] = rows[b].temperature, sc[b] = rows[b].stream, sc[B + b] = rows[b].counter;
     int rc = or1_cuda_upload(c->g, c->seed, seed, (size_t)B * sizeof *seed) ||
              or1_cuda_upload(c->g, c->temp, temp, (size_t)B * sizeof *temp) ||
              or1_cuda_upload(c->g, c->stream, sc, (size_t)B * sizeof *sc) ||
              or1_cuda_upload(c->g, c->counter, sc + B, (size_t)B * sizeof *sc);
-    free(seed), free(temp), free(sc);
     if (rc) return -1;
     k_sample<<<B, 256, 0, c->g->stream>>>(c->next, c->logp, logits, V, c->temp, c->seed, c->stream, c->counter);
     cu_launched(c->g, "sample");
@@ -324,10 +339,72 @@ static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float 
     return or1_cuda_download(c->g, logp, c->logp, (size_t)B * sizeof(float));
 }
 
-/* Releases the weight copies, the sampling buffers and the context. */
+#ifdef OR1_NCCL
+/* A failed NCCL call as an or1 error (the id of the call names it). */
+static int nccl_ok(ncclResult_t r, const char *what) {
+    return r == ncclSuccess ? 0 : or1_fail("cuda: %s: %s", what, ncclGetErrorString(r));
+}
+
+/* Rank 0's unique id for the communicator. */
+static int cuda_comm_id(or1_backend *be, void *id, size_t cap) {
+    (void)be;
+    ncclUniqueId u;
+    if (cap < sizeof u) return or1_fail("cuda: NCCL id needs %zu bytes", sizeof u);
+    if (nccl_ok(ncclGetUniqueId(&u), "ncclGetUniqueId")) return -1;
+    memcpy(id, &u, sizeof u);
+    return (int)sizeof u;
+}
+
+/* Joins the communicator of size ranks (a collective over the ranks). */
+static int cuda_comm_init(or1_backend *be, const void *id, int rank, int size) {
+    cuda_backend *c = cb(be);
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    if (nccl_ok(ncclCommInitRank(&c->comm, size, u, rank), "ncclCommInitRank")) return -1;
+    c->rank = rank, c->size = size;
+    return 0;
+}
+
+/* In-place sum over the ranks on the backend's stream. */
+static int cuda_allreduce(or1_backend *be, float *buf, size_t n) {
+    cuda_backend *c = cb(be);
+    if (nccl_ok(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, c->comm, c->g->stream), "ncclAllReduce")) return -1;
+    return or1_cuda_sync(c->g);
+}
+
+/* Shards of different sizes: one ncclReduce per rank to that rank, in one group. */
+static int cuda_reduce_scatter(or1_backend *be, float *buf, const size_t *starts) {
+    cuda_backend *c = cb(be);
+    int rc = nccl_ok(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < c->size && !rc; r++)
+        rc = nccl_ok(ncclReduce(buf + starts[r], buf + starts[r], starts[r + 1] - starts[r], ncclFloat, ncclSum, r,
+                                c->comm, c->g->stream),
+                     "ncclReduce");
+    if (nccl_ok(ncclGroupEnd(), "ncclGroupEnd")) rc = -1;
+    return rc ? -1 : or1_cuda_sync(c->g);
+}
+
+/* Each rank broadcasts its shard, in one group. */
+static int cuda_allgather(or1_backend *be, float *buf, const size_t *starts) {
+    cuda_backend *c = cb(be);
+    int rc = nccl_ok(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < c->size && !rc; r++)
+        rc = nccl_ok(ncclBroadcast(buf + starts[r], buf + starts[r], starts[r + 1] - starts[r], ncclFloat, r, c->comm,
+                                   c->g->stream),
+                     "ncclBroadcast");
+    if (nccl_ok(ncclGroupEnd(), "ncclGroupEnd")) rc = -1;
+    return rc ? -1 : or1_cuda_sync(c->g);
+}
+#endif
+
+/* Releases the weight copies, the sampling buffers, the communicator and the context. */
 static void cuda_destroy(or1_backend *be) {
     cuda_backend *c = cb(be);
     or1_cuda_sync(c->g);
+#ifdef OR1_NCCL
+    if (c->comm) ncclCommDestroy(c->comm);
+#endif
+    free(c->h_seed), free(c->h_temp), free(c->h_sc);
     for (int i = 0; i < MAX_WEIGHT_SETS; i++)
         if (c->ws[i].bf) or1_cuda_release(c->ws[i].bf);
     void *bufs[] = {c->seed, c->temp, c->stream};
@@ -375,6 +452,19 @@ static const or1_backend_ops CUDA_OPS = {
     cuda_clip,
     cuda_sample_check,
     cuda_sample,
+#ifdef OR1_NCCL
+    cuda_comm_id,
+    cuda_comm_init,
+    cuda_allreduce,
+    cuda_reduce_scatter,
+    cuda_allgather,
+#else
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+#endif
     cuda_destroy,
 };
 

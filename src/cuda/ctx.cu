@@ -39,17 +39,30 @@ int or1_cuda_device_count(void) {
     return n;
 }
 
-/* Context on device 0 with its own stream and cuBLAS handle bound to it. */
+/* The GPU of this process: its local rank (one MPI rank per GPU on a node) modulo the GPUs it
+ * sees, or 0 outside mpirun. */
+static int local_device(int count) {
+    const char *names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v) return atoi(v) % count;
+    }
+    return 0;
+}
+
+/* Context on this process's GPU with its own stream and cuBLAS handle bound to it. */
 or1_cuda *or1_cuda_new(or1_cuda_prec prec) {
-    if (or1_cuda_device_count() < 1) {
+    int count = or1_cuda_device_count();
+    if (count < 1) {
         or1_fail("cuda: no GPU is visible (cudaGetDeviceCount found none)");
         return NULL;
     }
     or1_cuda *g = (or1_cuda *)or1_calloc(1, sizeof *g);
     g->prec = prec;
+    g->device = local_device(count);
     cudaDeviceProp p;
-    cudaError_t e = cudaSetDevice(0);
-    if (e == cudaSuccess) e = cudaGetDeviceProperties(&p, 0);
+    cudaError_t e = cudaSetDevice(g->device);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&p, g->device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         or1_fail("cuda: device 0: %s", cudaGetErrorString(e));

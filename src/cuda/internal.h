@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 struct or1_cuda {
+    int device; /* the GPU's index */
     cudaStream_t stream;
     cublasHandle_t blas;
     or1_cuda_prec prec;

@@ -53,6 +53,11 @@ void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) {
     free(displs);
 }
 
+/* MPI_Bcast from rank 0. */
+void or1_dist_bcast_bytes(const or1_dist *d, void *buf, size_t len) {
+    if (d->size > 1) MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
 /* MPI_Gatherv of the shards to rank 0. */
 void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n) {
     int *counts, *displs;
@@ -148,6 +153,8 @@ void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *sha
 }
 
 void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) { (void)d, (void)buf, (void)n; }
+
+void or1_dist_bcast_bytes(const or1_dist *d, void *buf, size_t len) { (void)d, (void)buf, (void)len; }
 
 void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n) {
     (void)d;

@@ -531,3 +531,25 @@ int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_samp
     dm->op->matmul_rows(dm->be, dm->logits, hidden, dm->w.lm_head, NULL, A, c->hidden, c->vocab);
     return dm->op->sample(dm->be, next, logp, dm->logits, A, c->vocab, rows);
 }
+
+/* Whether the backend runs collectives itself; fails naming it otherwise. */
+static int has_collectives(const or1_dmodel *dm) {
+    if (dm->op->allreduce && dm->op->reduce_scatter && dm->op->allgather) return 1;
+    return or1_fail("%s backend: no device collectives (the host and MPI sum instead)", dm->op->name);
+}
+
+/* The gradients summed over the ranks on the device. */
+int or1_dmodel_allreduce_grads(or1_dmodel *dm) {
+    return has_collectives(dm) > 0 ? dm->op->allreduce(dm->be, dm->grads, dm->n) : -1;
+}
+
+/* Each rank's shard of the gradients summed over the ranks, in place. */
+int or1_dmodel_reduce_scatter_grads(or1_dmodel *dm, const size_t *starts) {
+    return has_collectives(dm) > 0 ? dm->op->reduce_scatter(dm->be, dm->grads, starts) : -1;
+}
+
+/* Every rank's shard of the parameters to every rank, then fresh weight copies. */
+int or1_dmodel_allgather_params(or1_dmodel *dm, const size_t *starts) {
+    if (has_collectives(dm) < 0 || dm->op->allgather(dm->be, dm->params, starts)) return -1;
+    return dm->op->params_changed(dm->be, dm->params, dm->n);
+}

@@ -195,7 +195,7 @@ static int open_device(trainer *t) {
     if (!t->be) return or1_fail_ctx("key \"device\"");
     t->dm = or1_dmodel_new(t->be, &t->m);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new(t->be, &t->ref);
-    if (!t->dm || (t->has_ref && !t->ref_dm)) return -1;
+    if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;
     report_memory(t);
     return 0;
 }

@@ -20,6 +20,7 @@ typedef struct {
     or1_sandbox_pool *pool;
     or1_backend *be;        /* the device the models run on (train.device) */
     or1_dmodel *dm, *ref_dm; /* m and ref placed on it */
+    bool device_collectives; /* gradients summed on the device (NCCL), not via the host */
     FILE *metrics; /* rank 0 */
     long step;     /* completed steps */
     size_t filtered_stage; /* last stage whose online filter ran */
@@ -81,6 +82,8 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
 int run_validation(trainer *t);
 int save_checkpoint(trainer *t);
 
+/* Sets up the device's own collectives over the ranks where the backend has them. */
+int update_collectives_init(trainer *t);
 /* The optimizer update over the ranks (update.c): replicated, or ZeRO stage 1. */
 int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm);
 /* The parameter range [lo, hi) whose optimizer state this rank holds. */

@@ -12,6 +12,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether the device sums and gathers over the ranks itself (NCCL), set up by
+ * update_collectives_init; else the host mirror goes through MPI. */
+static bool on_device(const trainer *t) { return t->device_collectives; }
+
+/* Rank 0's communicator id to every rank, then every rank joins (a collective). Backends
+ * without device collectives, and single ranks, keep the host path. */
+int update_collectives_init(trainer *t) {
+    const or1_backend_ops *op = t->be->ops;
+    if (t->d->size <= 1 || !op->comm_id || !op->comm_init) return 0;
+    char id[512] = {0};
+    int len = t->d->rank == 0 ? op->comm_id(t->be, id, sizeof id) : 0;
+    if (len < 0) return -1;
+    or1_dist_bcast_bytes(t->d, id, sizeof id);
+    if (op->comm_init(t->be, id, t->d->rank, t->d->size)) return -1;
+    t->device_collectives = true;
+    fprintf(stderr, "train: rank %d sums gradients on the %s device\n", t->d->rank, op->name);
+    return 0;
+}
+
+/* Every rank's shard start, and the end (size + 1 entries, new array). */
+static size_t *shard_starts(const trainer *t) {
+    size_t *s = or1_malloc(((size_t)t->d->size + 1) * sizeof *s);
+    for (int r = 0; r < t->d->size; r++) {
+        or1_dist rd = {r, t->d->size};
+        size_t hi;
+        or1_dist_shard(&rd, t->m.n_floats, &s[r], &hi);
+        s[r + 1] = hi;
+    }
+    return s;
+}
+
 /* Whether this run shards the optimizer state (more than one rank and train.zero: 1). */
 static bool sharded(const trainer *t) { return t->cfg->train.zero == 1 && t->d->size > 1; }
 
@@ -21,9 +52,11 @@ void update_range(const trainer *t, size_t *lo, size_t *hi) {
     else *lo = 0, *hi = t->m.n_floats;
 }
 
-/* All-reduce of the gradients through the host mirror, then the ordinary step. */
+/* All-reduce of the gradients (on the device, or through the host mirror), then the
+ * ordinary step. */
 static int update_replicated(trainer *t, const or1_adamw_cfg *ac, double *norm) {
-    if (t->d->size > 1) {
+    if (on_device(t) && or1_dmodel_allreduce_grads(t->dm)) return -1;
+    if (!on_device(t) && t->d->size > 1) {
         if (or1_dmodel_pull_grads(t->dm)) return -1;
         or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
         if (or1_dmodel_push_grads(t->dm)) return -1;
@@ -36,20 +69,32 @@ static int update_replicated(trainer *t, const or1_adamw_cfg *ac, double *norm) 
 static int update_zero1(trainer *t, const or1_adamw_cfg *ac, double *norm) {
     size_t lo, hi, n = t->m.n_floats;
     update_range(t, &lo, &hi);
-    if (or1_dmodel_pull_grads(t->dm)) return -1;
-    float *shard = or1_alloc_floats(hi - lo ? hi - lo : 1);
-    or1_dist_reduce_scatter_f32(t->d, t->m.grads, shard, n);
-    memcpy(t->m.grads + lo, shard, (hi - lo) * sizeof *shard);
-    free(shard);
-    if (or1_dmodel_push_grads(t->dm)) return -1;
+    if (on_device(t)) {
+        size_t *starts = shard_starts(t);
+        int rc = or1_dmodel_reduce_scatter_grads(t->dm, starts);
+        free(starts);
+        if (rc) return -1;
+    } else {
+        if (or1_dmodel_pull_grads(t->dm)) return -1;
+        float *shard = or1_alloc_floats(hi - lo ? hi - lo : 1);
+        or1_dist_reduce_scatter_f32(t->d, t->m.grads, shard, n);
+        memcpy(t->m.grads + lo, shard, (hi - lo) * sizeof *shard);
+        free(shard);
+        if (or1_dmodel_push_grads(t->dm)) return -1;
+    }
     double local = or1_dmodel_grad_norm_range(t->dm, lo, hi);
     if (local < 0) return -1;
     double sq = local * local;
     or1_dist_sum_f64(t->d, &sq, 1);
     *norm = sqrt(sq);
-    if (or1_dmodel_step_range(t->dm, &t->opt, ac, lo, hi, *norm, t->cfg->train.grad_clip) ||
-        or1_dmodel_pull(t->dm))
-        return -1;
+    if (or1_dmodel_step_range(t->dm, &t->opt, ac, lo, hi, *norm, t->cfg->train.grad_clip)) return -1;
+    if (on_device(t)) {
+        size_t *starts = shard_starts(t);
+        int rc = or1_dmodel_allgather_params(t->dm, starts);
+        free(starts);
+        return rc;
+    }
+    if (or1_dmodel_pull(t->dm)) return -1;
     or1_dist_allgather_f32(t->d, t->m.params, n);
     return or1_dmodel_push(t->dm);
 }
