@@ -17,7 +17,7 @@ nvcc --version 2>/dev/null | tail -1 || /usr/local/cuda/bin/nvcc --version | tai
 
 echo "== build ($build)"
 export PATH=$PATH:/usr/local/cuda/bin
-if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build "$build" -j"$(nproc)" 2>&1 | tail -3; }; then
+if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DOR1_BENCH=ON >/dev/null && cmake --build "$build" -j"$(nproc)" 2>&1 | tail -3; }; then
   echo "gpu_check: build failed"
   exit 1
 fi

@@ -9,8 +9,9 @@ byte-identical across --max-slots 1, 3 and 64, --threads 1 and 2, and for the fi
 alone versus followed by the other four. So that identity is not trivially met, the test also
 checks that samples differ between seeds, between the samples of one prompt, and between two copies
 of one prompt at different indexes (each request has its own seed), and that the stop list did end
-samples at different lengths. A wider model (hidden 256, 300-token prompts, where OpenBLAS runs the
-prefill on several threads) checks --threads 1 vs 2 and --max-slots 1 vs 64 once more. With stderr
+samples at different lengths. A wider model (hidden 256, 300-token prompts, where a BLAS prefill
+gave thread-dependent results, so the engine's prefill uses the row-by-row matmul) checks
+--threads 1 vs 2 and --max-slots 1 vs 64 once more. With stderr
 a terminal, a progress bar appears there and stdout stays the same.
 """
 import os
