@@ -269,7 +269,81 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kpool, 
         if (lane + 32 * k < hd) orow[lane + 32 * k] = o[k] * inv;
 }
 
-/* Launches one warp per (row, head). */
+enum { MAX_GROUP = 8 };
+
+/* Pool row of context key j of a row whose prompt is rows pre0.. (n_pre of them) and whose
+ * own tokens are rows own0.. . */
+__device__ __forceinline__ size_t ctx_row(int j, int pre0, int n_pre, int own0) {
+    return j < n_pre ? (size_t)(pre0 + j) : (size_t)(own0 + j - n_pre);
+}
+
+/* Decode under GQA: one warp per (row, KV head) serves the group of G query heads that share
+ * it, so each key and value row is read once per KV head rather than once per query head.
+ * Lane j scores key k0+j against every head of the group (online softmax per head). */
+__global__ void k_attn_decode_gqa(float *out, const float *qkv, const float *kpool, const float *vpool,
+                                  const int32_t *seg, int B, int nh, int nkv, int hd) {
+    int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    if (w >= B * nkv) return;
+    int b = w / nkv, kvh = w % nkv, G = nh / nkv;
+    int pre0 = seg[4 * b], n_pre = seg[4 * b + 1], own0 = seg[4 * b + 2], n = n_pre + seg[4 * b + 3];
+    size_t kvd = (size_t)nkv * hd;
+    const float *q = qkv + (size_t)b * (nh + 2 * nkv) * hd + (size_t)kvh * G * hd;
+    const float *K = kpool + (size_t)kvh * hd, *V = vpool + (size_t)kvh * hd;
+    float scale = rsqrtf((float)hd), m[MAX_GROUP], l[MAX_GROUP], o[MAX_GROUP][NDIM];
+#pragma unroll
+    for (int g = 0; g < MAX_GROUP; g++) {
+        m[g] = -INFINITY, l[g] = 0;
+        for (int k = 0; k < NDIM; k++) o[g][k] = 0;
+    }
+    for (int k0 = 0; k0 < n; k0 += TILE) {
+        int j = k0 + lane;
+        float s[MAX_GROUP], p[MAX_GROUP];
+#pragma unroll
+        for (int g = 0; g < MAX_GROUP; g++) s[g] = j < n ? 0.0f : -INFINITY;
+        if (j < n) {
+            const float *kr = K + ctx_row(j, pre0, n_pre, own0) * kvd;
+            for (int d = 0; d < hd; d++) {
+                float kd = kr[d];
+#pragma unroll
+                for (int g = 0; g < MAX_GROUP; g++)
+                    if (g < G) s[g] += q[(size_t)g * hd + d] * kd;
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < MAX_GROUP; g++) {
+            if (g >= G) continue;
+            float sg = j < n ? s[g] * scale : -INFINITY, nm = fmaxf(m[g], warp_max(sg));
+            float corr = __expf(m[g] - nm);
+            p[g] = j < n ? __expf(sg - nm) : 0.0f;
+            l[g] = l[g] * corr + warp_sum(p[g]);
+            m[g] = nm;
+            for (int k = 0; k < NDIM; k++) o[g][k] *= corr;
+        }
+        for (int jj = 0; jj < min(TILE, n - k0); jj++) {
+            const float *vr = V + ctx_row(k0 + jj, pre0, n_pre, own0) * kvd;
+            float pj[MAX_GROUP];
+#pragma unroll
+            for (int g = 0; g < MAX_GROUP; g++) pj[g] = __shfl_sync(0xffffffffu, p[g], jj);
+            for (int k = 0; k < NDIM; k++) {
+                if (lane + 32 * k >= hd) continue;
+                float v = vr[lane + 32 * k];
+#pragma unroll
+                for (int g = 0; g < MAX_GROUP; g++)
+                    if (g < G) o[g][k] += pj[g] * v;
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < MAX_GROUP; g++) {
+        if (g >= G) continue;
+        float *orow = out + (size_t)b * nh * hd + (size_t)(kvh * G + g) * hd, inv = l[g] > 0 ? 1.0f / l[g] : 0.0f;
+        for (int k = 0; k < NDIM; k++)
+            if (lane + 32 * k < hd) orow[lane + 32 * k] = o[g][k] * inv;
+    }
+}
+
+/* Launches one warp per (row, KV head) when a group fits the registers, else one warp per
+ * (row, query head). */
 void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_pool,
                                const float *v_pool, const int32_t *seg, int nh, int nkv, int hd) {
     if (hd > MAX_HD || hd < 1) {
@@ -277,7 +351,13 @@ void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B,
         return;
     }
     if (B <= 0) return;
-    size_t threads = (size_t)B * nh * 32;
-    k_attn_decode<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, B, nh, nkv, hd);
+    if (nh / nkv <= MAX_GROUP) {
+        size_t threads = (size_t)B * nkv * 32;
+        k_attn_decode_gqa<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, B, nh, nkv,
+                                                                          hd);
+    } else {
+        size_t threads = (size_t)B * nh * 32;
+        k_attn_decode<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, B, nh, nkv, hd);
+    }
     cu_launched(g, "attention_decode");
 }

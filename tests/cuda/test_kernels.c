@@ -148,9 +148,10 @@ static void check_attention(or1_cuda *g, int hd) {
     free(qkv), free(dout), free(out), free(lse), free(dqkv);
 }
 
-/* Decode attention against per-row caches of different lengths. */
-static void check_decode(or1_cuda *g) {
-    int B = 5, nh = 6, nkv = 2, hd = 64, cap = 70, kvd = nkv * hd, stride = (nh + 2 * nkv) * hd;
+/* Decode attention against per-row caches of different lengths, with nh / nkv query heads
+ * per KV head (up to 8 take the grouped kernel, more the per-head one). */
+static void check_decode(or1_cuda *g, int nh, int nkv) {
+    int B = 5, hd = 64, cap = 70, kvd = nkv * hd, stride = (nh + 2 * nkv) * hd;
     int n_ctx[5] = {1, 70, 33, 32, 64}, zero[5] = {0};
     int32_t n_ctx32[5];
     float *qkv = rand_floats((size_t)B * stride, 50, 2), *kc = rand_floats((size_t)B * cap * kvd, 51, 2);
@@ -172,7 +173,7 @@ static void check_decode(or1_cuda *g) {
     }
     int32_t *n_d = to_dev(g, seg, sizeof seg);
     or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, n_d, nh, nkv, hd);
-    expect_dev(g, "attention_decode", out_d, out, (size_t)B * nh * hd, 1e-4);
+    expect_dev(g, nh / nkv <= 8 ? "attention_decode (grouped)" : "attention_decode", out_d, out, (size_t)B * nh * hd, 1e-4);
     void *dev[] = {qkv_d, kc_d, vc_d, out_d, n_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
     free(qkv), free(kc), free(vc), free(out);
@@ -275,7 +276,8 @@ int main(void) {
     check_attention(g, 64);
     check_attention(g, 128);
     check_attention(g, 256); /* the widest head: backward needs more than 48 KiB of shared memory */
-    check_decode(g);
+    check_decode(g, 6, 2);
+    check_decode(g, 18, 2);
     check_swiglu(g);
     check_head(g, 1e-4, 1e-4, "fp32");
     check_optimizer(g);
