@@ -32,13 +32,13 @@ typedef struct {
     weight_set ws[MAX_WEIGHT_SETS];
     /* sampling: per row seed, temperature, stream, counter, and the draws */
     uint64_t *seed;
-    float *temp, *logp;
-    int32_t *stream, *counter, *next;
+    float *temp, *top_p, *logp;
+    int32_t *stream, *counter, *next, *top_k;
     int rows_cap;
     /* host staging of the sampling rows (no allocation per decode step) */
     uint64_t *h_seed;
-    float *h_temp;
-    int32_t *h_sc;
+    float *h_f;   /* temperatures, then top-p */
+    int32_t *h_i; /* streams, counters, then top-k */
 #ifdef OR1_NCCL
     ncclComm_t comm; /* the ranks' communicator (NULL until comm_init) */
     int rank, size;
@@ -230,12 +230,9 @@ static void cuda_clip(or1_backend *be, float *grads, size_t n, double norm, doub
     or1_cuda_clip(ctx(be), grads, n, norm, max_norm);
 }
 
-/* The GPU sampler draws by Gumbel-max at a temperature (or greedily); no top-p / top-k. */
+/* Every setting of the CPU sampler is supported (temperature, top-k, top-p, greedy). */
 static int cuda_sample_check(or1_backend *be, const or1_sample_row *row) {
-    (void)be;
-    if (row->top_p < 1 || row->top_k > 0)
-        return or1_fail("the GPU sampler does temperature or greedy sampling only (top-p %g, top-k %d asked)",
-                        (double)row->top_p, row->top_k);
+    (void)be, (void)row;
     return 0;
 }
 
@@ -246,55 +243,128 @@ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-/* One block per row: z/temperature, its log-sum-exp, and the argmax of z/temperature plus
- * Gumbel noise from (seed, stream, counter, token) of the row — an exact draw from the
- * softmax — or of z when greedy. Writes the token and its log-prob. */
+/* Sum over the block (every thread gets it); sh holds 32 doubles. */
+__device__ double block_sum(double v, double *sh) {
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    double s = 0;
+    for (int w = 0; w < nw; w++) s += sh[w];
+    return s;
+}
+
+/* Maximum (sign +1) or minimum (sign -1) over the block; sh holds 32 doubles. */
+__device__ float block_extreme(float v, float sign, double *sh) {
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+    float x = sign * v;
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    __syncthreads();
+    if (lane == 0) sh[warp] = x;
+    __syncthreads();
+    float r = (float)sh[0];
+    for (int w = 1; w < nw; w++) r = fmaxf(r, (float)sh[w]);
+    return sign * r;
+}
+
+/* Probability mass (unnormalised, exp(zt - m)) and count of the tokens with zt >= t. */
+__device__ void mass_above(const float *z, int V, float inv, float m, float t, double *sh, double *mass, double *count) {
+    double s = 0, c = 0;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        float zt = z[v] * inv;
+        if (zt >= t) s += exp((double)(zt - m)), c += 1;
+    }
+    *mass = block_sum(s, sh);
+    *count = block_sum(c, sh);
+}
+
+/* The lowest logit (at the temperature) a token may have to stay in the row's candidate set:
+ * top-k keeps the k largest, then top-p the smallest head of those whose probability mass
+ * reaches top_p (Hugging Face's order). Found by bisection over logit values, so tokens tied
+ * at the boundary all stay. -INFINITY when nothing is truncated. */
+__device__ float candidate_threshold(const float *z, int V, float inv, float m, float zmin, int top_k, float top_p,
+                                     double *sh) {
+    float thr = -INFINITY;
+    double mass, count;
+    if (top_k > 0 && top_k < V) {
+        float lo = zmin, hi = m;
+        for (int it = 0; it < 48 && lo < hi; it++) {
+            float mid = lo + (hi - lo) * 0.5f;
+            if (mid <= lo || mid >= hi) break;
+            mass_above(z, V, inv, m, mid, sh, &mass, &count);
+            if (count >= top_k) lo = mid;
+            else hi = mid;
+        }
+        thr = lo;
+    }
+    if (top_p < 1) {
+        double total;
+        mass_above(z, V, inv, m, thr, sh, &total, &count);
+        float lo = thr > zmin ? thr : zmin, hi = m;
+        mass_above(z, V, inv, m, hi, sh, &mass, &count);
+        if (mass >= top_p * total) return hi;
+        for (int it = 0; it < 48 && lo < hi; it++) {
+            float mid = lo + (hi - lo) * 0.5f;
+            if (mid <= lo || mid >= hi) break;
+            mass_above(z, V, inv, m, mid, sh, &mass, &count);
+            if (mass >= top_p * total) lo = mid;
+            else hi = mid;
+        }
+        thr = lo;
+    }
+    return thr;
+}
+
+/* One block per row: z/temperature, its log-sum-exp, the candidate set of top-k/top-p, and
+ * the argmax over the candidates of z/temperature plus Gumbel noise from (seed, stream,
+ * counter, token) of the row (an exact draw from the truncated, renormalised softmax), or of
+ * z when greedy. Writes the token and its log-prob at the temperature before truncation. */
 __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V, const float *temps,
-                         const uint64_t *seed, const int32_t *stream, const int32_t *counter) {
+                         const float *top_ps, const int32_t *top_ks, const uint64_t *seed, const int32_t *stream,
+                         const int32_t *counter) {
+    __shared__ double sh[32];
     __shared__ float sv[32];
     __shared__ int si[32];
-    __shared__ double sd[32];
     int b = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
     const float *z = logits + (size_t)b * V;
-    float temperature = temps[b], inv = temperature > 0 ? 1.0f / temperature : 1.0f, m = -INFINITY, best = -INFINITY;
-    int arg = 0;
+    float temperature = temps[b], inv = temperature > 0 ? 1.0f / temperature : 1.0f;
+    float m = -INFINITY, zmin = INFINITY;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, z[v] * inv), zmin = fminf(zmin, z[v] * inv);
+    m = block_extreme(m, 1.0f, sh);
+    zmin = block_extreme(zmin, -1.0f, sh);
+    float thr = temperature > 0 ? candidate_threshold(z, V, inv, m, zmin, top_ks[b], top_ps[b], sh) : -INFINITY;
     uint64_t key = mix64(mix64(seed[b] + 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)stream[b] + 0x632be59bd9b4e019ULL));
     key = mix64(key ^ ((uint64_t)counter[b] * 0x9e3779b97f4a7c15ULL));
+    float best = -INFINITY;
+    int arg = V;
     for (int v = threadIdx.x; v < V; v += blockDim.x) {
         float zt = z[v] * inv, score = zt;
-        m = fmaxf(m, zt);
+        if (zt < thr) continue;
         if (temperature > 0) {
             double u = ((double)(mix64(key ^ (uint64_t)v) >> 11) + 0.5) * 0x1.0p-53;
             score = zt - (float)log(-log(u));
         }
-        if (score > best) best = score, arg = v;
+        if (score > best || (score == best && v < arg)) best = score, arg = v;
     }
     for (int o = 16; o > 0; o >>= 1) {
-        float ob = __shfl_xor_sync(0xffffffffu, best, o), om = __shfl_xor_sync(0xffffffffu, m, o);
+        float ob = __shfl_xor_sync(0xffffffffu, best, o);
         int oa = __shfl_xor_sync(0xffffffffu, arg, o);
         if (ob > best || (ob == best && oa < arg)) best = ob, arg = oa;
-        m = fmaxf(m, om);
     }
-    if (lane == 0) sv[warp] = m, si[warp] = arg, sd[warp] = best;
     __syncthreads();
-    float mm = sv[0];
+    if (lane == 0) sv[warp] = best, si[warp] = arg;
+    __syncthreads();
+    float bb = sv[0];
     int a = si[0];
-    double bb = sd[0];
-    for (int w = 1; w < nw; w++) {
-        mm = fmaxf(mm, sv[w]);
-        if (sd[w] > bb || (sd[w] == bb && si[w] < a)) bb = sd[w], a = si[w];
-    }
+    for (int w = 1; w < nw; w++)
+        if (sv[w] > bb || (sv[w] == bb && si[w] < a)) bb = sv[w], a = si[w];
     double s = 0;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) s += exp((double)(z[v] * inv) - mm);
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    __syncthreads();
-    if (lane == 0) sd[warp] = s;
-    __syncthreads();
+    for (int v = threadIdx.x; v < V; v += blockDim.x) s += exp((double)(z[v] * inv) - m);
+    double tot = block_sum(s, sh);
     if (threadIdx.x) return;
-    double tot = 0;
-    for (int w = 0; w < nw; w++) tot += sd[w];
     next[b] = a;
-    logp[b] = (float)((double)(z[a] * inv) - mm - log(tot));
+    logp[b] = (float)((double)(z[a] * inv) - m - log(tot));
 }
 
 /* Ensures the sampling buffers hold B rows. */
@@ -306,14 +376,15 @@ static int sample_reserve(cuda_backend *c, int B) {
         if (old[i]) or1_cuda_release(old[i]);
     size_t n = (size_t)B;
     c->seed = (uint64_t *)or1_cuda_alloc(n * sizeof(uint64_t));
-    c->temp = (float *)or1_cuda_alloc(2 * n * sizeof(float));
-    c->logp = c->temp ? c->temp + n : NULL;
-    c->stream = (int32_t *)or1_cuda_alloc(3 * n * sizeof(int32_t));
-    c->counter = c->stream ? c->stream + n : NULL, c->next = c->stream ? c->stream + 2 * n : NULL;
-    free(c->h_seed), free(c->h_temp), free(c->h_sc);
+    c->temp = (float *)or1_cuda_alloc(3 * n * sizeof(float));
+    c->top_p = c->temp ? c->temp + n : NULL, c->logp = c->temp ? c->temp + 2 * n : NULL;
+    c->stream = (int32_t *)or1_cuda_alloc(4 * n * sizeof(int32_t));
+    c->counter = c->stream ? c->stream + n : NULL, c->top_k = c->stream ? c->stream + 2 * n : NULL;
+    c->next = c->stream ? c->stream + 3 * n : NULL;
+    free(c->h_seed), free(c->h_f), free(c->h_i);
     c->h_seed = (uint64_t *)or1_malloc(n * sizeof *c->h_seed);
-    c->h_temp = (float *)or1_malloc(n * sizeof *c->h_temp);
-    c->h_sc = (int32_t *)or1_malloc(2 * n * sizeof *c->h_sc);
+    c->h_f = (float *)or1_malloc(2 * n * sizeof *c->h_f);
+    c->h_i = (int32_t *)or1_malloc(3 * n * sizeof *c->h_i);
     c->rows_cap = c->seed && c->temp && c->stream ? B : 0;
     return c->rows_cap ? 0 : or1_fail_ctx("cuda: sampling buffers for %d rows", B);
 }
@@ -324,16 +395,22 @@ static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float 
     cuda_backend *c = cb(be);
     if (sample_reserve(c, B)) return -1;
     uint64_t *seed = c->h_seed;
-    float *temp = c->h_temp;
-    int32_t *sc = c->h_sc;
-    for (int b = 0; b < B; b++)
-        seed[b] = rows[b].seed, temp[b] = rows[b].temperature, sc[b] = rows[b].stream, sc[B + b] = rows[b].counter;
+    float *f = c->h_f;
+    int32_t *in = c->h_i;
+    for (int b = 0; b < B; b++) {
+        const or1_sample_row *r = &rows[b];
+        seed[b] = r->seed, f[b] = r->temperature, f[B + b] = r->top_p;
+        in[b] = r->stream, in[B + b] = r->counter, in[2 * B + b] = r->top_k;
+    }
     int rc = or1_cuda_upload(c->g, c->seed, seed, (size_t)B * sizeof *seed) ||
-             or1_cuda_upload(c->g, c->temp, temp, (size_t)B * sizeof *temp) ||
-             or1_cuda_upload(c->g, c->stream, sc, (size_t)B * sizeof *sc) ||
-             or1_cuda_upload(c->g, c->counter, sc + B, (size_t)B * sizeof *sc);
+             or1_cuda_upload(c->g, c->temp, f, (size_t)B * sizeof *f) ||
+             or1_cuda_upload(c->g, c->top_p, f + B, (size_t)B * sizeof *f) ||
+             or1_cuda_upload(c->g, c->stream, in, (size_t)B * sizeof *in) ||
+             or1_cuda_upload(c->g, c->counter, in + B, (size_t)B * sizeof *in) ||
+             or1_cuda_upload(c->g, c->top_k, in + 2 * B, (size_t)B * sizeof *in);
     if (rc) return -1;
-    k_sample<<<B, 256, 0, c->g->stream>>>(c->next, c->logp, logits, V, c->temp, c->seed, c->stream, c->counter);
+    k_sample<<<B, 256, 0, c->g->stream>>>(c->next, c->logp, logits, V, c->temp, c->top_p, c->top_k, c->seed,
+                                          c->stream, c->counter);
     cu_launched(c->g, "sample");
     if (or1_cuda_sync(c->g) || or1_cuda_download(c->g, next, c->next, (size_t)B * sizeof(int32_t))) return -1;
     return or1_cuda_download(c->g, logp, c->logp, (size_t)B * sizeof(float));
@@ -404,7 +481,7 @@ static void cuda_destroy(or1_backend *be) {
 #ifdef OR1_NCCL
     if (c->comm) ncclCommDestroy(c->comm);
 #endif
-    free(c->h_seed), free(c->h_temp), free(c->h_sc);
+    free(c->h_seed), free(c->h_f), free(c->h_i);
     for (int i = 0; i < MAX_WEIGHT_SETS; i++)
         if (c->ws[i].bf) or1_cuda_release(c->ws[i].bf);
     void *bufs[] = {c->seed, c->temp, c->stream};

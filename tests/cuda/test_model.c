@@ -2,7 +2,8 @@
  * API, or1_dmodel, over both) on random weights: log-probs, entropies and every parameter's
  * gradient for a packed batch of three sequences, one AdamW step, and the rollout engine
  * (shared prompts, continuous batching; each sampled token's log-prob against the CPU head
- * over the whole sequence, and greedy tokens against the CPU's argmax).
+ * over the whole sequence, and greedy tokens against the CPU's argmax), and the GPU sampler's
+ * top-k / top-p truncation).
  * Tolerances, on errors scaled by each tensor's largest magnitude:
  *   fp32: log-probs / entropies 1e-4, gradients 1e-3, AdamW parameters 1e-5, decode 1e-4;
  *   bf16 matmuls: log-probs / entropies 3e-2, gradients 1e-1 (8-bit mantissas through
@@ -179,6 +180,47 @@ static void check_generate(const or1_model_config *c, float temperature) {
     or1_model_free(&mg);
 }
 
+/* Truncation on the GPU sampler: at temperature 0.8, top-k 1 and top-p 1e-6 each leave only
+ * the most likely token, so both must give the CPU engine's greedy tokens (but at near-ties). */
+static void check_truncation(const or1_model_config *c) {
+    enum { REQS = 2, M = 2, STEPS = 6 };
+    or1_model m, mg;
+    or1_model_init(&m, c);
+    or1_model_randomize(&m, 14, 0.1f);
+    twin_model(&mg, &m);
+    or1_backend *cpu = or1_backend_cpu(), *gpu = or1_backend_cuda(OR1_CUDA_FP32);
+    or1_dmodel *dc = or1_dmodel_new(cpu, &m), *dg = gpu ? or1_dmodel_new(gpu, &mg) : NULL;
+    int32_t prompts[REQS][8];
+    for (int r = 0; r < REQS; r++)
+        for (int i = 0; i < 8; i++) prompts[r][i] = (int32_t)(or1_rand_u64(9, (uint64_t)r, (uint64_t)i) % c->vocab);
+    or1_engine_cfg ec = {.max_slots = 4, .kv_cache_gb = 1};
+    or1_request greedy[REQS], trunc[REQS];
+    for (int cut = 0; cut < 2; cut++) {
+        for (int r = 0; r < REQS; r++) {
+            greedy[r] = (or1_request){prompts[r], 8, M, {0.0f, 1.0f, 0, STEPS, 3, NULL, 0}};
+            trunc[r] = (or1_request){prompts[r], 8, M, {0.8f, cut ? 1e-6f : 1.0f, cut ? 0 : 1, STEPS, 3, NULL, 0}};
+        }
+        or1_completion want[REQS * M], got[REQS * M];
+        memset(want, 0, sizeof want), memset(got, 0, sizeof got);
+        int rc = !dg || or1_generate(dc, greedy, REQS, &ec, want) || or1_generate(dg, trunc, REQS, &ec, got);
+        if (CHECK(!rc, "truncation %s: %s", cut ? "top-p" : "top-k", or1_error()))
+            for (int k = 0; k < REQS * M; k++)
+                for (int s = 0; s < got[k].n && s < want[k].n; s++) {
+                    CHECK(got[k].ids[s] == want[k].ids[s], "%s sample %d step %d: token %d, greedy %d",
+                          cut ? "top-p 1e-6" : "top-k 1", k, s, got[k].ids[s], want[k].ids[s]);
+                    if (got[k].ids[s] != want[k].ids[s]) break;
+                }
+        or1_completions_free(want, REQS * M);
+        or1_completions_free(got, REQS * M);
+    }
+    or1_dmodel_free(dg);
+    or1_dmodel_free(dc);
+    or1_backend_free(gpu);
+    or1_backend_free(cpu);
+    or1_model_free(&m);
+    or1_model_free(&mg);
+}
+
 int main(void) {
     require_gpu("cuda_model");
     or1_set_threads(2);
@@ -193,6 +235,7 @@ int main(void) {
         check_step(&c);
         check_generate(&c, 0);
         check_generate(&c, 0.8f);
+        check_truncation(&c);
     }
     return check_report();
 }
