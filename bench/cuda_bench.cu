@@ -128,7 +128,7 @@ static int bench_rollout(or1_dmodel *dm, const or1_model_config *c, const opts *
         for (int t = 0; t < o->prompt; t++) p[t] = (int32_t)(or1_rand_u64(4, (uint64_t)s, (uint64_t)t) % c->vocab);
         reqs[s] = (or1_request){p, o->prompt, 1, {1.0f, 1.0f, 0, o->n_new, (uint64_t)(9 + s), NULL, 0}};
     }
-    or1_engine_cfg ec = {B, 64.0, NULL, NULL, false};
+    or1_engine_cfg ec = {B, 64.0, NULL, NULL, false, NULL};
     double t0 = or1_now();
     int rc = or1_generate(dm, reqs, B, &ec, out);
     double dt = or1_now() - t0;

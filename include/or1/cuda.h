@@ -74,11 +74,11 @@ void or1_cuda_attention(or1_cuda *g, float *out, float *lse, const float *qkv, c
 void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                             int nkv, int hd);
-/* Decode attention: B single-token queries (qkv rows, rotated) against a KV pool of rows of
- * nkv*hd floats: row b attends to pool rows seg[4b] .. +seg[4b+1] then seg[4b+2] .. +seg[4b+3]
- * (its prompt, then its own tokens). out[B, nh*hd]. */
+/* Decode attention over the paged KV pool, or1_attention_decode's semantics (seg and the
+ * block table in device memory). out[B, nh*hd]. */
 void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_pool,
-                               const float *v_pool, const int32_t *seg, int nh, int nkv, int hd);
+                               const float *v_pool, const int32_t *seg, const int32_t *blocks, int block, int nh,
+                               int nkv, int hd);
 
 void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter);
 void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, const float *da, const float *gu, int T, int inter);

@@ -37,15 +37,14 @@ void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos,
  * out[T, nh*hd]; lse[T, nh] = log-sum-exp of each softmax row (kept for backward). */
 void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_start, int n_seqs,
                    int nh, int nkv, int hd);
-/* Decode attention: for each of B rows, one query (qkv row b, already rotated) attends to
- * n_prefix[b] keys of its prompt (kp[b], vp[b]: rows of kv_stride floats) followed by n_own[b]
- * keys of its own (ko[b], vo[b]). out[B, nh*hd]. scratch holds ctx_cap floats per OpenMP
- * thread, ctx_cap >= every n_prefix[b] + n_own[b] (the caller sizes it once: no allocation
- * per decode step). */
-void or1_attention_decode(float *out, const float *qkv, int B, const float *const *kp,
-                          const float *const *vp, const int *n_prefix, const float *const *ko,
-                          const float *const *vo, const int *n_own, int nh, int nkv, int hd, float *scratch,
-                          int ctx_cap);
+/* Decode attention over a paged KV pool: for each of B rows, one query (qkv row b, already
+ * rotated) attends to its prompt's seg[4b+1] keys then its own seg[4b+3] keys. Keys and values
+ * are rows of nkv*hd floats of the pools k and v, kept in blocks of `block` rows: the prompt's
+ * block ids are blocks[seg[4b]...], the row's own blocks[seg[4b+2]...]. out[B, nh*hd].
+ * scratch holds ctx_cap floats per OpenMP thread, ctx_cap >= every row's context (the caller
+ * sizes it once: no allocation per decode step). */
+void or1_attention_decode(float *out, const float *qkv, int B, const float *k, const float *v, const int32_t *seg,
+                          const int32_t *blocks, int block, int nh, int nkv, int hd, float *scratch, int ctx_cap);
 /* dqkv (overwritten) from dout, recomputing probabilities from lse (no [T x T] matrix). */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd);

@@ -173,10 +173,12 @@ typedef struct {
     /* Row t's rotated key and value (in qkv) go to row rows[t] of the pools k and v. */
     void (*kv_store)(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
                      int kvd);
-    /* B single-token queries; row b attends to pool rows seg[4b] .. +seg[4b+1] (its prompt)
-     * then seg[4b+2] .. +seg[4b+3] (its own tokens); ctx_cap bounds every row's total. */
+    /* B single-token queries over the paged pool (or1_attention_decode's semantics): row b
+     * attends to its prompt's seg[4b+1] keys (block ids at blocks[seg[4b]]) then its own
+     * seg[4b+3] (block ids at blocks[seg[4b+2]]); ctx_cap bounds every row's total. */
     void (*attention_decode)(or1_backend *be, float *out, const float *qkv, int B, const float *k, const float *v,
-                             const int32_t *seg, int nh, int nkv, int hd, int ctx_cap);
+                             const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv, int hd,
+                             int ctx_cap);
     void (*swiglu)(or1_backend *be, float *a, const float *gu, int T, int inter);
     void (*swiglu_bwd)(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter);
     void (*head)(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
@@ -271,18 +273,21 @@ int or1_dmodel_allgather_params(or1_dmodel *dm, const size_t *starts);
 /* Bytes of the training workspace for micro-batches of `tokens` tokens (memory reports). */
 size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens);
 
-/* Decode support, for the rollout engine. A KV pool holds `rows` rows of keys and values in
- * every layer; sequences own ranges of rows. The workspace is sized for rows_cap decode rows,
- * prompts of up to prompt_cap tokens and positions below pos_cap. */
-int or1_dmodel_decode_reserve(or1_dmodel *dm, int pool_rows, int rows_cap, int prompt_cap, int pos_cap);
-/* Prefills one packed sequence: token t's key and value go to pool row kv_row0 + t, and
- * the final hidden state of its last token to hidden (backend memory, hidden floats). */
-int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, int kv_row0, float *hidden);
+/* Decode support, for the rollout engine. A paged KV pool holds n_blocks blocks of `block`
+ * rows of keys and values in every layer; a sequence's rows are wherever its blocks are. The
+ * workspace is sized for rows_cap decode rows, prompts of up to prompt_cap tokens, positions
+ * below pos_cap and block tables of up to table_cap entries per step. */
+int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_cap, int prompt_cap, int pos_cap,
+                              int table_cap);
+/* Prefills one packed sequence: token t's key and value go to pool row kv_rows[t] (host
+ * array), the final hidden state of its last token to hidden (backend memory). */
+int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, float *hidden);
 /* One decode step for R rows (host arrays): row r embeds tokens[r] at position pos[r],
- * stores its key and value at pool row kv_rows[r], attends over seg[4r..4r+3] (see
- * attention_decode), and leaves its final hidden state in row r of hidden (backend memory). */
+ * stores its key and value at pool row kv_rows[r], attends over seg[4r..4r+3] with the block
+ * ids of blocks[0..n_table) (see attention_decode), and leaves its final hidden state in row r
+ * of hidden (backend memory). */
 int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
-                      const int32_t *seg, float *hidden);
+                      const int32_t *seg, const int32_t *blocks, int n_table, float *hidden);
 /* Logits of A hidden rows (backend memory) and one draw per row (host arrays). */
 int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_sample_row *rows, int32_t *next,
                       float *logp);

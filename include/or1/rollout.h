@@ -40,6 +40,14 @@ typedef struct {
     bool stopped; /* finish reason: true = stop token, false = length */
 } or1_completion;
 
+/* What a run of the engine did, for reports. */
+typedef struct {
+    int slots;         /* sequences decoded together */
+    int blocks;        /* KV pool blocks (of block_rows rows each) */
+    int block_rows;
+    long preemptions;  /* sequences stopped to free blocks and started again later */
+} or1_engine_stats;
+
 typedef struct {
     int max_slots;      /* sequences decoded together (default 64) */
     double kv_cache_gb; /* KV cache budget in GiB (default 8) */
@@ -47,6 +55,7 @@ typedef struct {
     void (*on_done)(void *ctx, int request, int sample, const or1_completion *c);
     void *ctx;
     bool progress; /* a progress bar on stderr */
+    or1_engine_stats *stats; /* filled in when not NULL */
 } or1_engine_cfg;
 
 /* Generates every sample of every request into out[offset(i) + j] (request-major, where

@@ -165,8 +165,12 @@ int cmd_generate(cli_args *a) {
     if (stop_flag(a, m->cfg.vocab, &stop, &n_stop) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 && cli_check_unused(a) == 0 &&
         read_requests(input, tok, &m->cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
-        or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true};
+        or1_engine_stats st = {0};
+        or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true, .stats = &st};
         rc = generate(cm.dm, &l, &s, n, &cfg, tok) ? 1 : 0;
+        if (rc == 0)
+            fprintf(stderr, "generate: %d slots, KV pool of %d blocks of %d tokens, %ld preemptions\n", st.slots,
+                    st.blocks, st.block_rows, st.preemptions);
     }
     for (int i = 0; i < l.n; i++) free((void *)l.r[i].prompt);
     free(l.r);

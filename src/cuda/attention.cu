@@ -230,14 +230,24 @@ void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const f
     cu_launched(g, "attention_bwd");
 }
 
-/* Decode: one warp per (row, head); lane j scores key k0+j of the row's context, which is
- * pool rows seg[0] .. +seg[1] (the prompt) followed by seg[2] .. +seg[3] (its own tokens). */
+/* Pool row of context position j of a decode row (see or1_attention_decode): the prompt's
+ * blocks hold positions 0 .. n_pre-1, the row's own blocks the rest. */
+__device__ __forceinline__ size_t ctx_row(int j, const int32_t *seg, const int32_t *blocks, int block) {
+    int n_pre = seg[1], i = j < n_pre ? j : j - n_pre;
+    const int32_t *table = blocks + (j < n_pre ? seg[0] : seg[2]);
+    return (size_t)table[i / block] * (size_t)block + (size_t)(i % block);
+}
+
+/* Decode: one warp per (row, head); lane j scores key k0+j of the row's context, its prompt
+ * followed by its own tokens, found through the block tables. */
 __global__ void k_attn_decode(float *out, const float *qkv, const float *kpool, const float *vpool,
-                              const int32_t *seg, int B, int nh, int nkv, int hd) {
+                              const int32_t *seg_all, const int32_t *blocks, int block, int B, int nh, int nkv,
+                              int hd) {
     int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
     if (w >= B * nh) return;
     int b = w / nh, h = w % nh, kvh = h / (nh / nkv);
-    int pre0 = seg[4 * b], n_pre = seg[4 * b + 1], own0 = seg[4 * b + 2], n = n_pre + seg[4 * b + 3];
+    const int32_t *seg = seg_all + 4 * b;
+    int n = seg[1] + seg[3];
     size_t kvd = (size_t)nkv * hd;
     const float *q = qkv + (size_t)b * (nh + 2 * nkv) * hd + (size_t)h * hd;
     const float *K = kpool + (size_t)kvh * hd, *V = vpool + (size_t)kvh * hd;
@@ -247,7 +257,7 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kpool, 
         int j = k0 + lane;
         float s = -INFINITY;
         if (j < n) {
-            size_t row = j < n_pre ? (size_t)(pre0 + j) : (size_t)(own0 + j - n_pre);
+            size_t row = ctx_row(j, seg, blocks, block);
             s = 0;
             for (int d = 0; d < hd; d++) s += q[d] * K[row * kvd + d];
             s *= scale;
@@ -258,8 +268,7 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kpool, 
         for (int k = 0; k < NDIM; k++) o[k] *= corr;
         for (int jj = 0; jj < min(TILE, n - k0); jj++) {
             float pj = __shfl_sync(0xffffffffu, p, jj);
-            int kj = k0 + jj;
-            size_t row = kj < n_pre ? (size_t)(pre0 + kj) : (size_t)(own0 + kj - n_pre);
+            size_t row = ctx_row(k0 + jj, seg, blocks, block);
             for (int k = 0; k < NDIM; k++)
                 if (lane + 32 * k < hd) o[k] += pj * V[row * kvd + lane + 32 * k];
         }
@@ -271,21 +280,17 @@ __global__ void k_attn_decode(float *out, const float *qkv, const float *kpool, 
 
 enum { MAX_GROUP = 8 };
 
-/* Pool row of context key j of a row whose prompt is rows pre0.. (n_pre of them) and whose
- * own tokens are rows own0.. . */
-__device__ __forceinline__ size_t ctx_row(int j, int pre0, int n_pre, int own0) {
-    return j < n_pre ? (size_t)(pre0 + j) : (size_t)(own0 + j - n_pre);
-}
-
 /* Decode under GQA: one warp per (row, KV head) serves the group of G query heads that share
  * it, so each key and value row is read once per KV head rather than once per query head.
  * Lane j scores key k0+j against every head of the group (online softmax per head). */
 __global__ void k_attn_decode_gqa(float *out, const float *qkv, const float *kpool, const float *vpool,
-                                  const int32_t *seg, int B, int nh, int nkv, int hd) {
+                                  const int32_t *seg_all, const int32_t *blocks, int block, int B, int nh, int nkv,
+                                  int hd) {
     int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
     if (w >= B * nkv) return;
     int b = w / nkv, kvh = w % nkv, G = nh / nkv;
-    int pre0 = seg[4 * b], n_pre = seg[4 * b + 1], own0 = seg[4 * b + 2], n = n_pre + seg[4 * b + 3];
+    const int32_t *seg = seg_all + 4 * b;
+    int n = seg[1] + seg[3];
     size_t kvd = (size_t)nkv * hd;
     const float *q = qkv + (size_t)b * (nh + 2 * nkv) * hd + (size_t)kvh * G * hd;
     const float *K = kpool + (size_t)kvh * hd, *V = vpool + (size_t)kvh * hd;
@@ -301,7 +306,7 @@ __global__ void k_attn_decode_gqa(float *out, const float *qkv, const float *kpo
 #pragma unroll
         for (int g = 0; g < MAX_GROUP; g++) s[g] = j < n ? 0.0f : -INFINITY;
         if (j < n) {
-            const float *kr = K + ctx_row(j, pre0, n_pre, own0) * kvd;
+            const float *kr = K + ctx_row(j, seg, blocks, block) * kvd;
             for (int d = 0; d < hd; d++) {
                 float kd = kr[d];
 #pragma unroll
@@ -320,7 +325,7 @@ __global__ void k_attn_decode_gqa(float *out, const float *qkv, const float *kpo
             for (int k = 0; k < NDIM; k++) o[g][k] *= corr;
         }
         for (int jj = 0; jj < min(TILE, n - k0); jj++) {
-            const float *vr = V + ctx_row(k0 + jj, pre0, n_pre, own0) * kvd;
+            const float *vr = V + ctx_row(k0 + jj, seg, blocks, block) * kvd;
             float pj[MAX_GROUP];
 #pragma unroll
             for (int g = 0; g < MAX_GROUP; g++) pj[g] = __shfl_sync(0xffffffffu, p[g], jj);
@@ -345,7 +350,8 @@ __global__ void k_attn_decode_gqa(float *out, const float *qkv, const float *kpo
 /* Launches one warp per (row, KV head) when a group fits the registers, else one warp per
  * (row, query head). */
 void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_pool,
-                               const float *v_pool, const int32_t *seg, int nh, int nkv, int hd) {
+                               const float *v_pool, const int32_t *seg, const int32_t *blocks, int block, int nh,
+                               int nkv, int hd) {
     if (hd > MAX_HD || hd < 1) {
         cu_error(g, "attention: head_dim %d outside 1..%d", hd, MAX_HD);
         return;
@@ -353,11 +359,12 @@ void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B,
     if (B <= 0) return;
     if (nh / nkv <= MAX_GROUP) {
         size_t threads = (size_t)B * nkv * 32;
-        k_attn_decode_gqa<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, B, nh, nkv,
-                                                                          hd);
+        k_attn_decode_gqa<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, blocks, block, B,
+                                                                          nh, nkv, hd);
     } else {
         size_t threads = (size_t)B * nh * 32;
-        k_attn_decode<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, B, nh, nkv, hd);
+        k_attn_decode<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, blocks, block, B,
+                                                                       nh, nkv, hd);
     }
     cu_launched(g, "attention_decode");
 }

@@ -264,32 +264,38 @@ void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_
     }
 }
 
-/* One decode query against its prompt keys then its own keys; scores in p (n_p + n_o). */
-static void decode_head(float *o, const float *q, const float *kp, const float *vp, int n_p, const float *ko,
-                        const float *vo, int n_o, int kv_stride, int hd, float *p) {
+/* Pool row of context position j of a decode row: its prompt's blocks hold positions
+ * 0 .. n_pre-1, its own blocks the rest; tables list block ids, block rows each. */
+static size_t context_row(const int32_t *seg, const int32_t *blocks, int block, int j) {
+    int i = j < seg[1] ? j : j - seg[1];
+    const int32_t *table = blocks + (j < seg[1] ? seg[0] : seg[2]);
+    return (size_t)table[i / block] * (size_t)block + (size_t)(i % block);
+}
+
+/* One decode query against its prompt keys then its own keys; scores in p. */
+static void decode_head(float *o, const float *q, const float *k, const float *v, const int32_t *seg,
+                        const int32_t *blocks, int block, int kv_stride, int hd, float *p) {
+    int n = seg[1] + seg[3];
     float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, sum = 0;
-    for (int j = 0; j < n_p + n_o; j++) {
-        const float *k = j < n_p ? kp + (size_t)j * kv_stride : ko + (size_t)(j - n_p) * kv_stride;
-        p[j] = dot(q, k, hd) * scale;
+    for (int j = 0; j < n; j++) {
+        p[j] = dot(q, k + context_row(seg, blocks, block, j) * kv_stride, hd) * scale;
         m = p[j] > m ? p[j] : m;
     }
-    for (int j = 0; j < n_p + n_o; j++) {
+    for (int j = 0; j < n; j++) {
         p[j] = fast_exp(p[j] - m);
         sum += p[j];
     }
     memset(o, 0, (size_t)hd * sizeof *o);
-    for (int j = 0; j < n_p + n_o; j++) {
-        const float *v = j < n_p ? vp + (size_t)j * kv_stride : vo + (size_t)(j - n_p) * kv_stride;
+    for (int j = 0; j < n; j++) {
+        const float *vr = v + context_row(seg, blocks, block, j) * kv_stride;
         float c = p[j] / sum;
-        for (int i = 0; i < hd; i++) o[i] += c * v[i];
+        for (int i = 0; i < hd; i++) o[i] += c * vr[i];
     }
 }
 
 /* Decode attention: parallel over (row, head); each row's result depends on that row alone. */
-void or1_attention_decode(float *out, const float *qkv, int B, const float *const *kp,
-                          const float *const *vp, const int *n_prefix, const float *const *ko,
-                          const float *const *vo, const int *n_own, int nh, int nkv, int hd, float *scratch,
-                          int ctx_cap) {
+void or1_attention_decode(float *out, const float *qkv, int B, const float *k, const float *v, const int32_t *seg,
+                          const int32_t *blocks, int block, int nh, int nkv, int hd, float *scratch, int ctx_cap) {
     int stride = (nh + 2 * nkv) * hd, kv_stride = nkv * hd, group = nh / nkv;
     #pragma omp parallel
     {
@@ -299,8 +305,7 @@ void or1_attention_decode(float *out, const float *qkv, int B, const float *cons
             for (int h = 0; h < nh; h++) {
                 size_t koff = (size_t)(h / group) * hd;
                 decode_head(out + (size_t)b * nh * hd + (size_t)h * hd, qkv + (size_t)b * stride + (size_t)h * hd,
-                            kp[b] + koff, vp[b] + koff, n_prefix[b], ko[b] + koff, vo[b] + koff, n_own[b],
-                            kv_stride, hd, p);
+                            k + koff, v + koff, seg + 4 * b, blocks, block, kv_stride, hd, p);
             }
     }
 }

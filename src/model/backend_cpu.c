@@ -17,8 +17,6 @@ typedef struct {
     float *head_scratch;      /* or1_head_scratch(CPU_HEAD_ROWS) floats */
     float *scratch;           /* decode attention and sampling, per thread */
     size_t scratch_n;
-    const float **ptrs;       /* decode attention's per-row key/value pointers */
-    int *counts, ptr_cap;
 } cpu_backend;
 
 /* The instance behind be. */
@@ -164,27 +162,12 @@ static void cpu_kv_store(or1_backend *be, float *k, float *v, const int32_t *row
     }
 }
 
-/* Turns each row's two pool ranges into the pointers or1_attention_decode takes. */
+/* The paged decode attention with this backend's per-thread score scratch. */
 static void cpu_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const float *k,
-                                 const float *v, const int32_t *seg, int nh, int nkv, int hd, int ctx_cap) {
-    cpu_backend *c = cpu(be);
-    if (B > c->ptr_cap) {
-        free(c->ptrs);
-        free(c->counts);
-        c->ptrs = or1_malloc((size_t)4 * B * sizeof *c->ptrs);
-        c->counts = or1_malloc((size_t)2 * B * sizeof *c->counts);
-        c->ptr_cap = B;
-    }
-    const float **kp = c->ptrs, **vp = kp + B, **ko = vp + B, **vo = ko + B;
-    int *n_pre = c->counts, *n_own = n_pre + B;
-    size_t kvd = (size_t)nkv * hd;
-    for (int b = 0; b < B; b++) {
-        const int32_t *s = seg + 4 * b;
-        kp[b] = k + (size_t)s[0] * kvd, vp[b] = v + (size_t)s[0] * kvd, n_pre[b] = s[1];
-        ko[b] = k + (size_t)s[2] * kvd, vo[b] = v + (size_t)s[2] * kvd, n_own[b] = s[3];
-    }
+                                 const float *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
+                                 int hd, int ctx_cap) {
     float *scratch = cpu_scratch(be, (size_t)omp_get_max_threads() * ctx_cap);
-    or1_attention_decode(out, qkv, B, kp, vp, n_pre, ko, vo, n_own, nh, nkv, hd, scratch, ctx_cap);
+    or1_attention_decode(out, qkv, B, k, v, seg, blocks, block, nh, nkv, hd, scratch, ctx_cap);
 }
 
 static void cpu_swiglu(or1_backend *be, float *a, const float *gu, int T, int inter) {
@@ -249,8 +232,6 @@ static void cpu_destroy(or1_backend *be) {
     cpu_backend *c = cpu(be);
     free(c->head_scratch);
     free(c->scratch);
-    free(c->ptrs);
-    free(c->counts);
     free(c);
 }
 

@@ -34,9 +34,9 @@ struct or1_dmodel {
     int32_t *ibuf;
     size_t ibuf_n;
     const int32_t *ids, *pos, *seq_start, *sc_pos, *sc_tgt;
-    /* decode: the KV pool, logits of rows_cap rows, the step's index arrays */
+    /* decode: the paged KV pool, logits of rows_cap rows, the step's index arrays */
     float *kv;
-    int pool_rows, rows_cap;
+    int pool_rows, block, rows_cap, prompt_cap, table_cap;
     float *logits;
     int32_t *dec;
 };
@@ -281,8 +281,7 @@ static int bind_batch(or1_dmodel *dm, const or1_batch *b) {
  * NULL: keys and values are not kept. */
 typedef struct {
     const or1_batch *b;
-    const int32_t *kv_rows, *seg;
-    size_t kv_off; /* floats added to each layer's pool base (a prefill's first row) */
+    const int32_t *kv_rows, *seg, *blocks;
 } layer_mode;
 
 /* Layer i's keys (values at +pool) in the KV pool. */
@@ -307,12 +306,13 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, int 
     mm(be, l->qkv, l->xn1, w->wqkv, w->bqkv, T, H, qkvd);
     op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);
     float *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd : NULL;
-    if (md->kv_rows) op->kv_store(be, k + md->kv_off, v + md->kv_off, md->kv_rows, l->qkv, T, qd, kvd);
+    if (md->kv_rows) op->kv_store(be, k, v, md->kv_rows, l->qkv, T, qd, kvd);
     if (md->b)
         op->attention(be, l->att, l->lse, l->qkv, dm->seq_start, md->b->n_seqs, T, md->b->max_len, c->heads,
                       c->kv_heads, hd);
     else
-        op->attention_decode(be, l->att, l->qkv, T, k, v, md->seg, c->heads, c->kv_heads, hd, dm->cap_len);
+        op->attention_decode(be, l->att, l->qkv, T, k, v, md->seg, md->blocks, dm->block, c->heads, c->kv_heads, hd,
+                             dm->cap_len);
     mm(be, l->x2, l->att, w->wo, w->bo, T, qd, H);
     op->add(be, l->x2, l->x, (size_t)T * H);
     op->rmsnorm(be, l->xn2, l->r2, l->x2, w->ln2, T, H, c->rms_eps);
@@ -338,7 +338,7 @@ static void run_layers(or1_dmodel *dm, int T, bool train, const layer_mode *md, 
 int or1_dmodel_forward(or1_dmodel *dm, const or1_batch *b, bool train) {
     if (reserve(dm, b->n_tokens, b->max_len, train) || bind_batch(dm, b)) return -1;
     dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, dm->cfg.hidden);
-    layer_mode md = {b, NULL, NULL, 0};
+    layer_mode md = {b, NULL, NULL, NULL};
     run_layers(dm, b->n_tokens, train, &md, dm->hf);
     return dm->op->sync(dm->be);
 }
@@ -475,8 +475,10 @@ int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c
     return op->sync(dm->be);
 }
 
-/* The KV pool, the logits of rows_cap rows, the step's index arrays and a workspace. */
-int or1_dmodel_decode_reserve(or1_dmodel *dm, int pool_rows, int rows_cap, int prompt_cap, int pos_cap) {
+/* The paged KV pool, the logits of rows_cap rows, the step's index arrays (tokens,
+ * positions, KV rows, segments, block table, a prompt's KV rows) and a workspace. */
+int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_cap, int prompt_cap, int pos_cap,
+                              int table_cap) {
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     if (pos_cap > c->max_pos)
@@ -485,40 +487,52 @@ int or1_dmodel_decode_reserve(or1_dmodel *dm, int pool_rows, int rows_cap, int p
     void *old[] = {dm->kv, dm->logits, dm->dec};
     for (size_t i = 0; i < sizeof old / sizeof *old; i++) op->release(dm->be, old[i]);
     dm->kv = NULL, dm->logits = NULL, dm->dec = NULL, dm->pool_rows = 0, dm->rows_cap = 0;
-    size_t kvd = (size_t)c->kv_heads * c->head_dim;
-    dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * pool_rows * kvd * sizeof(float));
+    size_t kvd = (size_t)c->kv_heads * c->head_dim, rows = (size_t)n_blocks * block;
+    size_t ints = (size_t)7 * rows_cap + (size_t)table_cap + (size_t)prompt_cap;
+    dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * rows * kvd * sizeof(float));
     dm->logits = dm->kv ? op->alloc(dm->be, (size_t)rows_cap * c->vocab * sizeof(float)) : NULL;
-    dm->dec = dm->logits ? op->alloc(dm->be, (size_t)7 * rows_cap * sizeof(int32_t)) : NULL;
-    if (!dm->dec) return or1_fail_ctx("%s decode: KV cache of %d rows", op->name, pool_rows);
-    dm->pool_rows = pool_rows, dm->rows_cap = rows_cap;
+    dm->dec = dm->logits ? op->alloc(dm->be, ints * sizeof(int32_t)) : NULL;
+    if (!dm->dec) return or1_fail_ctx("%s decode: KV cache of %d blocks of %d rows", op->name, n_blocks, block);
+    dm->pool_rows = (int)rows, dm->block = block, dm->rows_cap = rows_cap;
+    dm->prompt_cap = prompt_cap, dm->table_cap = table_cap;
     return reserve(dm, rows_cap > prompt_cap ? rows_cap : prompt_cap, pos_cap, false);
 }
 
-/* Forward of one sequence keeping every layer's keys and values from pool row kv_row0. */
-int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, int kv_row0, float *hidden) {
+/* Forward of one sequence keeping every layer's keys and values at the given pool rows. */
+int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, float *hidden) {
     const or1_model_config *c = &dm->cfg;
-    if (!dm->kv || b->n_seqs != 1 || kv_row0 < 0 || kv_row0 + b->n_tokens > dm->pool_rows)
-        return or1_fail("prefill: %d tokens at KV row %d of %d", b->n_tokens, kv_row0, dm->pool_rows);
-    if (reserve(dm, b->n_tokens, b->max_len, false) || bind_batch(dm, b)) return -1;
+    if (!dm->kv || b->n_seqs != 1 || b->n_tokens > dm->prompt_cap)
+        return or1_fail("prefill: %d tokens for prompts of %d", b->n_tokens, dm->prompt_cap);
+    for (int t = 0; t < b->n_tokens; t++)
+        if (kv_rows[t] < 0 || kv_rows[t] >= dm->pool_rows)
+            return or1_fail("prefill: token %d at KV row %d of %d", t, kv_rows[t], dm->pool_rows);
+    const int32_t *rows_d;
+    int32_t *cur = dm->dec + (size_t)7 * dm->rows_cap + dm->table_cap;
+    if (reserve(dm, b->n_tokens, b->max_len, false) || bind_batch(dm, b) ||
+        device_ints(dm, &rows_d, kv_rows, (size_t)b->n_tokens, &cur))
+        return -1;
     dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, c->hidden);
-    layer_mode md = {b, dm->pos, NULL, (size_t)kv_row0 * c->kv_heads * c->head_dim};
+    layer_mode md = {b, rows_d, NULL, NULL};
     run_layers(dm, b->n_tokens, false, &md, dm->hf);
     dm->op->copy(dm->be, hidden, dm->hf + (size_t)(b->n_tokens - 1) * c->hidden, (size_t)c->hidden * sizeof(float));
     return dm->op->sync(dm->be);
 }
 
-/* One token per row through every layer against the KV pool; final hidden states out. */
+/* One token per row through every layer against the paged pool; final hidden states out. */
 int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
-                      const int32_t *seg, float *hidden) {
+                      const int32_t *seg, const int32_t *blocks, int n_table, float *hidden) {
     const or1_model_config *c = &dm->cfg;
-    if (R < 1 || R > dm->rows_cap) return or1_fail("decode: %d rows for a workspace of %d", R, dm->rows_cap);
-    const int32_t *tok_d, *rows_d, *seg_d;
+    if (R < 1 || R > dm->rows_cap || n_table > dm->table_cap)
+        return or1_fail("decode: %d rows and %d table entries for a workspace of %d and %d", R, n_table, dm->rows_cap,
+                        dm->table_cap);
+    const int32_t *tok_d, *rows_d, *seg_d, *blk_d;
     int32_t *cur = dm->dec;
     if (device_ints(dm, &tok_d, tokens, (size_t)R, &cur) || device_ints(dm, &dm->pos, pos, (size_t)R, &cur) ||
-        device_ints(dm, &rows_d, kv_rows, (size_t)R, &cur) || device_ints(dm, &seg_d, seg, (size_t)4 * R, &cur))
+        device_ints(dm, &rows_d, kv_rows, (size_t)R, &cur) || device_ints(dm, &seg_d, seg, (size_t)4 * R, &cur) ||
+        device_ints(dm, &blk_d, blocks, (size_t)n_table, &cur))
         return -1;
     dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, tok_d, R, c->hidden);
-    layer_mode md = {NULL, rows_d, seg_d, 0};
+    layer_mode md = {NULL, rows_d, seg_d, blk_d};
     run_layers(dm, R, false, &md, hidden);
     return dm->op->sync(dm->be);
 }

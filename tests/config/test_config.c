@@ -371,12 +371,14 @@ static void test_repo_configs(const char *dir) {
         }
         char *y1 = or1_train_config_yaml(&c);
         const char *p2 = put("dump.yaml", y1);
-        CHECK(or1_train_config_load(p2, NULL, 0, &c2) == 0, "%s: dump does not load: %s\n%s", path, or1_error(), y1);
-        char *y2 = or1_train_config_yaml(&c2);
-        CHECK(!strcmp(y1, y2), "%s: dump/reload differs:\n%s\n----\n%s", path, y1, y2);
+        if (CHECK(or1_train_config_load(p2, NULL, 0, &c2) == 0, "%s: dump does not load: %s\n%s", path, or1_error(),
+                  y1)) { /* a dump that does not load leaves c2 unset */
+            char *y2 = or1_train_config_yaml(&c2);
+            CHECK(!strcmp(y1, y2), "%s: dump/reload differs:\n%s\n----\n%s", path, y1, y2);
+            free(y2);
+            or1_train_config_free(&c2);
+        }
         free(y1);
-        free(y2);
-        or1_train_config_free(&c2);
         int total = 0;
         for (size_t i = 0; i < c.n_stages; i++) total += c.stages[i].steps;
         if (!strcmp(e->d_name, "r1-distill-7b.yaml")) {

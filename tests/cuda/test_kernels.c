@@ -148,33 +148,33 @@ static void check_attention(or1_cuda *g, int hd) {
     free(qkv), free(dout), free(out), free(lse), free(dqkv);
 }
 
-/* Decode attention against per-row caches of different lengths, with nh / nkv query heads
- * per KV head (up to 8 take the grouped kernel, more the per-head one). */
+/* Decode attention over a paged pool against the CPU kernel: rows of different lengths, each
+ * split into a prompt part and an own part (starting on a fresh block), their blocks of 10
+ * rows scattered over the pool in a shuffled order; nh / nkv query heads per KV head (up to 8
+ * take the grouped kernel, more the per-head one). */
 static void check_decode(or1_cuda *g, int nh, int nkv) {
-    int B = 5, hd = 64, cap = 70, kvd = nkv * hd, stride = (nh + 2 * nkv) * hd;
-    int n_ctx[5] = {1, 70, 33, 32, 64}, zero[5] = {0};
-    int32_t n_ctx32[5];
-    float *qkv = rand_floats((size_t)B * stride, 50, 2), *kc = rand_floats((size_t)B * cap * kvd, 51, 2);
-    float *vc = rand_floats((size_t)B * cap * kvd, 52, 1), *out = or1_alloc_floats((size_t)B * nh * hd);
-    const float *kp[5], *vp[5];
-    for (int b = 0; b < B; b++) {
-        kp[b] = kc + (size_t)b * cap * kvd, vp[b] = vc + (size_t)b * cap * kvd;
-        n_ctx32[b] = n_ctx[b];
+    enum { B = 5, BLOCK = 10, PER_ROW = 7 };
+    int hd = 64, cap = BLOCK * PER_ROW, kvd = nkv * hd, stride = (nh + 2 * nkv) * hd, n_ctx[B] = {1, 70, 33, 32, 64};
+    size_t pool = (size_t)B * cap * kvd;
+    float *qkv = rand_floats((size_t)B * stride, 50, 2), *kc = rand_floats(pool, 51, 2), *vc = rand_floats(pool, 52, 1);
+    float *out = or1_alloc_floats((size_t)B * nh * hd);
+    int32_t seg[4 * B], table[B * PER_ROW];
+    for (int b = 0, n_table = 0; b < B; b++) {
+        int split = n_ctx[b] / 2 / BLOCK * BLOCK, pre = (split + BLOCK - 1) / BLOCK;
+        int own = (n_ctx[b] - split + BLOCK - 1) / BLOCK;
+        seg[4 * b] = n_table, seg[4 * b + 1] = split, seg[4 * b + 2] = n_table + pre, seg[4 * b + 3] = n_ctx[b] - split;
+        for (int i = 0; i < pre + own; i++) /* logical block i of row b: physical (7b + 3i) mod 35 */
+            table[n_table++] = (int32_t)((b * PER_ROW + 3 * (i + (i >= pre ? split / BLOCK - pre : 0))) % (B * PER_ROW));
     }
     float *scratch = or1_alloc_floats((size_t)or1_threads() * cap);
-    or1_attention_decode(out, qkv, B, kp, vp, n_ctx, kp, vp, zero, nh, nkv, hd, scratch, cap);
+    or1_attention_decode(out, qkv, B, kc, vc, seg, table, BLOCK, nh, nkv, hd, scratch, cap);
     free(scratch);
-    float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, (size_t)B * cap * kvd * 4);
-    float *vc_d = to_dev(g, vc, (size_t)B * cap * kvd * 4), *out_d = or1_cuda_alloc((size_t)B * nh * hd * 4);
-    int32_t seg[4 * 5]; /* each row's context split into a prompt part and an own part */
-    for (int b = 0; b < B; b++) {
-        int split = n_ctx32[b] / 2;
-        seg[4 * b] = b * cap, seg[4 * b + 1] = split, seg[4 * b + 2] = b * cap + split, seg[4 * b + 3] = n_ctx32[b] - split;
-    }
-    int32_t *n_d = to_dev(g, seg, sizeof seg);
-    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, n_d, nh, nkv, hd);
+    float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, pool * 4), *vc_d = to_dev(g, vc, pool * 4);
+    float *out_d = or1_cuda_alloc((size_t)B * nh * hd * 4);
+    int32_t *seg_d = to_dev(g, seg, sizeof seg), *table_d = to_dev(g, table, sizeof table);
+    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, seg_d, table_d, BLOCK, nh, nkv, hd);
     expect_dev(g, nh / nkv <= 8 ? "attention_decode (grouped)" : "attention_decode", out_d, out, (size_t)B * nh * hd, 1e-4);
-    void *dev[] = {qkv_d, kc_d, vc_d, out_d, n_d};
+    void *dev[] = {qkv_d, kc_d, vc_d, out_d, seg_d, table_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
     free(qkv), free(kc), free(vc), free(out);
 }

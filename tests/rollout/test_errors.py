@@ -91,6 +91,24 @@ def check_kv_budget(env):
                                 **flags)[1]
     env.chk.ok(want is not None and got == want,
                f"--kv-cache-gb {few:.3e} (a few sequences) must give the default budget's output")
+    check_paging(env, inp, per_token)
+
+
+def check_paging(env, inp, per_token):
+    """A KV pool of 8 blocks of 16 tokens (5 slots' prompts of one block, and one response of
+    40 tokens, 3 blocks): twelve 40-token samples cannot all grow at once, so sequences are
+    preempted and started again, and the output must still be the default budget's, byte for
+    byte (counter-based draws, row-independent kernels)."""
+    flags = {"n": 4, "seed": 6, "max-new-tokens": 40}
+    want = rollout.generate_lines(env.chk, env.or1, env.model, inp, 3, **flags)[1]
+    budget = 8 * 16 * per_token / 2 ** 30
+    r = rollout.generate_raw(env.or1, env.model, inp, **flags, **{"kv-cache-gb": f"{budget:.6e}", "max-slots": 4})
+    got = r.stdout.splitlines() if r.returncode == 0 else None
+    pre = re.findall(r"KV pool of (\d+) blocks of 16 tokens, (\d+) preemptions", r.stderr)
+    env.chk.ok(r.returncode == 0, f"paging run: exit {r.returncode}: {r.stderr.strip()[-1500:]}")
+    env.chk.ok(pre and pre[0][0] == "8" and int(pre[0][1]) > 0,
+               f"paging run: want a pool of 8 blocks and some preemptions, stderr says {pre} ({r.stderr[-300:]!r})")
+    env.chk.ok(want is not None and got == want, "paging run with preemptions differs from the default budget's output")
 
 
 def check_inputs(env):
