@@ -5,7 +5,7 @@ CMAKE_CONFIGURE = cmake -S . -B
 DEPS_STAMP = build/.deps-ok
 TEST_DEPS_STAMP = build/.test-deps-ok
 
-.PHONY: all deps test-deps build build-asan run test bench clean base
+.PHONY: all deps test-deps build build-asan run test bench clean base fuzz
 
 all: build
 
@@ -44,9 +44,13 @@ bench: test-deps
 	@cmake --build build -j$(JOBS)
 	@bash bench/run.sh
 
+# The libFuzzer targets (fuzz/), built with clang in build-fuzz/, FUZZ_SECONDS each (default 60).
+fuzz: test-deps
+	@bash fuzz/run.sh
+
 # Remakes the demo's base model under models/arith-base (tokenizer, init, SFT on traces, avg@8).
 base: build
 	@bash demo/make_base.sh
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
