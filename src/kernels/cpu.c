@@ -272,13 +272,32 @@ static size_t context_row(const int32_t *seg, const int32_t *blocks, int block, 
     return (size_t)table[i / block] * (size_t)block + (size_t)(i % block);
 }
 
+/* A walk over a decode row's context positions in order, looking a block up only when it
+ * enters one (positions inside a block are consecutive pool rows). */
+typedef struct {
+    const int32_t *seg, *blocks;
+    int block, j, left;
+    size_t row;
+} context_walk;
+
+/* The pool row of the walk's next position. */
+static inline size_t context_next(context_walk *w) {
+    if (w->left == 0 || w->j == w->seg[1]) {
+        w->row = context_row(w->seg, w->blocks, w->block, w->j);
+        w->left = w->block - (int)(w->row % (size_t)w->block);
+    }
+    w->left--, w->j++;
+    return w->row++;
+}
+
 /* One decode query against its prompt keys then its own keys; scores in p. */
 static void decode_head(float *o, const float *q, const float *k, const float *v, const int32_t *seg,
                         const int32_t *blocks, int block, int kv_stride, int hd, float *p) {
     int n = seg[1] + seg[3];
     float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, sum = 0;
+    context_walk w = {seg, blocks, block, 0, 0, 0};
     for (int j = 0; j < n; j++) {
-        p[j] = dot(q, k + context_row(seg, blocks, block, j) * kv_stride, hd) * scale;
+        p[j] = dot(q, k + context_next(&w) * kv_stride, hd) * scale;
         m = p[j] > m ? p[j] : m;
     }
     for (int j = 0; j < n; j++) {
@@ -286,8 +305,9 @@ static void decode_head(float *o, const float *q, const float *k, const float *v
         sum += p[j];
     }
     memset(o, 0, (size_t)hd * sizeof *o);
+    w = (context_walk){seg, blocks, block, 0, 0, 0};
     for (int j = 0; j < n; j++) {
-        const float *vr = v + context_row(seg, blocks, block, j) * kv_stride;
+        const float *vr = v + context_next(&w) * kv_stride;
         float c = p[j] / sum;
         for (int i = 0; i < hd; i++) o[i] += c * vr[i];
     }

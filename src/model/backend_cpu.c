@@ -113,10 +113,10 @@ static void cpu_scatter_add(or1_backend *be, float *dst, const float *src, const
     }
 }
 
-/* y += x elementwise (residual connections), in parallel. */
+/* y += x elementwise (residual connections), in parallel when large enough to pay for it. */
 static void cpu_add(or1_backend *be, float *y, const float *x, size_t n) {
     (void)be;
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (n > 262144)
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
