@@ -108,12 +108,9 @@ static const char *const TRUNC_NAMES[] = {"none", "before", "after"};
 
 /* Parses a truncation-mask mode name. */
 int or1_trunc_mask_parse(const char *s, or1_trunc_mask *out, const char *where) {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, TRUNC_NAMES[i]) == 0) {
-            *out = (or1_trunc_mask)i;
-            return 0;
-        }
-    return or1_fail("%s: truncation mask \"%.64s\" is not one of none, before, after", where, s);
+    int i = algo_name_index(TRUNC_NAMES, 3, s, "truncation mask", where);
+    if (i >= 0) *out = (or1_trunc_mask)i;
+    return i < 0 ? -1 : 0;
 }
 
 /* The mode's name as the config spells it. */

@@ -1,5 +1,6 @@
 /* Adaptive entropy control of Skywork-OR1 (paper §3.2.5, eq. (3.2)), as EntController in
  * core_algos.py of Skywork-OR1's verl fork computes it with the final training scripts. */
+#include "internal.h"
 #include "or1/algo.h"
 #include "or1/core.h"
 #include "or1/io.h"
@@ -19,12 +20,9 @@ static const char *const MODE_NAMES[] = {"adaptive", "constant", "off"};
 
 /* Parses "adaptive" | "constant" | "off". */
 int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *where) {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, MODE_NAMES[i]) == 0) {
-            *out = (or1_entropy_mode)i;
-            return 0;
-        }
-    return or1_fail("%s: entropy mode \"%.64s\" is not one of adaptive, constant, off", where, s);
+    int i = algo_name_index(MODE_NAMES, 3, s, "entropy mode", where);
+    if (i >= 0) *out = (or1_entropy_mode)i;
+    return i < 0 ? -1 : 0;
 }
 
 /* The mode's name as the config spells it. */

@@ -1,4 +1,4 @@
-/* Private helpers shared by the src/rl/algo_*.c files. */
+/* Private helpers shared by the files of src/algo. */
 #ifndef OR1_ALGO_INTERNAL_H
 #define OR1_ALGO_INTERNAL_H
 
@@ -16,5 +16,9 @@ typedef struct {
 /* Groups samples 0..n-1 by their ids (any int32, in any order). Free with or1_groups_free. */
 void or1_groups_build(const int32_t *group, size_t n, or1_groups *g);
 void or1_groups_free(or1_groups *g);
+
+/* The index of s among names[0..n), or -1 with the error "WHERE: WHAT "S" is not one of
+ * a, b, c" (names.c). */
+int algo_name_index(const char *const *names, int n, const char *s, const char *what, const char *where);
 
 #endif

@@ -1,4 +1,5 @@
 /* The MAGIC policy loss of Skywork-OR1, eq. (3.1), token by token. */
+#include "internal.h"
 #include "or1/algo.h"
 #include "or1/core.h"
 
@@ -61,12 +62,9 @@ static const char *const IS_NAMES[] = {"none", "tis", "mis"};
 
 /* Parses "none" | "tis" | "mis". */
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where) {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, IS_NAMES[i]) == 0) {
-            *out = (or1_rollout_is_mode)i;
-            return 0;
-        }
-    return or1_fail("%s: rollout correction \"%s\" is not none, tis or mis", where, s);
+    int i = algo_name_index(IS_NAMES, 3, s, "rollout correction", where);
+    if (i >= 0) *out = (or1_rollout_is_mode)i;
+    return i < 0 ? -1 : 0;
 }
 
 const char *or1_rollout_is_name(or1_rollout_is_mode m) { return IS_NAMES[m]; }

@@ -46,20 +46,46 @@ static void twin_model(or1_model *mg, const or1_model *m) {
     memcpy(mg->params, m->params, m->n_floats * sizeof(float));
 }
 
+/* One random model on the CPU backend and a copy of it on the GPU backend. */
+typedef struct {
+    or1_model m, mg;
+    or1_backend *cpu, *gpu;
+    or1_dmodel *dc, *dg; /* dg NULL when the GPU cannot be opened */
+} pair;
+
+/* Randomises a model for c (seed) and places it on both backends (the GPU's in prec). */
+static void pair_open(pair *p, const or1_model_config *c, uint64_t seed, or1_cuda_prec prec) {
+    or1_model_init(&p->m, c);
+    or1_model_randomize(&p->m, seed, 0.1f);
+    twin_model(&p->mg, &p->m);
+    p->cpu = or1_backend_cpu();
+    p->gpu = or1_backend_cuda(prec);
+    p->dc = or1_dmodel_new(p->cpu, &p->m);
+    p->dg = p->gpu ? or1_dmodel_new(p->gpu, &p->mg) : NULL;
+}
+
+/* Frees both placements, both backends and both host models. */
+static void pair_close(pair *p) {
+    or1_dmodel_free(p->dg);
+    or1_dmodel_free(p->dc);
+    or1_backend_free(p->gpu);
+    or1_backend_free(p->cpu);
+    or1_model_free(&p->m);
+    or1_model_free(&p->mg);
+}
+
 /* Forward, head and backward on both backends; compares outputs and every parameter's grad. */
 static void check_grads(const or1_model_config *c, or1_cuda_prec prec, double tol_lp, double tol_g, const char *tag) {
-    or1_model m, mg;
-    or1_model_init(&m, c);
-    or1_model_randomize(&m, 11, 0.1f);
-    twin_model(&mg, &m);
+    pair P;
+    pair_open(&P, c, 11, prec);
+    or1_model *mp = &P.m, *mgp = &P.mg;
+    or1_dmodel *dc = P.dc, *dg = P.dg;
     or1_batch b;
     make_batch(&b, c->vocab);
     int S = b.n_scored;
     float *lp = or1_alloc_floats((size_t)2 * S), *ent = lp + S;
     float *glp = rand_floats(S, 90, 1), *gH = rand_floats(S, 91, 1);
     float *lp_g = or1_alloc_floats((size_t)2 * S), *ent_g = lp_g + S;
-    or1_backend *cpu = or1_backend_cpu(), *gpu = or1_backend_cuda(prec);
-    or1_dmodel *dc = or1_dmodel_new(cpu, &m), *dg = gpu ? or1_dmodel_new(gpu, &mg) : NULL;
     bool cpu_ran = dc && !or1_dmodel_forward(dc, &b, true) && !or1_dmodel_head(dc, &b, 0.9f, lp, ent) &&
                    !or1_dmodel_backward(dc, &b, 0.9f, glp, gH);
     bool ran = dg && !or1_dmodel_forward(dg, &b, true) && !or1_dmodel_head(dg, &b, 0.9f, lp_g, ent_g) &&
@@ -70,53 +96,41 @@ static void check_grads(const or1_model_config *c, or1_cuda_prec prec, double to
         expect_close(name, lp_g, lp, S, tol_lp);
         snprintf(name, sizeof name, "%s entropy", tag);
         expect_close(name, ent_g, ent, S, tol_lp);
-        for (int i = 0; i < m.n_p; i++) {
-            const or1_param *p = &m.p[i];
+        for (int i = 0; i < mp->n_p; i++) {
+            const or1_param *p = &mp->p[i];
             snprintf(name, sizeof name, "%s grad %s", tag, p->name);
-            expect_close(name, mg.grads + p->offset, m.grads + p->offset, p->numel, tol_g);
+            expect_close(name, mgp->grads + p->offset, mp->grads + p->offset, p->numel, tol_g);
         }
     }
-    or1_dmodel_free(dg);
-    or1_dmodel_free(dc);
-    or1_backend_free(gpu);
-    or1_backend_free(cpu);
+    pair_close(&P);
     or1_batch_free(&b);
-    or1_model_free(&m);
-    or1_model_free(&mg);
     free(lp), free(glp), free(gH), free(lp_g);
 }
 
 /* One clipped AdamW step on both backends from the same gradients. */
 static void check_step(const or1_model_config *c) {
-    or1_model m, mg;
-    or1_model_init(&m, c);
-    or1_model_randomize(&m, 12, 0.1f);
-    twin_model(&mg, &m);
-    float *gr = rand_floats(m.n_floats, 92, 1);
-    memcpy(m.grads, gr, m.n_floats * sizeof(float));
-    memcpy(mg.grads, gr, m.n_floats * sizeof(float));
+    pair P;
+    pair_open(&P, c, 12, OR1_CUDA_FP32);
+    or1_model *mp = &P.m, *mgp = &P.mg;
+    or1_dmodel *dc = P.dc, *dg = P.dg;
+    float *gr = rand_floats(mp->n_floats, 92, 1);
+    memcpy(mp->grads, gr, mp->n_floats * sizeof(float));
+    memcpy(mgp->grads, gr, mp->n_floats * sizeof(float));
     or1_adamw_cfg ac = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
     or1_adamw o, og;
-    or1_adamw_init(&o, m.n_floats);
-    or1_adamw_init(&og, m.n_floats);
-    or1_backend *cpu = or1_backend_cpu(), *gpu = or1_backend_cuda(OR1_CUDA_FP32);
-    or1_dmodel *dc = or1_dmodel_new(cpu, &m), *dg = gpu ? or1_dmodel_new(gpu, &mg) : NULL;
+    or1_adamw_init(&o, mp->n_floats);
+    or1_adamw_init(&og, mp->n_floats);
     double want = 0, norm = 0;
     bool cpu_ran = dc && !or1_dmodel_step(dc, &o, &ac, 1.0, &want);
     bool ran = dg && !or1_dmodel_push_grads(dg) && !or1_dmodel_step(dg, &og, &ac, 1.0, &norm) && !or1_dmodel_pull(dg);
     if (CHECK(cpu_ran && ran, "adamw step: %s", or1_error())) {
         CHECK(near(norm, want, 0, 1e-9), "model grad norm %.12g vs CPU %.12g", norm, want);
-        expect_close("model adamw step (clipped)", mg.params, m.params, m.n_floats, 1e-5);
-        expect_close("model adamw moments", og.v, o.v, m.n_floats, 1e-5);
+        expect_close("model adamw step (clipped)", mgp->params, mp->params, mp->n_floats, 1e-5);
+        expect_close("model adamw moments", og.v, o.v, mp->n_floats, 1e-5);
     }
-    or1_dmodel_free(dg);
-    or1_dmodel_free(dc);
-    or1_backend_free(gpu);
-    or1_backend_free(cpu);
+    pair_close(&P);
     or1_adamw_free(&o);
     or1_adamw_free(&og);
-    or1_model_free(&m);
-    or1_model_free(&mg);
     free(gr);
 }
 
@@ -125,12 +139,9 @@ static void check_step(const or1_model_config *c) {
  * sequence is scored on the CPU: log-probs must match, greedy tokens must be the argmax. */
 static void check_generate(const or1_model_config *c, float temperature) {
     enum { REQS = 3, M = 2, STEPS = 6 };
-    or1_model m, mg;
-    or1_model_init(&m, c);
-    or1_model_randomize(&m, 13, 0.1f);
-    twin_model(&mg, &m);
-    or1_backend *cpu = or1_backend_cpu(), *gpu = or1_backend_cuda(OR1_CUDA_FP32);
-    or1_dmodel *dc = or1_dmodel_new(cpu, &m), *dg = gpu ? or1_dmodel_new(gpu, &mg) : NULL;
+    pair P;
+    pair_open(&P, c, 13, OR1_CUDA_FP32);
+    or1_dmodel *dc = P.dc, *dg = P.dg;
     int32_t prompts[REQS][16];
     int np[REQS] = {4, 11, 1};
     or1_request reqs[REQS];
@@ -172,24 +183,16 @@ static void check_generate(const or1_model_config *c, float temperature) {
     }
     or1_completions_free(out, REQS * M);
     or1_completions_free(cpu_out, REQS * M);
-    or1_dmodel_free(dg);
-    or1_dmodel_free(dc);
-    or1_backend_free(gpu);
-    or1_backend_free(cpu);
-    or1_model_free(&m);
-    or1_model_free(&mg);
+    pair_close(&P);
 }
 
 /* Truncation on the GPU sampler: at temperature 0.8, top-k 1 and top-p 1e-6 each leave only
  * the most likely token, so both must give the CPU engine's greedy tokens (but at near-ties). */
 static void check_truncation(const or1_model_config *c) {
     enum { REQS = 2, M = 2, STEPS = 6 };
-    or1_model m, mg;
-    or1_model_init(&m, c);
-    or1_model_randomize(&m, 14, 0.1f);
-    twin_model(&mg, &m);
-    or1_backend *cpu = or1_backend_cpu(), *gpu = or1_backend_cuda(OR1_CUDA_FP32);
-    or1_dmodel *dc = or1_dmodel_new(cpu, &m), *dg = gpu ? or1_dmodel_new(gpu, &mg) : NULL;
+    pair P;
+    pair_open(&P, c, 14, OR1_CUDA_FP32);
+    or1_dmodel *dc = P.dc, *dg = P.dg;
     int32_t prompts[REQS][8];
     for (int r = 0; r < REQS; r++)
         for (int i = 0; i < 8; i++) prompts[r][i] = (int32_t)(or1_rand_u64(9, (uint64_t)r, (uint64_t)i) % c->vocab);
@@ -213,12 +216,7 @@ static void check_truncation(const or1_model_config *c) {
         or1_completions_free(want, REQS * M);
         or1_completions_free(got, REQS * M);
     }
-    or1_dmodel_free(dg);
-    or1_dmodel_free(dc);
-    or1_backend_free(gpu);
-    or1_backend_free(cpu);
-    or1_model_free(&m);
-    or1_model_free(&mg);
+    pair_close(&P);
 }
 
 int main(void) {
