@@ -14,4 +14,8 @@ if(CMAKE_CUDA_COMPILER)
   # the CLI with --device cuda against the CPU path (checkpoints from tests/or1test/ref.py)
   or1_python_test(cuda_cli ${CMAKE_CURRENT_LIST_DIR}/test_cli.py $<TARGET_FILE:or1> TIMEOUT 600 ENV OMP_NUM_THREADS=2)
   set_tests_properties(cuda_cli PROPERTIES SKIP_RETURN_CODE 77)
+  # or1 train with device: cuda on the trainer tests' fixture model (tests/train)
+  or1_python_test(cuda_train ${CMAKE_CURRENT_LIST_DIR}/test_train.py $<TARGET_FILE:or1> ${CMAKE_BINARY_DIR}/train_fixture
+                  ${CMAKE_BINARY_DIR}/cuda_train TIMEOUT 900 ENV OMP_NUM_THREADS=2)
+  set_tests_properties(cuda_train PROPERTIES SKIP_RETURN_CODE 77 FIXTURES_REQUIRED train_models)
 endif()
