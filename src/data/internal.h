@@ -1,4 +1,4 @@
-/* Private: the dataset struct shared by src/rl/data*.c. */
+/* Private: the dataset struct shared by the files of src/data. */
 #ifndef OR1_DATA_INTERNAL_H
 #define OR1_DATA_INTERNAL_H
 
