@@ -1,6 +1,6 @@
-/* Private: the YAML configuration tree shared by src/io/config_*.c. */
-#ifndef OR1_CONFIG_INTERNAL_H
-#define OR1_CONFIG_INTERNAL_H
+/* Private: the YAML configuration tree shared by src/io/yaml.c and yaml_get.c. */
+#ifndef OR1_IO_YAML_INTERNAL_H
+#define OR1_IO_YAML_INTERNAL_H
 
 #include "or1/io_yaml.h"
 

@@ -1,6 +1,6 @@
-/* Trainer internals shared by trainer.c, trainer_batch.c and trainer_state.c. */
-#ifndef OR1_TRAINER_INTERNAL_H
-#define OR1_TRAINER_INTERNAL_H
+/* Trainer internals shared by the files of src/train (trainer, batch, state, ckpt, update). */
+#ifndef OR1_TRAIN_INTERNAL_H
+#define OR1_TRAIN_INTERNAL_H
 
 #include "or1/algo.h"
 #include "or1/cuda.h"
