@@ -5,4 +5,4 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # The benchmark imports the tests' shared package (tests/or1test).
 export PYTHONPATH="$here/tests${PYTHONPATH:+:$PYTHONPATH}"
-/usr/bin/python3 "$here/bench/code_bench.py" "$here/build/or1" "$here/../shared/data" "${OR1_CODE_BENCH_ROUNDS:-3}"
+/usr/bin/python3 "$here/bench/code_bench.py" "$here/build/or1" "$here/data" "${OR1_CODE_BENCH_ROUNDS:-3}"

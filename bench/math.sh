@@ -3,7 +3,7 @@
 # Run from the repository root after `make build` (make bench does both).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-data="$here/../shared/data/math500.jsonl"
+data="$here/data/math500.jsonl"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$here/bench/math_ref.py" make-pairs "$data" > "$tmp/pairs.jsonl"

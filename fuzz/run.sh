@@ -16,7 +16,7 @@ cp configs/*.yaml demo/demo.yaml "$corpus/train_config/"
 cp models/arith-base/model.safetensors "$corpus/safetensors/"
 i=0
 while IFS= read -r line && [ $i -lt 40 ]; do printf '%s' "$line" > "$corpus/data_row/row$i.json"; i=$((i + 1)); done \
-  < <(cat data/eval/aime24.jsonl data/train/deepscaler_first500.jsonl)
+  < <(cat data/aime24.jsonl data/deepscaler_first500.jsonl)
 i=0
 while IFS= read -r line && [ $i -lt 200 ]; do printf '%s' "$line" > "$corpus/math_verify/case$i"; i=$((i + 1)); done \
   < tests/math/cases.jsonl

@@ -12,7 +12,7 @@ foreach(mode root userns rlimits)
 endforeach()
 
 or1_python_test(code_real_problems ${CMAKE_CURRENT_LIST_DIR}/real_problems.py $<TARGET_FILE:or1>
-                ${CMAKE_SOURCE_DIR}/../shared/data)
+                ${CMAKE_SOURCE_DIR}/data)
 set_tests_properties(code_real_problems PROPERTIES RUN_SERIAL TRUE)
 
 # Malformed input rows: the CLI fails and names the file, the line and what is wrong.

@@ -1,14 +1,14 @@
 # Math verifier tests: labelled cases, hostile inputs, threads, the CLI, and every gold
-# answer of the shared data accepted against itself.
+# answer of the shipped data (data/) accepted against itself.
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
-set(OR1_MATH_DATA ${CMAKE_SOURCE_DIR}/../shared/data)
+set(OR1_MATH_DATA ${CMAKE_SOURCE_DIR}/data)
 
 add_executable(test_math_gold tests/math/test_math_gold.c)
 target_include_directories(test_math_gold PRIVATE src ${CJSON_INCLUDE})
 target_link_libraries(test_math_gold PRIVATE or1lib)
 add_test(NAME math_gold_self
          COMMAND test_math_gold ${OR1_MATH_DATA}/aime24.jsonl ${OR1_MATH_DATA}/aime25.jsonl
-                 ${OR1_MATH_DATA}/math500.jsonl ${OR1_MATH_DATA}/deepscaler_train.jsonl)
+                 ${OR1_MATH_DATA}/math500.jsonl ${OR1_MATH_DATA}/deepscaler_first500.jsonl)
 
 add_executable(test_math_cases tests/math/test_math_cases.c)
 target_include_directories(test_math_cases PRIVATE ${CJSON_INCLUDE})

@@ -45,7 +45,7 @@ def read_jsonl(path):
 
 def test_real_files(driver, data):
     """Every row of every shared file is kept, in order, with its fields."""
-    for name in ("aime24", "aime25", "math500", "code_eval", "lcb_2408_2502_public_tests", "deepscaler_train"):
+    for name in ("aime24", "aime25", "math500", "code_eval", "lcb_2408_2502_public_tests", "deepscaler_first500"):
         path = os.path.join(data, name + ".jsonl")
         want = read_jsonl(path)
         rows, _, stats = run(driver, "--file", path)
@@ -132,7 +132,7 @@ def test_prompt_length(driver, data, work):
     """Prompt-length filter on real rows: the plain template renders "User: <content>\\n" per
     user message then "Assistant:", and each byte is one token."""
     tok = byte_tokenizer(os.path.join(work, "bytetok"))
-    for name, limit in (("math500", 200), ("deepscaler_train", 180), ("code_eval", 2000)):
+    for name, limit in (("math500", 200), ("deepscaler_first500", 180), ("code_eval", 2000)):
         path = os.path.join(data, name + ".jsonl")
         want = []
         for line, w in read_jsonl(path):

@@ -72,7 +72,7 @@ function makeR1Distill(dir) {
 function loadTexts() {
   const texts = readJsonl(corpusPath).map((r) => r.text);
   const take = { 'math500.jsonl': 500, 'aime24.jsonl': 30, 'aime25.jsonl': 30,
-    'lcb_2408_2502_public_tests.jsonl': 60, 'code_eval.jsonl': 60, 'deepscaler_train.jsonl': 200 };
+    'lcb_2408_2502_public_tests.jsonl': 60, 'code_eval.jsonl': 60, 'deepscaler_first500.jsonl': 200 };
   for (const [name, n] of Object.entries(take)) {
     const file = path.join(sharedData, name);
     if (!fs.existsSync(file)) continue;

@@ -18,7 +18,7 @@ foreach(model qwen2_5 qwen3 r1_distill llama3 deepseek_v3 gpt2)
   add_test(NAME tokenizer_ref_${model}
            COMMAND ${OR1_NODE} ${CMAKE_CURRENT_LIST_DIR}/compare.js $<TARGET_FILE:or1> ${model}
                    ${OR1_TOK_NPM_DIR} ${CMAKE_CURRENT_LIST_DIR}/corpus.jsonl
-                   ${CMAKE_SOURCE_DIR}/../shared/data ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_ref)
+                   ${CMAKE_SOURCE_DIR}/data ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_ref)
   set_tests_properties(tokenizer_ref_${model} PROPERTIES FIXTURES_REQUIRED tokenizer_npm)
 endforeach()
 add_test(NAME tokenizer_cli_errors
