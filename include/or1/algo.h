@@ -261,8 +261,6 @@ typedef struct {
 } or1_mismatch;
 
 void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp);
-/* Adds b's sums into a (the max of the maxima). */
-void or1_mismatch_merge(or1_mismatch *a, const or1_mismatch *b);
 
 /* ---- The policy loss, eq. (3.1) --------------------------------------------------------- */
 

@@ -21,6 +21,8 @@ void or1_dist_sum_f64(const or1_dist *d, double *buf, size_t n);
 void or1_dist_max_f64(const or1_dist *d, double *buf, size_t n);
 /* This rank's share [*lo, *hi) of n elements split in rank order (sizes differ by at most 1). */
 void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi);
+/* Every rank's shard start and then n (size + 1 entries; free the new array). */
+size_t *or1_dist_shard_starts(const or1_dist *d, size_t n);
 /* Sums buf[n] over the ranks and gives each rank only its own shard of the sums, in shard
  * (hi - lo floats of or1_dist_shard): a reduce-scatter. */
 void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n);

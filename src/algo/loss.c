@@ -85,9 +85,3 @@ void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp) {
     m->k3_sum += expm1(d) - d;
     m->tokens++;
 }
-
-/* Sums add, maxima take the larger. */
-void or1_mismatch_merge(or1_mismatch *a, const or1_mismatch *b) {
-    a->abs_sum += b->abs_sum, a->k3_sum += b->k3_sum, a->tokens += b->tokens;
-    if (b->abs_max > a->abs_max) a->abs_max = b->abs_max;
-}

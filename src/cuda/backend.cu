@@ -30,10 +30,12 @@ typedef struct {
     or1_backend base;
     or1_cuda *g;
     weight_set ws[MAX_WEIGHT_SETS];
-    /* sampling: per row seed, temperature, stream, counter, and the draws */
+    /* sampling, for B <= rows_cap rows: seeds; floats laid out [temperature | top-p | log-prob]
+     * and ints [stream | counter | top-k | next token], B apart, on the device and (but the
+     * results) in the host staging */
     uint64_t *seed;
-    float *temp, *top_p, *logp;
-    int32_t *stream, *counter, *next, *top_k;
+    float *f;
+    int32_t *i;
     int rows_cap;
     /* host staging of the sampling rows (no allocation per decode step) */
     uint64_t *h_seed;
@@ -372,21 +374,18 @@ __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V,
 static int sample_reserve(cuda_backend *c, int B) {
     if (B <= c->rows_cap) return 0;
     or1_cuda_sync(c->g);
-    void *old[] = {c->seed, c->temp, c->logp, c->stream, c->counter, c->next};
-    for (size_t i = 0; i < sizeof old / sizeof *old; i++)
-        if (old[i]) or1_cuda_release(old[i]);
+    void *old[] = {c->seed, c->f, c->i};
+    for (size_t k = 0; k < sizeof old / sizeof *old; k++)
+        if (old[k]) or1_cuda_release(old[k]);
     size_t n = (size_t)B;
     c->seed = (uint64_t *)or1_cuda_alloc(n * sizeof(uint64_t));
-    c->temp = (float *)or1_cuda_alloc(3 * n * sizeof(float));
-    c->top_p = c->temp ? c->temp + n : NULL, c->logp = c->temp ? c->temp + 2 * n : NULL;
-    c->stream = (int32_t *)or1_cuda_alloc(4 * n * sizeof(int32_t));
-    c->counter = c->stream ? c->stream + n : NULL, c->top_k = c->stream ? c->stream + 2 * n : NULL;
-    c->next = c->stream ? c->stream + 3 * n : NULL;
+    c->f = (float *)or1_cuda_alloc(3 * n * sizeof(float));
+    c->i = (int32_t *)or1_cuda_alloc(4 * n * sizeof(int32_t));
     free(c->h_seed), free(c->h_f), free(c->h_i);
     c->h_seed = (uint64_t *)or1_malloc(n * sizeof *c->h_seed);
     c->h_f = (float *)or1_malloc(2 * n * sizeof *c->h_f);
     c->h_i = (int32_t *)or1_malloc(3 * n * sizeof *c->h_i);
-    c->rows_cap = c->seed && c->temp && c->stream ? B : 0;
+    c->rows_cap = c->seed && c->f && c->i ? B : 0;
     return c->rows_cap ? 0 : or1_fail_ctx("cuda: sampling buffers for %d rows", B);
 }
 
@@ -403,18 +402,18 @@ static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float 
         seed[b] = r->seed, f[b] = r->temperature, f[B + b] = r->top_p;
         in[b] = r->stream, in[B + b] = r->counter, in[2 * B + b] = r->top_k;
     }
+    /* three copies: the seeds, the floats (temperature, top-p), the ints (stream, counter, top-k) */
     int rc = or1_cuda_upload(c->g, c->seed, seed, (size_t)B * sizeof *seed) ||
-             or1_cuda_upload(c->g, c->temp, f, (size_t)B * sizeof *f) ||
-             or1_cuda_upload(c->g, c->top_p, f + B, (size_t)B * sizeof *f) ||
-             or1_cuda_upload(c->g, c->stream, in, (size_t)B * sizeof *in) ||
-             or1_cuda_upload(c->g, c->counter, in + B, (size_t)B * sizeof *in) ||
-             or1_cuda_upload(c->g, c->top_k, in + 2 * B, (size_t)B * sizeof *in);
+             or1_cuda_upload(c->g, c->f, f, (size_t)2 * B * sizeof *f) ||
+             or1_cuda_upload(c->g, c->i, in, (size_t)3 * B * sizeof *in);
     if (rc) return -1;
-    k_sample<<<B, 256, 0, c->g->stream>>>(c->next, c->logp, logits, V, c->temp, c->top_p, c->top_k, c->seed,
-                                          c->stream, c->counter);
+    float *d_logp = c->f + 2 * B;
+    int32_t *d_next = c->i + 3 * B;
+    k_sample<<<B, 256, 0, c->g->stream>>>(d_next, d_logp, logits, V, c->f, c->f + B, c->i + 2 * B, c->seed, c->i,
+                                          c->i + B);
     cu_launched(c->g, "sample");
-    if (or1_cuda_sync(c->g) || or1_cuda_download(c->g, next, c->next, (size_t)B * sizeof(int32_t))) return -1;
-    return or1_cuda_download(c->g, logp, c->logp, (size_t)B * sizeof(float));
+    if (or1_cuda_sync(c->g) || or1_cuda_download(c->g, next, d_next, (size_t)B * sizeof(int32_t))) return -1;
+    return or1_cuda_download(c->g, logp, d_logp, (size_t)B * sizeof(float));
 }
 
 #ifdef OR1_NCCL
@@ -485,7 +484,7 @@ static void cuda_destroy(or1_backend *be) {
     free(c->h_seed), free(c->h_f), free(c->h_i);
     for (int i = 0; i < MAX_WEIGHT_SETS; i++)
         if (c->ws[i].bf) or1_cuda_release(c->ws[i].bf);
-    void *bufs[] = {c->seed, c->temp, c->stream};
+    void *bufs[] = {c->seed, c->f, c->i};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) or1_cuda_release(bufs[i]);
     or1_cuda_free(c->g);

@@ -16,6 +16,13 @@ void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi) {
     *hi = shard_start(n, (size_t)d->rank + 1, (size_t)d->size);
 }
 
+/* All ranks' shard starts, then n. */
+size_t *or1_dist_shard_starts(const or1_dist *d, size_t n) {
+    size_t *s = or1_malloc(((size_t)d->size + 1) * sizeof *s);
+    for (int r = 0; r <= d->size; r++) s[r] = shard_start(n, (size_t)r, (size_t)d->size);
+    return s;
+}
+
 #ifdef OR1_MPI
 #include <limits.h>
 #include <mpi.h>
@@ -24,13 +31,12 @@ void or1_dist_shard(const or1_dist *d, size_t n, size_t *lo, size_t *hi) {
 static void shard_counts(const or1_dist *d, size_t n, int **counts, int **displs) {
     *counts = or1_malloc((size_t)d->size * sizeof **counts);
     *displs = or1_malloc((size_t)d->size * sizeof **displs);
+    size_t *s = or1_dist_shard_starts(d, n);
     for (int r = 0; r < d->size; r++) {
-        or1_dist r_d = {r, d->size};
-        size_t lo, hi;
-        or1_dist_shard(&r_d, n, &lo, &hi);
-        if (hi > INT_MAX) or1_dist_abort(d, "dist: a shard reaches past 2^31 floats (more ranks needed)");
-        (*counts)[r] = (int)(hi - lo), (*displs)[r] = (int)lo;
+        if (s[r + 1] > INT_MAX) or1_dist_abort(d, "dist: a shard reaches past 2^31 floats (more ranks needed)");
+        (*counts)[r] = (int)(s[r + 1] - s[r]), (*displs)[r] = (int)s[r];
     }
+    free(s);
 }
 
 /* MPI_Reduce_scatter(SUM) with the shard sizes as the receive counts. */

@@ -207,8 +207,8 @@ static int acquire_prefix(engine *e, int req) {
     if (k >= 0) return k;
     const or1_request *r = &e->reqs[req];
     int need = blocks_for(r->n_prompt);
-    for (k = 0; k < e->n_prefix && e->pre[k].req >= 0; k++) {
-    }
+    k = 0;
+    while (k < e->n_prefix && e->pre[k].req >= 0) k++;
     if (k == e->n_prefix || e->n_free < need + 1) return -2; /* + 1: room for a first own block */
     prefix *p = &e->pre[k];
     for (p->n_blocks = 0; p->n_blocks < need; p->n_blocks++) p->blocks[p->n_blocks] = take_block(e);

@@ -86,8 +86,6 @@ int save_checkpoint(trainer *t);
 int update_collectives_init(trainer *t);
 /* The optimizer update over the ranks (update.c): replicated, or ZeRO stage 1. */
 int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm);
-/* The parameter range [lo, hi) whose optimizer state this rank holds. */
-void update_range(const trainer *t, size_t *lo, size_t *hi);
 /* Zeroed optimizer state for this rank's range (and a line saying its size). */
 void update_optimizer_init(trainer *t);
 /* A checkpoint's optimizer state, this rank's range of it: 1 loaded, 0 no file, -1 error. */

@@ -31,23 +31,11 @@ int update_collectives_init(trainer *t) {
     return 0;
 }
 
-/* Every rank's shard start, and the end (size + 1 entries, new array). */
-static size_t *shard_starts(const trainer *t) {
-    size_t *s = or1_malloc(((size_t)t->d->size + 1) * sizeof *s);
-    for (int r = 0; r < t->d->size; r++) {
-        or1_dist rd = {r, t->d->size};
-        size_t hi;
-        or1_dist_shard(&rd, t->m.n_floats, &s[r], &hi);
-        s[r + 1] = hi;
-    }
-    return s;
-}
-
 /* Whether this run shards the optimizer state (more than one rank and train.zero: 1). */
 static bool sharded(const trainer *t) { return t->cfg->train.zero == 1 && t->d->size > 1; }
 
 /* The parameter range whose optimizer state this rank holds ([0, n) unless sharded). */
-void update_range(const trainer *t, size_t *lo, size_t *hi) {
+static void update_range(const trainer *t, size_t *lo, size_t *hi) {
     if (sharded(t)) or1_dist_shard(t->d, t->m.n_floats, lo, hi);
     else *lo = 0, *hi = t->m.n_floats;
 }
@@ -70,7 +58,7 @@ static int update_zero1(trainer *t, const or1_adamw_cfg *ac, double *norm) {
     size_t lo, hi, n = t->m.n_floats;
     update_range(t, &lo, &hi);
     if (on_device(t)) {
-        size_t *starts = shard_starts(t);
+        size_t *starts = or1_dist_shard_starts(t->d, t->m.n_floats);
         int rc = or1_dmodel_reduce_scatter_grads(t->dm, starts);
         free(starts);
         if (rc) return -1;
@@ -89,7 +77,7 @@ static int update_zero1(trainer *t, const or1_adamw_cfg *ac, double *norm) {
     *norm = sqrt(sq);
     if (or1_dmodel_step_range(t->dm, &t->opt, ac, lo, hi, *norm, t->cfg->train.grad_clip)) return -1;
     if (on_device(t)) {
-        size_t *starts = shard_starts(t);
+        size_t *starts = or1_dist_shard_starts(t->d, t->m.n_floats);
         int rc = or1_dmodel_allgather_params(t->dm, starts);
         free(starts);
         return rc;
