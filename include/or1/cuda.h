@@ -39,7 +39,8 @@ const char *or1_cuda_device_name(const or1_cuda *g);
 /* Zeroed device memory (NULL with or1_fail when out of memory) and its release. */
 void *or1_cuda_alloc(size_t bytes);
 void or1_cuda_release(void *p);
-/* Host <-> device copies on the context's stream (synchronous); -1 with or1_fail on error. */
+/* Host <-> device copies on the context's stream; -1 with or1_fail on error. An upload is
+ * queued (the pageable host buffer may be reused when it returns); a download waits. */
 int or1_cuda_upload(or1_cuda *g, void *dst, const void *src, size_t bytes);
 int or1_cuda_download(or1_cuda *g, void *dst, const void *src, size_t bytes);
 /* Device-side memset to zero, queued. */

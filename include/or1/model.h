@@ -135,7 +135,9 @@ typedef struct {
     bool host_memory; /* buffers are host memory: a model placed here uses the host arrays */
     int head_rows;    /* scored rows per head call */
 
-    /* Memory: zeroed allocation (NULL with or1_fail), release, copies, zeroing, and sync. */
+    /* Memory: zeroed allocation (NULL with or1_fail), release, copies, zeroing, and sync. An
+     * upload is queued in order with the kernels (its host buffer may be reused at once); a
+     * download waits for everything queued before it. */
     void *(*alloc)(or1_backend *be, size_t bytes);
     void (*release)(or1_backend *be, void *p);
     int (*upload)(or1_backend *be, void *dst, const void *src, size_t bytes);

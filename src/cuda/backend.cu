@@ -412,7 +412,8 @@ static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float 
     k_sample<<<B, 256, 0, c->g->stream>>>(d_next, d_logp, logits, V, c->f, c->f + B, c->i + 2 * B, c->seed, c->i,
                                           c->i + B);
     cu_launched(c->g, "sample");
-    if (or1_cuda_sync(c->g) || or1_cuda_download(c->g, next, d_next, (size_t)B * sizeof(int32_t))) return -1;
+    /* the only waits of a decode step: the new tokens and their log-probs coming back */
+    if (or1_cuda_download(c->g, next, d_next, (size_t)B * sizeof(int32_t))) return -1;
     return or1_cuda_download(c->g, logp, d_logp, (size_t)B * sizeof(float));
 }
 

@@ -96,7 +96,6 @@ void or1_cuda_free(or1_cuda *g) {
 
 /* Precision of later matmuls. */
 void or1_cuda_set_prec(or1_cuda *g, or1_cuda_prec prec) { g->prec = prec; }
-/* Precision of the context's matmuls. */
 /* Device description filled in by or1_cuda_new. */
 const char *or1_cuda_device_name(const or1_cuda *g) { return g->name; }
 
@@ -130,21 +129,25 @@ void *or1_cuda_alloc(size_t bytes) {
 /* cudaFree (NULL is fine). */
 void or1_cuda_release(void *p) { cudaFree(p); }
 
-/* Copies in either direction and waits, so host buffers may be reused at once. */
+/* Queues a copy on the stream; a failure to queue it is reported at once (with any earlier one). */
 static int copy(or1_cuda *g, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
     if (!bytes) return 0;
     cu_check(g, cudaMemcpyAsync(dst, src, bytes, kind, g->stream), "memcpy");
-    return or1_cuda_sync(g);
+    return g->err[0] ? or1_cuda_sync(g) : 0;
 }
 
-/* Host -> device, waiting for completion. */
+/* Host -> device without waiting for the stream: the host buffer is pageable (or1 never
+ * pins memory), so the driver has staged it before the call returns and the caller may
+ * reuse or free it at once; the copy runs in stream order, and a failure surfaces at the
+ * next sync. This keeps a decode step to one synchronisation (copying its tokens back). */
 int or1_cuda_upload(or1_cuda *g, void *dst, const void *src, size_t bytes) {
     return copy(g, dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
 /* Device -> host, waiting for completion. */
 int or1_cuda_download(or1_cuda *g, void *dst, const void *src, size_t bytes) {
-    return copy(g, dst, src, bytes, cudaMemcpyDeviceToHost);
+    if (copy(g, dst, src, bytes, cudaMemcpyDeviceToHost)) return -1;
+    return bytes ? or1_cuda_sync(g) : 0;
 }
 
 /* Queued memset to zero. */

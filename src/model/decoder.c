@@ -518,7 +518,8 @@ int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_row
     return dm->op->sync(dm->be);
 }
 
-/* One token per row through every layer against the paged pool; final hidden states out. */
+/* One token per row through every layer against the paged pool; final hidden states out
+ * (queued on the backend: errors surface at the next sync or download). */
 int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
                       const int32_t *seg, const int32_t *blocks, int n_table, float *hidden) {
     const or1_model_config *c = &dm->cfg;
@@ -534,7 +535,7 @@ int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_
     dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, tok_d, R, c->hidden);
     layer_mode md = {NULL, rows_d, seg_d, blk_d};
     run_layers(dm, R, false, &md, hidden);
-    return dm->op->sync(dm->be);
+    return 0; /* queued: the sampler's download of the new tokens waits for it */
 }
 
 /* Full-vocabulary logits of A rows (row by row) and the backend's draw for each. */
