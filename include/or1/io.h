@@ -58,8 +58,14 @@ void or1_jsonl_close(or1_jsonl_reader *r);
  * keep the (possibly changed) row, 0 to drop it, -1 to fail. */
 int or1_jsonl_rewrite(const char *in, const char *out, int (*edit)(cJSON *row, void *ctx), void *ctx);
 
-/* Parses JSON text; on error names `where` and the byte offset of the fault. */
+/* Parses JSON text; on error names `where` and the byte offset of the fault. Text holding a
+ * NUL byte or a \u0000 escape in a string is refused (cJSON's C strings would end there,
+ * silently truncating the value). */
 cJSON *or1_json_parse(const char *text, size_t len, const char *where);
+
+/* The offset of the first NUL byte, or of the first \u0000 escape inside a string, in JSON
+ * text; -1 when there is none. */
+long or1_json_nul_at(const char *text, size_t len);
 
 /* Checked field access. `where` (e.g. "config.json" or "batch.jsonl:3") prefixes errors.
  * The *_opt variants leave *out unchanged when the key is absent or null. */

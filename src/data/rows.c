@@ -95,8 +95,11 @@ static int parse_truth(const cJSON *j, const char *where, or1_data_row *r) {
         if (or1_code_tests_parse(gt, &t, w) != 0) return -1;
         or1_code_tests_free(&t);
     } else {
-        cJSON *g = cJSON_Parse(gt->valuestring);
-        bool ok = g && math_gold_ok(g);
+        char w[700];
+        snprintf(w, sizeof w, "%s: reward_model.ground_truth", where);
+        cJSON *g = or1_json_parse(gt->valuestring, strlen(gt->valuestring), w);
+        if (!g) return -1;
+        bool ok = math_gold_ok(g);
         cJSON_Delete(g);
         if (!ok)
             return or1_fail("%s: key \"reward_model.ground_truth\" must decode to a non-empty list of answer strings",

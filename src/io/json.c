@@ -86,8 +86,33 @@ int or1_jsonl_rewrite(const char *in, const char *out, int (*edit)(cJSON *row, v
     return or1_atomic_commit(&a);
 }
 
+/* True if the four bytes at p are the hex digits of U+0000. */
+static bool zero_hex4(const char *p) { return p[0] == '0' && p[1] == '0' && p[2] == '0' && p[3] == '0'; }
+
+/* See io.h: walks the text once, tracking whether it is inside a string and skipping each
+ * escaped character, so that "\\u0000" (an escaped backslash) is not taken for U+0000. */
+long or1_json_nul_at(const char *text, size_t len) {
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '\0') return (long)i;
+        if (c == '"') in_string = !in_string;
+        else if (c == '\\' && in_string && i + 1 < len) {
+            if (text[i + 1] == 'u' && i + 5 < len && zero_hex4(text + i + 2)) return (long)i;
+            i++;
+        }
+    }
+    return -1;
+}
+
 /* Parses text as one JSON value; the error gives the byte offset of the fault. */
 cJSON *or1_json_parse(const char *text, size_t len, const char *where) {
+    long nul = or1_json_nul_at(text, len);
+    if (nul >= 0) {
+        or1_fail("%s: %s at byte %ld: or1 keeps strings as C strings and refuses the text rather than "
+                 "truncating it", where, text[nul] ? "a \\u0000 escape (U+0000) in a string" : "a NUL byte", nul);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (!j) {

@@ -1,5 +1,6 @@
 /* Code rewards, output side: LiveCodeBench's stdout comparison and Python equality on JSON. */
 #include "or1/core.h"
+#include "or1/io.h"
 #include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
@@ -220,6 +221,9 @@ static bool json_equal(const cJSON *a, const cJSON *b, double abs_tol, double re
 /* See sandbox.h: the call-based rule. Text that is not exactly one JSON value (trailing text
  * included) equals nothing. */
 bool or1_code_json_equal(const char *got, const char *want, double abs_tol, double rel_tol) {
+    /* a U+0000 escape would end cJSON's strings early, so such values compare as exact text */
+    if (or1_json_nul_at(got, strlen(got)) >= 0 || or1_json_nul_at(want, strlen(want)) >= 0)
+        return strcmp(got, want) == 0;
     cJSON *a = cJSON_ParseWithOpts(got, NULL, true);
     cJSON *b = a ? cJSON_ParseWithOpts(want, NULL, true) : NULL;
     bool eq = a && b && json_equal(a, b, abs_tol, rel_tol);

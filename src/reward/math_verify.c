@@ -5,6 +5,7 @@
 #include "math_internal.h"
 
 #include "or1/core.h"
+#include "or1/io.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -143,10 +144,13 @@ int or1_math_verify(const char *response, const char *const *gold, size_t n_gold
 
 /* Reads the ground truth into a list of strings owned by *root (or the raw text). */
 static int gold_list(const char *truth, cJSON **root, const char ***list, size_t *n, char **numbuf) {
-    *root = cJSON_Parse(truth);
     *list = NULL;
     *n = 0;
     *numbuf = NULL;
+    *root = NULL;
+    if (or1_json_nul_at(truth, strlen(truth)) >= 0)
+        return or1_fail("ground truth: a \\u0000 escape (U+0000) would truncate a gold answer");
+    *root = cJSON_Parse(truth);
     if (!*root || cJSON_IsNumber(*root)) {
         cJSON_Delete(*root);
         *root = NULL;

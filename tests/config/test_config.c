@@ -6,7 +6,9 @@
 #include "or1/train.h"
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/reward_math.h"
 
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
@@ -409,6 +411,48 @@ static void test_repo_configs(const char *dir) {
 }
 
 /* Runs every group of checks; fails if any check failed. */
+/* Reads SCRATCH/name as JSONL: the status of each of its first rows, the last row kept. */
+static void jsonl_statuses(const char *name, int *rc, size_t n, cJSON **last) {
+    or1_jsonl_reader r;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", scratch, name);
+    *last = NULL;
+    if (or1_jsonl_open(&r, path) != 0) return;
+    for (size_t i = 0; i < n; i++) {
+        cJSON *row = NULL;
+        rc[i] = or1_jsonl_next(&r, &row);
+        if (rc[i] == 1) cJSON_Delete(*last), *last = row;
+        if (rc[i] != 1) break;
+    }
+    or1_jsonl_close(&r);
+}
+
+/* U+0000 never truncates a string silently: a \u0000 escape or a NUL byte refuses the row
+ * with its place, while an escaped backslash before "u0000" is ordinary text. */
+static void test_json_nul(void) {
+    put("nul.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"a\\u0000b\"}\n");
+    int rc[2] = {0, 0};
+    cJSON *last;
+    jsonl_statuses("nul.jsonl", rc, 2, &last);
+    CHECK(rc[0] == 1 && rc[1] == -1, "a \\u0000 row: statuses %d %d", rc[0], rc[1]);
+    CHECK(error_has("nul.jsonl:2", "U+0000", "byte 11", NULL), "the error names the row and the byte");
+    cJSON_Delete(last);
+    put("esc.jsonl", "{\"text\": \"a\\\\u0000b\"}\n");
+    jsonl_statuses("esc.jsonl", rc, 1, &last);
+    const cJSON *t = last ? cJSON_GetObjectItemCaseSensitive(last, "text") : NULL;
+    CHECK(rc[0] == 1 && t && strcmp(t->valuestring, "a\\u0000b") == 0, "an escaped backslash is kept as text");
+    cJSON_Delete(last);
+    char raw[] = "{\"text\": \"a?b\"}";
+    raw[11] = '\0';
+    CHECK(or1_json_parse(raw, sizeof raw - 1, "raw") == NULL && error_has("raw", "NUL byte at byte 11", NULL),
+          "a NUL byte inside the text is refused");
+    CHECK(or1_json_nul_at("\"\\u0001\" \"\\u0000\"", 17) == 10, "the second string's escape is found");
+    CHECK(or1_json_nul_at("\"\\u000", 6) == -1, "a cut escape is not read past the end");
+    or1_math_result mr;
+    CHECK(or1_math_verify_json("\\boxed{a}", "[\"a\\u0000b\"]", NULL, &mr) == -1 && error_has("U+0000", NULL),
+          "a gold answer holding U+0000 is an error, not the answer \"a\"");
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_config SCRATCH_DIR CONFIGS_DIR SHARED_DATA_DIR\n");
@@ -424,6 +468,7 @@ int main(int argc, char **argv) {
     test_bad_configs();
     test_hostile();
     test_getters();
+    test_json_nul();
     test_check_files(argv[3]);
     test_repo_configs(argv[2]);
     test_fuzz(argv[2]);
