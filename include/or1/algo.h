@@ -66,6 +66,7 @@ typedef enum {
     OR1_GROUP_SOLVE_ALL,  /* every counted reward is 1 */
     OR1_GROUP_CONSTANT,   /* every counted reward equal, neither 0 nor 1 */
     OR1_GROUP_EMPTY,      /* no counted sample (e.g. all truncated under mask BEFORE) */
+    OR1_GROUP_REWARD_ERRORS, /* rewards failed, fewer than two decided ones left (always rejected) */
 } or1_group_verdict;
 
 /* Groups of one batch in first-appearance order, and their verdicts. */
@@ -73,7 +74,7 @@ typedef struct {
     size_t n_groups;
     int32_t *ids;               /* group id of each group, first-appearance order */
     or1_group_verdict *verdict; /* per group */
-    size_t kept, solve_none, solve_all, constant, empty;
+    size_t kept, solve_none, solve_all, constant, empty, reward_errors;
 } or1_rejection;
 
 /* Paper §3.1: a group whose counted rewards are all equal has zero advantage everywhere and
@@ -122,7 +123,10 @@ typedef struct {
  * the kept groups' counted samples. Outputs per sample: adv (0 where not in_loss or
  * rejected), in_loss (the sample's tokens count in eq. (3.1) and T_k: kept and not masked).
  * The verdicts go to *r (free with or1_rejection_free). Without cfg->reject the verdicts
- * are still reported (for the metrics) but every group enters the loss. */
+ * are still reported (for the metrics) but every group enters the loss. A NaN score marks a
+ * sample whose reward failed (reward.h): it is in neither the statistics nor the loss, and a
+ * group it leaves with fewer than two decided samples is rejected (reward_errors) even without
+ * cfg->reject. */
 void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int32_t *group,
                          const bool *truncated, size_t n, float *adv, bool *in_loss,
                          or1_rejection *r);
@@ -200,16 +204,19 @@ double or1_pass_at_k(int n, int c, int k);
 /* One evaluated problem. */
 typedef struct {
     const char *data_source;
-    int n, correct; /* samples drawn, samples correct */
+    int n, correct; /* samples scored (drawn, less those whose reward failed), samples correct */
 } or1_eval_result;
 
 /* Aggregates problems overall and per data_source into a JSON object
  *   {"overall": G, "by_source": {"<source>": G, ...}},
  *   G = {"problems": P, "n": n, "avg@n": mean c/n, "pass@1": .., "pass@2": .., "pass@4": ..,
  *        ..., "pass@n": ..}
- * with k = 1, 2, 4, ... below n, then n itself; each pass@k the mean over problems. Every
- * problem must have the same n >= 1 (else NULL with an error). */
-cJSON *or1_passk_report(const or1_eval_result *r, size_t n);
+ * with n = n_drawn and k = 1, 2, 4, ... below n, then n itself. Each problem counts with its
+ * own scored n_i <= n_drawn: avg@n is the mean of c_i/n_i over problems with n_i >= 1 (P of
+ * them), pass@k the mean over problems with n_i >= k (null when none), so that a sample whose
+ * reward failed is left out instead of counted wrong. NULL with an error when there is no
+ * problem or some correct > n_i or n_i > n_drawn. */
+cJSON *or1_passk_report(const or1_eval_result *r, size_t n, int n_drawn);
 
 /* ---- Per-step batch metrics ----------------------------------------------------------------- */
 
@@ -229,7 +236,8 @@ typedef struct {
 } or1_batch_stats;
 
 /* Fills *st from per-sample scores, lengths, truncation flags, loss inclusion (in_loss NULL:
- * all) and the rejection verdicts of the same batch. */
+ * all) and the rejection verdicts of the same batch. Samples with a NaN score (reward failed)
+ * are left out of the reward mean, the accuracy and the histogram. */
 void or1_batch_stats_compute(const float *scores, const int32_t *group, const int *len,
                              const bool *truncated, const bool *in_loss, size_t n,
                              const or1_rejection *r, or1_batch_stats *st);

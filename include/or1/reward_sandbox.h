@@ -147,6 +147,7 @@ typedef struct {
 typedef struct {
     or1_code_verdict verdict; /* accepted, or the first failing test's verdict */
     bool correct;             /* reward: every test passed */
+    bool sandbox_failed;      /* the sandbox itself failed: the verdict says nothing of the program */
     int passed, total;
     or1_code_verdict *per_test; /* total entries */
     double wall_s;

@@ -14,6 +14,7 @@
 #include "or1/algo.h"
 #include "or1/io_yaml.h"
 #include "or1/model.h"
+#include "or1/reward.h"
 #include "or1/data.h"
 #include "or1/dist.h"
 #include "or1/rollout.h"
@@ -79,6 +80,7 @@ typedef struct {
     struct {
         int workers; /* 0 = one per CPU */
         double code_timeout;
+        double max_error_ratio; /* warn above this share of failed rewards per step */
     } reward;
     or1_stage_cfg *stages;
     size_t n_stages;
@@ -132,10 +134,12 @@ or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer
 /* Runs the whole schedule of cfg; resume_dir (or NULL) is a checkpoint folder to continue. */
 int or1_train_run(const or1_train_config *cfg, const char *resume_dir, const or1_dist *d);
 
-/* Generated and scored samples of some rows (M per row, row-major). */
+/* Generated and scored samples of some rows (M per row, row-major): a score where the
+ * reward was decided, NaN and an error status where it was not (reward.h). */
 typedef struct {
     or1_completion *c;
     float *scores;
+    or1_reward_status *status;
     size_t n;
 } or1_scored;
 
@@ -159,11 +163,14 @@ typedef struct {
 } or1_eval_opts;
 
 /* Samples n responses per row and returns the avg@n / pass@k report (per data_source and
- * overall) as JSON. Rows are split over ranks and the counts summed, so every rank returns
- * the same report. With dump (non-NULL on every rank, or on none), every sample of every rank
- * is written as a JSON line to rank 0's dump. */
+ * overall, with "reward_errors" by status) as JSON. A sample whose reward failed counts as
+ * neither right nor wrong. Rows are split over ranks and the counts summed, so every rank
+ * returns the same report. correct and scored (optional, n_rows each) get every row's counts.
+ * With dump (non-NULL on every rank, or on none), every sample of every rank is written as a
+ * JSON line to rank 0's dump. */
 cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct);
+                const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct,
+                int *scored);
 
 /* ---- The eq. (3.1) driver: micro-batches over the model ----------------------------------- */
 

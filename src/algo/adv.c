@@ -173,7 +173,7 @@ void or1_rejection_free(or1_rejection *r) {
 
 /* The verdict's name as the metrics spell it. */
 const char *or1_group_verdict_name(or1_group_verdict v) {
-    static const char *const names[] = {"kept", "solve_none", "solve_all", "constant", "empty"};
+    static const char *const names[] = {"kept", "solve_none", "solve_all", "constant", "empty", "reward_errors"};
     return names[v];
 }
 
@@ -195,16 +195,47 @@ size_t or1_refill_take(const bool *group_kept, size_t n_groups, size_t need, boo
     return taken;
 }
 
-/* Masks, rejection, then advantages over what is left, in that order. */
+/* A sample whose reward failed: its score is NaN (reward.h), never a verdict. */
+static bool failed_reward(float score) { return isnan(score); }
+
+/* Rejects (verdict reward_errors, kept false) each group that had a failed reward and is left
+ * with fewer than two samples whose rewards were decided: its advantages would rest on too
+ * little, and the failures must not count as anything. */
+static void reject_failed_groups(const float *scores, const int32_t *group, size_t n, or1_rejection *r, bool *kept) {
+    or1_groups g;
+    or1_groups_build(group, n, &g);
+    for (size_t k = 0; k < g.n_groups; k++) {
+        size_t ok = 0, failed = 0;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+            bool f = failed_reward(scores[g.idx[j]]);
+            failed += f, ok += !f;
+        }
+        if (failed == 0 || ok >= 2) continue;
+        or1_group_verdict *v = &r->verdict[k];
+        r->kept -= *v == OR1_GROUP_KEPT, r->solve_none -= *v == OR1_GROUP_SOLVE_NONE;
+        r->solve_all -= *v == OR1_GROUP_SOLVE_ALL, r->constant -= *v == OR1_GROUP_CONSTANT;
+        r->empty -= *v == OR1_GROUP_EMPTY;
+        *v = OR1_GROUP_REWARD_ERRORS;
+        r->reward_errors++;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) kept[g.idx[j]] = false;
+    }
+    or1_groups_free(&g);
+}
+
+/* Masks, rejection, advantages over the kept and counted samples (see algo.h). Samples whose
+ * reward failed leave the statistics and the loss before anything is decided. */
 void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int32_t *group,
                          const bool *truncated, size_t n, float *adv, bool *in_loss,
                          or1_rejection *r) {
     bool *in_stats = or1_malloc((n ? n : 1) * sizeof *in_stats);
     bool *kept = or1_malloc((n ? n : 1) * sizeof *kept);
     or1_trunc_masks(truncated, n, cfg->trunc, in_stats, in_loss);
+    for (size_t i = 0; i < n; i++)
+        if (failed_reward(scores[i])) in_stats[i] = in_loss[i] = false;
     or1_reject_groups(scores, group, in_stats, n, cfg->keep_single, r, kept);
     if (!cfg->reject)
         for (size_t i = 0; i < n; i++) kept[i] = true;
+    reject_failed_groups(scores, group, n, r, kept);
     for (size_t i = 0; i < n; i++) in_stats[i] = in_stats[i] && kept[i];
     or1_grpo_advantages(scores, group, in_stats, n, cfg->norm_by_std, cfg->eps, adv);
     for (size_t i = 0; i < n; i++) {

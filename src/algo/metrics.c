@@ -4,6 +4,7 @@
 #include "or1/algo.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <string.h>
 
 /* Sample-level means, group-level ratios and the accuracy histogram. */
@@ -13,9 +14,9 @@ void or1_batch_stats_compute(const float *scores, const int32_t *group, const in
     memset(st, 0, sizeof *st);
     st->samples = n;
     double score_sum = 0.0, len_sum = 0.0;
-    size_t correct = 0, trunc = 0;
+    size_t correct = 0, trunc = 0, decided = 0;
     for (size_t i = 0; i < n; i++) {
-        score_sum += scores[i];
+        if (!isnan(scores[i])) score_sum += scores[i], decided++;
         correct += scores[i] >= 1.0f;
         trunc += truncated && truncated[i];
         len_sum += len[i];
@@ -25,9 +26,11 @@ void or1_batch_stats_compute(const float *scores, const int32_t *group, const in
             st->loss_tokens += (size_t)len[i];
         }
     }
+    if (decided) {
+        st->reward_mean = score_sum / (double)decided;
+        st->accuracy = (double)correct / (double)decided;
+    }
     if (n) {
-        st->reward_mean = score_sum / (double)n;
-        st->accuracy = (double)correct / (double)n;
         st->resp_len_mean = len_sum / (double)n;
         st->truncated_ratio = (double)trunc / (double)n;
     }
@@ -35,14 +38,15 @@ void or1_batch_stats_compute(const float *scores, const int32_t *group, const in
     or1_groups_build(group, n, &g);
     st->groups = g.n_groups;
     for (size_t k = 0; k < g.n_groups; k++) {
-        size_t m = g.start[k + 1] - g.start[k], c = 0;
+        size_t m = 0, c = 0;
         bool any_loss = false;
         for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
             c += scores[g.idx[j]] >= 1.0f;
+            m += !isnan(scores[g.idx[j]]);
             any_loss = any_loss || !in_loss || in_loss[g.idx[j]];
         }
-        size_t bin = c * 10 / m;
-        st->acc_hist[bin > 9 ? 9 : bin]++;
+        size_t bin = m ? c * 10 / m : 0;
+        if (m) st->acc_hist[bin > 9 ? 9 : bin]++;
         st->kept_groups += any_loss;
     }
     if (r && r->n_groups) {

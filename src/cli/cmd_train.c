@@ -110,8 +110,8 @@ static void eval_close(eval_env *e) {
     cli_model_close(&e->cm);
 }
 
-/* Runs the evaluation; correct (optional) gets each row's count. */
-static cJSON *eval_run(eval_env *e, const eval_flags *f, int *correct) {
+/* Runs the evaluation; correct and scored (optional) get each row's counts. */
+static cJSON *eval_run(eval_env *e, const eval_flags *f, int *correct, int *scored) {
     size_t n = or1_data_rows(e->data);
     const or1_data_row **rows = or1_malloc((n ? n : 1) * sizeof *rows);
     for (size_t i = 0; i < n; i++) rows[i] = or1_data_row_at(e->data, (uint32_t)i);
@@ -125,7 +125,7 @@ static cJSON *eval_run(eval_env *e, const eval_flags *f, int *correct) {
         dump = af.f;
     }
     FILE *sink = f->dump && dist.rank > 0 ? fopen("/dev/null", "w") : NULL; /* ranks > 0 send theirs to rank 0 */
-    cJSON *rep = or1_eval(e->cm.dm, e->tok, rows, n, &f->o, e->pool, &dist, sink ? sink : dump, correct);
+    cJSON *rep = or1_eval(e->cm.dm, e->tok, rows, n, &f->o, e->pool, &dist, sink ? sink : dump, correct, scored);
     if (sink) fclose(sink);
     if (dump && (!rep || or1_atomic_commit(&af))) {
         if (!rep) or1_atomic_abort(&af);
@@ -141,7 +141,7 @@ int cmd_eval(cli_args *a) {
     eval_flags f;
     if (parse_eval_flags(a, &f, 8) || cli_check_unused(a)) return 2;
     eval_env e;
-    cJSON *rep = eval_open(&e, &f) == 0 ? eval_run(&e, &f, NULL) : NULL;
+    cJSON *rep = eval_open(&e, &f) == 0 ? eval_run(&e, &f, NULL, NULL) : NULL;
     if (rep && dist.rank == 0) {
         char *text = cJSON_Print(rep);
         printf("%s\n", text);
@@ -178,8 +178,14 @@ static int set_difficulty(cJSON *row, void *ctx) {
     return 1;
 }
 
-/* Writes the data file again with extra_info.model_difficulty[name] = correct count. */
-static int write_difficulty(const char *in, const char *out, const char *name, const int *correct, size_t n) {
+/* Writes the data file again with extra_info.model_difficulty[name] = correct count, unless a
+ * row has a sample whose reward failed (its count would take that sample for wrong). */
+static int write_difficulty(const char *in, const char *out, const char *name, const int *correct, const int *scored,
+                            size_t n, int drawn) {
+    for (size_t i = 0; i < n; i++)
+        if (scored[i] != drawn)
+            return or1_fail("difficulty: row %zu: %d of %d rewards could not be decided (see the warnings); %s is "
+                            "left as it was", i + 1, drawn - scored[i], drawn, out);
     difficulty_ctx d = {name, correct, n, 0};
     return or1_jsonl_rewrite(in, out, set_difficulty, &d);
 }
@@ -199,13 +205,15 @@ int cmd_difficulty(cli_args *a) {
     int rc = eval_open(&e, &f);
     if (rc == 0) {
         size_t n = or1_data_rows(e.data);
-        int *correct = or1_calloc(n ? n : 1, sizeof *correct);
-        cJSON *rep = eval_run(&e, &f, correct);
+        int *correct = or1_calloc(n ? n : 1, sizeof *correct), *scored = or1_calloc(n ? n : 1, sizeof *scored);
+        cJSON *rep = eval_run(&e, &f, correct, scored);
         rc = rep ? 0 : -1;
-        if (rc == 0 && dist.rank == 0) rc = write_difficulty(f.data, out ? out : f.data, name, correct, n);
+        if (rc == 0 && dist.rank == 0)
+            rc = write_difficulty(f.data, out ? out : f.data, name, correct, scored, n, f.o.n);
         if (rc == 0 && dist.rank == 0) fprintf(stderr, "difficulty: %zu rows scored with %d samples as \"%s\"\n", n, f.o.n, name);
         cJSON_Delete(rep);
         free(correct);
+        free(scored);
     }
     eval_close(&e);
     return rc ? 1 : 0;

@@ -283,6 +283,7 @@ int or1_code_verify(const or1_code_job *job, or1_code_result *res) {
     if (run_batch(job, code, &lim, res) != 0) {
         free(code);
         res->verdict = OR1_CODE_RUNTIME_ERROR;
+        res->sandbox_failed = true;
         return -1;
     }
     free(code);

@@ -49,18 +49,23 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
     b->M = M;
     batch_grow(b, b->n_groups + n, M);
     size_t g0 = b->n_groups, s0 = g0 * (size_t)M, ns = n * (size_t)M;
-    double *shared = or1_calloc(3 * ns, sizeof *shared);
+    /* per sample: score (0 where the reward failed), length, truncated, reward status */
+    double *shared = or1_calloc(4 * ns, sizeof *shared);
     for (size_t k = 0; k < mine; k++)
         for (int j = 0; j < M; j++) {
             size_t local = k * (size_t)M + (size_t)j, global = pos[k] * (size_t)M + (size_t)j;
             const or1_completion *c = &sc->c[local];
-            shared[global] = sc->scores[local];
+            bool ok = sc->status[local] == OR1_REWARD_OK;
+            shared[global] = ok ? sc->scores[local] : 0.0;
             shared[ns + global] = c->n;
             shared[2 * ns + global] = c->stopped ? 0 : 1;
+            shared[3 * ns + global] = sc->status[local];
         }
-    or1_dist_sum_f64(t->d, shared, 3 * ns);
+    or1_dist_sum_f64(t->d, shared, 4 * ns);
     for (size_t i = 0; i < ns; i++) {
-        b->score[s0 + i] = (float)shared[i];
+        int st = (int)shared[3 * ns + i];
+        b->score[s0 + i] = st == OR1_REWARD_OK ? (float)shared[i] : NAN;
+        if (st > OR1_REWARD_OK && st < OR1_REWARD_N_STATUS) b->reward_errors[st]++;
         b->len[s0 + i] = (int)shared[ns + i];
         b->trunc[s0 + i] = shared[2 * ns + i] > 0.5;
         b->owned[s0 + i] = false;

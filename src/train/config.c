@@ -80,6 +80,7 @@ const or1_yaml_key or1_train_schema[] = {
     STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
     INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
     NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
+    NUM_KEY("reward.max_error_ratio", "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
     {"stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
     STR_KEY("stages[].name", "", "label for logs"),
     INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
@@ -126,7 +127,7 @@ static const struct {
     F("rollout_correction.high", correction.high), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
     F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
-    F("reward.code_timeout", reward.code_timeout), F("eval.every", eval.every), F("eval.n", eval.n),
+    F("reward.code_timeout", reward.code_timeout), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
     F("checkpoint.every", checkpoint.every), F("output.dir", output_dir), F("seed", seed),
 #undef F
@@ -305,6 +306,23 @@ static int fill_lists(const or1_yaml_node *root, or1_train_config *c) {
     return rc;
 }
 
+/* AdamW and advantage settings that would divide by zero: epsilon 0 (a zero second moment
+ * gives 0/0), a beta of 1 (the bias correction 1 - beta^t is 0), and GRPO with eps 0 when
+ * constant groups are not rejected (their std is 0). */
+static int check_optimizer(const or1_yaml *cfg, const or1_train_config *c) {
+    char w[700];
+    if (!(c->train.adam_eps > 0))
+        return or1_fail("%s: adam_eps must be above 0 (AdamW divides by sqrt(v) + eps, and v is 0 where a gradient is)",
+                        where_of(cfg, "train.adam_eps", w, sizeof w));
+    if (c->train.beta1 >= 1 || c->train.beta2 >= 1)
+        return or1_fail("%s: beta1 and beta2 must be below 1 (the bias correction 1 - beta^t would be 0)",
+                        where_of(cfg, c->train.beta1 >= 1 ? "train.beta1" : "train.beta2", w, sizeof w));
+    if (c->advantage.norm_by_std && !(c->advantage.eps > 0) && !c->rejection.enabled)
+        return or1_fail("%s: eps 0 with rejection off divides a constant group's advantages by a std of 0",
+                        where_of(cfg, "advantage.eps", w, sizeof w));
+    return 0;
+}
+
 /* Relations between values that no single key can check. */
 static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     char w[700];
@@ -316,6 +334,7 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->correction.mode == OR1_IS_MIS && c->correction.low > c->correction.high)
         return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
                         c->correction.low, c->correction.high);
+    if (check_optimizer(cfg, c)) return -1;
     if (c->data.difficulty_min > c->data.difficulty_max)
         return or1_fail("%s: min %d is above max %d", where_of(cfg, "data.difficulty.min", w, sizeof w),
                         c->data.difficulty_min, c->data.difficulty_max);

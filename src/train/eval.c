@@ -22,6 +22,7 @@ typedef struct {
     int M;
     or1_scored *out;
     or1_sandbox_pool *pool;
+    or1_reward_cache *cache; /* each row's code tests, parsed once */
     double code_timeout;
 } reward_stream;
 
@@ -40,7 +41,7 @@ static void score_range(reward_stream *r, size_t a, size_t b) {
     size_t n = b - a;
     or1_reward_job *jobs = or1_calloc(n, sizeof *jobs);
     char **texts = or1_calloc(n, sizeof *texts);
-    float *scores = or1_calloc(n, sizeof *scores);
+    or1_reward *res = or1_calloc(n, sizeof *res);
     for (size_t i = 0; i < n; i++) {
         size_t k = r->queue[a + i], len;
         const or1_completion *c = &r->out->c[k];
@@ -48,12 +49,13 @@ static void score_range(reward_stream *r, size_t a, size_t b) {
         if (or1_tokenizer_decode(r->tok, c->ids, (size_t)c->n, true, &texts[i], &len) != 0) texts[i] = or1_strdup("");
         jobs[i] = (or1_reward_job){row->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[i], row->ground_truth};
     }
-    or1_reward_batch(jobs, n, r->pool, r->code_timeout, scores);
+    or1_reward_batch(jobs, n, r->pool, r->code_timeout, r->cache, res);
     for (size_t i = 0; i < n; i++) {
-        r->out->scores[r->queue[a + i]] = scores[i];
+        r->out->scores[r->queue[a + i]] = res[i].score;
+        r->out->status[r->queue[a + i]] = res[i].status;
         free(texts[i]);
     }
-    free(scores);
+    free(res);
     free(texts);
     free(jobs);
 }
@@ -83,6 +85,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
     out->n = n_rows * (size_t)M;
     out->c = or1_calloc(out->n ? out->n : 1, sizeof *out->c);
     out->scores = or1_calloc(out->n ? out->n : 1, sizeof *out->scores);
+    out->status = or1_calloc(out->n ? out->n : 1, sizeof *out->status);
     if (n_rows == 0) return 0;
     or1_request *req = or1_calloc(n_rows, sizeof *req);
     for (size_t i = 0; i < n_rows; i++) {
@@ -90,6 +93,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
         req[i].s.seed = seeds[i];
     }
     reward_stream rs = {.tok = tok, .rows = rows, .M = M, .out = out, .pool = pool, .code_timeout = code_timeout};
+    rs.cache = or1_reward_cache_new();
     rs.queue = or1_malloc(out->n * sizeof *rs.queue);
     pthread_mutex_init(&rs.mu, NULL);
     pthread_cond_init(&rs.cv, NULL);
@@ -97,6 +101,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
     if (pthread_create(&worker, NULL, stream_worker, &rs) != 0) {
         free(req);
         free(rs.queue);
+        or1_reward_cache_free(rs.cache);
         return or1_fail("rollout: cannot start the reward thread");
     }
     or1_engine_cfg cfg = *engine;
@@ -112,6 +117,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
     pthread_cond_destroy(&rs.cv);
     pthread_mutex_destroy(&rs.mu);
     free(rs.queue);
+    or1_reward_cache_free(rs.cache);
     free(req);
     if (t_rollout) *t_rollout += t1 - t0;
     if (t_reward) *t_reward += or1_now() - t1; /* scoring left after the last sample */
@@ -123,28 +129,44 @@ void or1_scored_free(or1_scored *s) {
     or1_completions_free(s->c, (int)s->n);
     free(s->c);
     free(s->scores);
+    free(s->status);
     memset(s, 0, sizeof *s);
 }
 
-/* Writes one evaluated sample as a JSON line. */
+/* Writes one evaluated sample as a JSON line ("correct" null where the reward failed). */
 static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r, size_t row, int j,
-                        const or1_completion *c, float score) {
+                        const or1_completion *c, float score, or1_reward_status st) {
     char *text = NULL;
     size_t len;
     if (or1_tokenizer_decode(tok, c->ids, (size_t)c->n, false, &text, &len) != 0) text = or1_strdup("");
     fprintf(f, "{\"data_source\":");
     or1_json_write_string(f, r->data_source);
-    fprintf(f, ",\"row\":%zu,\"index\":%lld,\"sample\":%d,\"correct\":%s,\"finish_reason\":\"%s\",\"tokens\":%d,\"response\":",
-            row, (long long)r->index, j, score > 0.5f ? "true" : "false", c->stopped ? "stop" : "length", c->n);
+    fprintf(f, ",\"row\":%zu,\"index\":%lld,\"sample\":%d,\"correct\":%s,\"reward_status\":\"%s\",\"finish_reason\":\"%s\",\"tokens\":%d,\"response\":",
+            row, (long long)r->index, j, st != OR1_REWARD_OK ? "null" : score > 0.5f ? "true" : "false",
+            or1_reward_status_name(st), c->stopped ? "stop" : "length", c->n);
     or1_json_write_string(f, text);
     fputs("}\n", f);
     free(text);
 }
 
-/* Evaluates this rank's share of the rows (every size-th row), sums the correct counts over
- * ranks and builds the pass@k report from them. */
+/* Adds {"<status>": count} of the failed rewards to the report, with a warning naming them. */
+static void report_errors(cJSON *report, const double *errors, size_t drawn) {
+    double total = 0;
+    for (int k = 1; k < OR1_REWARD_N_STATUS; k++) total += errors[k];
+    cJSON *o = cJSON_AddObjectToObject(report, "reward_errors");
+    for (int k = 1; k < OR1_REWARD_N_STATUS; k++)
+        cJSON_AddNumberToObject(o, or1_reward_status_name((or1_reward_status)k), errors[k]);
+    if (total > 0)
+        fprintf(stderr, "or1: WARNING: %.0f of %zu rewards could not be decided and are left out of the scores "
+                        "(see reward_errors)\n", total, drawn);
+}
+
+/* Evaluates this rank's share of the rows (every size-th row), sums the correct and scored
+ * counts and the failed rewards over ranks and builds the pass@k report from them; a sample
+ * whose reward failed counts neither way. */
 cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct) {
+                const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct,
+                int *scored) {
     size_t mine = 0;
     const or1_data_row **sub = or1_calloc(n_rows ? n_rows : 1, sizeof *sub);
     uint64_t *seeds = or1_calloc(n_rows ? n_rows : 1, sizeof *seeds);
@@ -156,16 +178,20 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     or1_scored sc;
     or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb};
     int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, pool, o->code_timeout, &sc, NULL, NULL);
-    double *counts = or1_calloc(n_rows ? n_rows : 1, sizeof *counts);
+    /* per row: correct, then scored; then the failed rewards by status */
+    double *counts = or1_calloc(2 * n_rows + OR1_REWARD_N_STATUS, sizeof *counts), *errors = counts + 2 * n_rows;
     char *lines = NULL;
     size_t lines_len = 0;
     FILE *mem = dump ? open_memstream(&lines, &lines_len) : NULL;
     for (size_t k = 0; rc == 0 && k < mine; k++) {
         size_t row = (size_t)d->rank + k * (size_t)d->size;
         for (int j = 0; j < o->n; j++) {
-            float score = sc.scores[k * (size_t)o->n + (size_t)j];
-            counts[row] += score > 0.5f;
-            if (mem) dump_sample(mem, tok, sub[k], row, j, &sc.c[k * (size_t)o->n + (size_t)j], score);
+            size_t at = k * (size_t)o->n + (size_t)j;
+            or1_reward_status st = sc.status[at];
+            counts[row] += st == OR1_REWARD_OK && sc.scores[at] > 0.5f;
+            counts[n_rows + row] += st == OR1_REWARD_OK;
+            errors[st] += st != OR1_REWARD_OK;
+            if (mem) dump_sample(mem, tok, sub[k], row, j, &sc.c[at], sc.scores[at], st);
         }
     }
     or1_scored_free(&sc);
@@ -180,15 +206,17 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
         free(all);
         free(lines);
     }
-    or1_dist_sum_f64(d, counts, n_rows);
+    or1_dist_sum_f64(d, counts, 2 * n_rows + OR1_REWARD_N_STATUS);
     cJSON *report = NULL;
     if (rc == 0) {
         or1_eval_result *res = or1_calloc(n_rows ? n_rows : 1, sizeof *res);
         for (size_t i = 0; i < n_rows; i++) {
-            res[i] = (or1_eval_result){rows[i]->data_source, o->n, (int)counts[i]};
+            res[i] = (or1_eval_result){rows[i]->data_source, (int)counts[n_rows + i], (int)counts[i]};
             if (correct) correct[i] = (int)counts[i];
+            if (scored) scored[i] = (int)counts[n_rows + i];
         }
-        report = or1_passk_report(res, n_rows);
+        report = or1_passk_report(res, n_rows, o->n);
+        if (report) report_errors(report, errors, n_rows * (size_t)o->n);
         free(res);
     }
     free(counts);

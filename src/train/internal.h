@@ -32,7 +32,8 @@ typedef struct {
     int M;
     size_t n_groups, n_samples, cap_groups;
     uint32_t *row;           /* per group: dataset row id */
-    float *score;            /* per sample */
+    float *score;            /* per sample; NaN where the reward failed */
+    long reward_errors[OR1_REWARD_N_STATUS]; /* failed rewards of the step by status (ok unused) */
     int *len;
     bool *trunc, *owned;
     or1_completion *c;       /* owned samples only */

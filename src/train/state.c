@@ -18,6 +18,7 @@ void track_solved(trainer *t, const step_batch *b) {
     if (!t->cfg->data.online_filter) return;
     for (size_t g = 0; g < b->n_groups; g++) {
         int correct = 0;
+        /* a failed reward (NaN) is not a solve: such a prompt is never taken for solved by all */
         for (int j = 0; j < b->M; j++) correct += b->score[g * (size_t)b->M + (size_t)j] > 0.5f;
         if (or1_data_record(t->data, b->row[g], correct, b->M) != 0) or1_dist_abort(t->d, or1_error());
     }
@@ -45,7 +46,6 @@ static void emit(trainer *t, cJSON *row) {
     cJSON_Delete(row);
 }
 
-/* The per-step metrics row (issue item 5), a progress line, and loud warnings. */
 /* The rollout/training mismatch of the step's sampled tokens (all of them when the old
  * log-probs were recomputed, else the first mini-batch, taken before any update) and the
  * rollout correction's weights. */
@@ -62,6 +62,26 @@ static void add_mismatch(cJSON *row, const trainer *t, const step_batch *b, cons
     cJSON_AddNumberToObject(row, "rollout_is_masked_frac", (double)ls->is_masked / nt);
 }
 
+/* The step's failed rewards by status, and a loud warning when they pass the configured share
+ * (they are left out of the loss, so many of them leave the step training on a biased few). */
+static void add_reward_errors(cJSON *row, const trainer *t, const step_batch *b) {
+    cJSON *o = cJSON_AddObjectToObject(row, "reward_errors");
+    long total = 0;
+    for (int k = 1; k < OR1_REWARD_N_STATUS; k++) {
+        cJSON_AddNumberToObject(o, or1_reward_status_name((or1_reward_status)k), (double)b->reward_errors[k]);
+        total += b->reward_errors[k];
+    }
+    cJSON_AddNumberToObject(row, "reward_error_groups", (double)b->rej.reward_errors);
+    double share = b->n_samples ? (double)total / (double)b->n_samples : 0.0;
+    if (total > 0 && share > t->cfg->reward.max_error_ratio)
+        fprintf(stderr, "WARNING: step %ld: %ld of %zu rewards failed (timeout %ld, verifier_error %ld, sandbox_error "
+                        "%ld, resource %ld): above reward.max_error_ratio %.3g; they are left out of the loss\n",
+                t->step, total, b->n_samples, b->reward_errors[OR1_REWARD_TIMEOUT],
+                b->reward_errors[OR1_REWARD_VERIFIER_ERROR], b->reward_errors[OR1_REWARD_SANDBOX_ERROR],
+                b->reward_errors[OR1_REWARD_RESOURCE], t->cfg->reward.max_error_ratio);
+}
+
+/* The per-step metrics row, a progress line, and loud warnings. */
 void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
                    double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
                    double t_update, double t_step) {
@@ -90,6 +110,7 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
     if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
     add_mismatch(row, t, b, ls, nt);
+    add_reward_errors(row, t, b);
     cJSON_AddBoolToObject(row, "skipped", skipped);
     cJSON_AddNumberToObject(row, "seconds_rollout", b->t_rollout);
     cJSON_AddNumberToObject(row, "seconds_reward", b->t_reward);
@@ -118,7 +139,7 @@ int run_validation(trainer *t) {
     for (size_t k = 0; k < t->cfg->eval.n_temperatures; k++) {
         or1_eval_opts o = {t->cfg->eval.n, (float)t->cfg->eval.temperatures[k], (float)t->cfg->eval.top_p, 0, T, t->cfg->rollout.max_slots, t->cfg->rollout.kv_cache_gb,
                            (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.code_timeout};
-        cJSON *rep = or1_eval(t->dm, t->tok, rows, n, &o, t->pool, t->d, NULL, NULL);
+        cJSON *rep = or1_eval(t->dm, t->tok, rows, n, &o, t->pool, t->d, NULL, NULL, NULL);
         if (!rep) {
             free(rows);
             return -1;

@@ -4,6 +4,15 @@ add_executable(test_code_unit ${CMAKE_CURRENT_LIST_DIR}/test_code_unit.c)
 target_link_libraries(test_code_unit PRIVATE or1lib)
 add_test(NAME code_unit COMMAND test_code_unit)
 
+add_executable(test_reward ${CMAKE_CURRENT_LIST_DIR}/test_reward.c)
+target_link_libraries(test_reward PRIVATE or1lib)
+add_test(NAME reward_status COMMAND test_reward ok)
+add_test(NAME reward_status_rlimits COMMAND test_reward ok)
+set_tests_properties(reward_status_rlimits PROPERTIES ENVIRONMENT "OR1_SANDBOX_ISOLATION=rlimits")
+add_test(NAME reward_status_broken_sandbox COMMAND test_reward broken-sandbox)
+set_tests_properties(reward_status_broken_sandbox PROPERTIES
+                     ENVIRONMENT "OR1_SANDBOX_ISOLATION=rlimits;TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/no-such-dir")
+
 foreach(mode root userns rlimits)
   or1_python_test(code_hostile_${mode} ${CMAKE_CURRENT_LIST_DIR}/check_verdicts.py $<TARGET_FILE:or1>
                   ${CMAKE_CURRENT_LIST_DIR}/hostile.jsonl ${mode} ENV OR1_CODE_DEBUG=1)

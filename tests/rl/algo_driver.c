@@ -18,7 +18,7 @@ static double *nums(const cJSON *c, const char *key, size_t *n) {
     double *x = or1_malloc((*n ? *n : 1) * sizeof *x);
     for (size_t i = 0; i < *n; i++) {
         const cJSON *v = cJSON_GetArrayItem(a, (int)i);
-        x[i] = cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : v->valuedouble;
+        x[i] = cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : cJSON_IsNull(v) ? NAN : v->valuedouble;
     }
     return a ? x : (free(x), NULL);
 }
@@ -68,6 +68,7 @@ static void add_rejection(cJSON *out, const or1_rejection *r) {
     cJSON_AddNumberToObject(out, "solve_all", (double)r->solve_all);
     cJSON_AddNumberToObject(out, "constant", (double)r->constant);
     cJSON_AddNumberToObject(out, "empty", (double)r->empty);
+    cJSON_AddNumberToObject(out, "reward_errors", (double)r->reward_errors);
 }
 
 /* Reads the entropy parameters of a case. */
@@ -158,7 +159,7 @@ static int run_kl(const cJSON *c, cJSON *out) {
     return 0;
 }
 
-/* pass@k report over (source, n, correct) rows. */
+/* pass@k report over (source, n, correct) rows, n_drawn given or the largest n. */
 static int run_report(const cJSON *c, cJSON *out) {
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(c, "rows");
     size_t n = (size_t)cJSON_GetArraySize(rows);
@@ -168,7 +169,11 @@ static int run_report(const cJSON *c, cJSON *out) {
         r[i] = (or1_eval_result){cJSON_GetArrayItem(x, 0)->valuestring, cJSON_GetArrayItem(x, 1)->valueint,
                                  cJSON_GetArrayItem(x, 2)->valueint};
     }
-    cJSON *rep = or1_passk_report(r, n);
+    const cJSON *drawn = cJSON_GetObjectItemCaseSensitive(c, "n_drawn");
+    int n_drawn = 0;
+    for (size_t i = 0; i < n; i++) n_drawn = r[i].n > n_drawn ? r[i].n : n_drawn;
+    if (cJSON_IsNumber(drawn)) n_drawn = drawn->valueint;
+    cJSON *rep = or1_passk_report(r, n, n_drawn);
     free(r);
     if (!rep) {
         cJSON_AddStringToObject(out, "error", or1_error());

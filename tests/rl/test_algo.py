@@ -76,12 +76,24 @@ def ref_reject(scores, group, use, keep_single):
 
 
 def ref_step(c):
+    """The step pipeline; a None score is a reward that failed: out of the statistics and
+    the loss, and a group it leaves with fewer than two decided samples is rejected."""
     n = len(c["scores"])
     trunc = c.get("truncated", [False] * n)
     in_stats, in_loss = ref_trunc(trunc, c.get("mode", "none"))
+    failed = [x is None for x in c["scores"]]
+    in_stats = [a and not f for a, f in zip(in_stats, failed)]
+    in_loss = [a and not f for a, f in zip(in_loss, failed)]
     kept, verdicts, order = ref_reject(c["scores"], c["group"], in_stats, c.get("keep_single", False))
     if not c.get("reject", True):
         kept = [True] * n
+    for k, g in enumerate(order):
+        members = [i for i in range(n) if c["group"][i] == g]
+        bad = sum(failed[i] for i in members)
+        if bad and len(members) - bad < 2:
+            verdicts[k] = "reward_errors"
+            for i in members:
+                kept[i] = False
     use = [a and b for a, b in zip(in_stats, kept)]
     adv = ref_grpo(c["scores"], c["group"], use, c.get("norm_by_std", True), c.get("eps", 1e-6))
     in_loss = [a and b for a, b in zip(in_loss, kept)]
@@ -200,6 +212,19 @@ def build_cases(rng):
     cases.append({"fn": "step", "mode": "before", "scores": [1, 1, 0], "group": [2, 2, 2],
                   "truncated": [False, False, True], "expect": [0, 0, 0], "expect_in_loss": [False] * 3,
                   "expect_verdicts": ["solve_all"]})
+    # Failed rewards (None): left out of statistics and loss; groups with fewer than two
+    # decided samples rejected as reward_errors, with and without rejection.
+    for t in range(24):
+        scores, group = random_batch(rng, rng.randint(1, 8), rng.choice([2, 4, 8]))
+        scores = [None if rng.random() < 0.25 else x for x in scores]
+        cases.append({"fn": rng.choice(["step", "stats"]), "scores": scores, "group": group,
+                      "mode": ("none", "before", "after")[t % 3], "truncated": [rng.random() < 0.3 for _ in scores],
+                      "len": [rng.randint(1, 50) for _ in scores], "reject": t % 4 != 3, "keep_single": t % 5 == 0})
+    # Labelled: [1, None, 0] keeps its two decided samples; [1, None] and [None, None] are rejected.
+    b = 0.5 / (math.sqrt(0.5) + 1e-6)
+    cases.append({"fn": "step", "scores": [1, None, 0, 1, None, None, None], "group": [1, 1, 1, 2, 2, 3, 3],
+                  "expect": [b, 0, -b, 0, 0, 0, 0], "expect_in_loss": [True, False, True] + [False] * 4,
+                  "expect_verdicts": ["kept", "reward_errors", "reward_errors"]})
     # Batch statistics.
     for t in range(10):
         scores, group = random_batch(rng, rng.randint(1, 8), 4)
@@ -256,7 +281,11 @@ def build_cases(rng):
     for n in (1, 6, 8, 32):
         rows = [[rng.choice(srcs), n, rng.randint(0, n)] for _ in range(25)]
         cases.append({"fn": "report", "rows": rows})
-    cases.append({"fn": "report", "rows": [["a", 4, 1], ["b", 8, 1]]})
+    # Problems whose rewards partly failed: each counts with its own scored n.
+    cases.append({"fn": "report", "rows": [["a", 4, 1], ["b", 8, 1], ["a", 0, 0], ["b", 3, 3]]})
+    cases.append({"fn": "report", "rows": [["a", 0, 0]], "n_drawn": 4})
+    cases.append({"fn": "report", "rows": [["a", 5, 1]], "n_drawn": 4})
+    cases.append({"fn": "report", "rows": [["a", 2, 3]], "n_drawn": 4})
     cases.append({"fn": "report", "rows": []})
     return cases
 
@@ -301,10 +330,14 @@ def compare(i, c, r):
                 groups.setdefault(g, []).append(s)
             hist = [0] * 10
             for v in groups.values():
-                hist[min(9, int(sum(x >= 1 for x in v) * 10 // len(v)))] += 1
+                v = [x for x in v if x is not None]
+                if v:
+                    hist[min(9, int(sum(x >= 1 for x in v) * 10 // len(v)))] += 1
             kept_groups = len({g for g, l in zip(c["group"], in_loss) if l})
-            want = {"samples": n, "groups": len(groups), "reward_mean": sum(sc) / n,
-                    "accuracy": sum(x >= 1 for x in sc) / n,
+            decided = [x for x in sc if x is not None]
+            want = {"samples": n, "groups": len(groups),
+                    "reward_mean": sum(decided) / len(decided) if decided else 0.0,
+                    "accuracy": sum(x >= 1 for x in decided) / len(decided) if decided else 0.0,
                     "solve_none_ratio": verdicts.count("solve_none") / len(groups),
                     "solve_all_ratio": verdicts.count("solve_all") / len(groups),
                     "kept_groups": kept_groups, "kept_samples": sum(in_loss),
@@ -379,20 +412,24 @@ def compare(i, c, r):
             check(r["value"] is None, f"{tag}: invalid pass@k should be NaN: {r}")
     elif fn == "report":
         rows = c["rows"]
-        if not rows or len({x[1] for x in rows}) > 1:
+        n = c.get("n_drawn", max((x[1] for x in rows), default=0))
+        if not rows or any(x[1] > n or x[2] > x[1] for x in rows):
             check("error" in r, f"{tag}: should fail: {r}")
             return
-        n = rows[0][1]
         ks, k = [], 1
         while k < n:
             ks.append(k)
             k *= 2
         ks.append(n)
 
+        def mean(vals):
+            return sum(vals) / len(vals) if vals else None
+
         def agg(sel):
-            g = {"problems": len(sel), "n": n, f"avg@{n}": sum(x[2] / n for x in sel) / len(sel)}
+            scored = [x for x in sel if x[1] > 0]
+            g = {"problems": len(scored), "n": n, f"avg@{n}": mean([x[2] / x[1] for x in scored])}
             for k in ks:
-                g[f"pass@{k}"] = sum(ref_pass(n, x[2], k) for x in sel) / len(sel)
+                g[f"pass@{k}"] = mean([ref_pass(x[1], x[2], k) for x in scored if x[1] >= k])
             return g
         want = {"overall": agg(rows), "by_source": {}}
         for s in dict.fromkeys(x[0] for x in rows):
@@ -401,7 +438,7 @@ def compare(i, c, r):
         check(list(got["by_source"]) == list(want["by_source"]), f"{tag}: sources {list(got['by_source'])}")
         for name, g in [("overall", got["overall"])] + list(got["by_source"].items()):
             w = want["overall"] if name == "overall" else want["by_source"][name]
-            check(set(g) == set(w) and all(close(g[k], w[k], 1e-12, 1e-12) for k in w),
+            check(set(g) == set(w) and all(g[k] == w[k] if w[k] is None or g[k] is None else close(g[k], w[k], 1e-12, 1e-12) for k in w),
                   f"{tag}: {name}: {g} != {w}")
 
 
