@@ -261,6 +261,8 @@ int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, doub
 /* The gradients' global L2 norm, and the norm of the range [lo, hi) of them. */
 double or1_dmodel_grad_norm(or1_dmodel *dm);
 double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi);
+/* The parameters' global L2 norm (a finiteness check of every weight; -1 on error). */
+double or1_dmodel_param_norm(or1_dmodel *dm);
 /* or1_dmodel_step over the parameters [lo, hi) alone, clipped by a norm the caller computed
  * (the global one): opt holds hi - lo moments. ZeRO stage 1 runs it on each rank's shard. */
 int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,

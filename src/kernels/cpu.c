@@ -190,17 +190,20 @@ void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos,
 enum { QBLOCK = 64 };
 
 /* exp(x) for float, vectorisable: x = n*ln2 + r with |r| <= ln2/2 (n rounded by the 1.5*2^23 trick), a degree-6 polynomial for
- * e^r, then 2^n through the exponent bits. Relative error about 2e-7; inputs below -87 give 0. */
+ * e^r, then 2^n through the exponent bits. Relative error about 2e-7; inputs below -87 give 0, above 88 e^88. The
+ * clamp runs through fmaxf/fminf, which turn a NaN into a bound, so the integer conversion and the shift always see a
+ * finite n in [-126, 127] (defined behaviour); a NaN input is then returned as it came. */
 static inline float fast_exp(float x) {
-    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+    float c = fminf(fmaxf(x, -87.0f), 88.0f);
+    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = c - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f +
                        r * (0.00833336077f + r * 0.00138890173f)))));
-    int32_t bits = ((int32_t)n + 127) << 23;
+    int32_t bits = (int32_t)((uint32_t)((int32_t)n + 127) << 23);
     float scale;
     memcpy(&scale, &bits, 4);
-    return x <= -87.0f ? 0.0f : p * scale;
+    float e = c <= -87.0f ? 0.0f : p * scale;
+    return x != x ? x : e;
 }
 
 /* Causal softmax of score rows i0..i0+nb-1 against keys 0..kl-1 (row r may see keys <= i0+r):

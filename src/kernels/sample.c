@@ -63,14 +63,18 @@ static int32_t draw(const float *p, const int32_t *idx, int n, double u) {
  * the reported log-prob is the untruncated one at the temperature, as the trainer computes. */
 int32_t or1_sample_token(const float *logits, int V, const or1_sample_row *s, double u, float *logp,
                          float *scratch) {
-    if (s->temperature <= 0) {
-        int32_t a = argmax(logits, V);
-        *logp = (float)(logits[a] - lse_scaled(logits, V, 1.0f));
-        return a;
-    }
-    float t = s->temperature, *p = scratch;
+    float t = s->temperature > 0 ? s->temperature : 1.0f, *p = scratch;
     int32_t *idx = (int32_t *)(scratch + V);
     double lse = lse_scaled(logits, V, t);
+    if (!isfinite(lse)) { /* a NaN or +inf logit, or none above -inf: no distribution to draw from */
+        *logp = NAN;
+        return 0;
+    }
+    if (s->temperature <= 0) {
+        int32_t a = argmax(logits, V);
+        *logp = (float)(logits[a] - lse);
+        return a;
+    }
     for (int v = 0; v < V; v++) p[v] = (float)exp((double)(logits[v] / t) - lse);
     int32_t tok;
     if (s->top_k <= 0 && s->top_p >= 1) {

@@ -426,6 +426,9 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
 /* The gradients' global L2 norm. */
 double or1_dmodel_grad_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->grads, dm->n); }
 
+/* The parameters' global L2 norm: NaN or infinite as soon as one weight is. */
+double or1_dmodel_param_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->params, dm->n); }
+
 /* The L2 norm of the gradients' range [lo, hi). */
 double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi) {
     return dm->op->grad_norm(dm->be, dm->grads + lo, hi - lo);

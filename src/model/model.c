@@ -4,6 +4,7 @@
 #include "or1/model.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,17 @@ static void source_close(weight_source *s) {
     free(s->dir);
 }
 
-/* Loads config.json, then every parameter tensor with its shape checked. */
+/* A weight that is NaN or infinite (a corrupt or diverged checkpoint) refuses the load, naming
+ * the file, the tensor and the element, instead of spreading through every later result. */
+static int finite_tensor(const char *path, const char *name, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return or1_fail("%s: tensor \"%s\" element %zu is %g: non-finite weights are refused", path, name, i,
+                            (double)x[i]);
+    return 0;
+}
+
+/* Loads config.json, then every parameter tensor with its shape checked and its values finite. */
 int or1_model_load(or1_model *m, const char *dir) {
     or1_model_config cfg;
     char *cpath = or1_path_join(dir, "config.json"), *gpath = or1_path_join(dir, "generation_config.json");
@@ -200,6 +211,7 @@ int or1_model_load(or1_model *m, const char *dir) {
         const or1_st_entry *e = NULL;
         rc = source_find(&s, m->p[i].name, &f, &e);
         if (rc == 0) rc = or1_st_read_f32(f, e, m->p[i].shape, m->p[i].ndim, m->params + m->p[i].offset);
+        if (rc == 0) rc = finite_tensor(f->path, m->p[i].name, m->params + m->p[i].offset, m->p[i].numel);
     }
     source_close(&s);
     if (rc) or1_model_free(m);

@@ -14,6 +14,7 @@
 #include "or1/core.h"
 #include "or1/rollout.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +332,10 @@ static int sample_all(engine *e) {
     if (or1_dmodel_sample(e->dm, A, e->x, e->rows, e->next, e->logp)) return -1;
     for (int a = 0; a < A; a++) {
         slot *s = &e->slots[e->row_slot[a]];
+        if (isnan(e->logp[a]))
+            return or1_fail("rollout: request %d, sample %d, token %d: the logits are not finite (NaN or infinite "
+                            "weights or activations); stopping instead of sampling from them",
+                            s->req, (int)s->sample, s->n_gen);
         s->out->ids[s->n_gen] = e->next[a];
         s->out->logprobs[s->n_gen] = e->logp[a];
         s->n_gen++;

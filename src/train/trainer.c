@@ -87,6 +87,17 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
     }
 }
 
+/* Every weight finite after an update (a corrupt optimizer state or an overflow gets past the
+ * gradient-norm check); fails naming the quantity and the mini-batch. */
+static int finite_weights(trainer *t, int mini_batch) {
+    double norm = or1_dmodel_param_norm(t->dm);
+    if (norm < 0) return -1;
+    if (!isfinite(norm))
+        return or1_fail("the weights are not finite after the update of mini-batch %d (their norm is %g)", mini_batch,
+                        norm);
+    return 0;
+}
+
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is normalised by its global kept-token count (eq. 3.1). *grad_norm gets the
  * mean pre-clip norm over the updates. */
@@ -130,8 +141,11 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                 mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;
             }
+            if (!isfinite(sums[0]))
+                return or1_fail("the loss of mini-batch %d is %g (a diverging run or non-finite inputs), found "
+                                "before its update", c + 1, sums[0]);
             double norm;
-            if (update_apply(t, &ac, &norm)) return -1;
+            if (update_apply(t, &ac, &norm) || finite_weights(t, c + 1)) return -1;
             *grad_norm += norm;
             updates++;
         }
@@ -165,7 +179,8 @@ static int train_step(trainer *t) {
         if (rc == 0) rc = update(t, si, &b, alpha, &ls, &grad_norm);
         if (rc) {
             batch_free(&b);
-            return -1;
+            return or1_fail_ctx("train: step %ld: stopped; no checkpoint is written from this step (latest is the "
+                                "last good one)", t->step + 1);
         }
         or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
     }

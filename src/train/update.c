@@ -40,8 +40,14 @@ static void update_range(const trainer *t, size_t *lo, size_t *hi) {
     else *lo = 0, *hi = t->m.n_floats;
 }
 
-/* All-reduce of the gradients (on the device, or through the host mirror), then the
- * ordinary step. */
+/* A gradient norm that is NaN or infinite stops the update before any weight moves. */
+static int finite_norm(double norm) {
+    if (isfinite(norm)) return 0;
+    return or1_fail("the gradient norm is %g (a diverging run or non-finite inputs); no weight was updated", norm);
+}
+
+/* All-reduce of the gradients (on the device, or through the host mirror), the norm checked,
+ * then the ordinary step. */
 static int update_replicated(trainer *t, const or1_adamw_cfg *ac, double *norm) {
     if (on_device(t) && or1_dmodel_allreduce_grads(t->dm)) return -1;
     if (!on_device(t) && t->d->size > 1) {
@@ -49,7 +55,9 @@ static int update_replicated(trainer *t, const or1_adamw_cfg *ac, double *norm) 
         or1_dist_sum_f32(t->d, t->m.grads, t->m.n_floats);
         if (or1_dmodel_push_grads(t->dm)) return -1;
     }
-    return or1_dmodel_step(t->dm, &t->opt, ac, t->cfg->train.grad_clip, norm);
+    *norm = or1_dmodel_grad_norm(t->dm);
+    if (*norm < 0 || finite_norm(*norm)) return -1;
+    return or1_dmodel_step_range(t->dm, &t->opt, ac, 0, t->m.n_floats, *norm, t->cfg->train.grad_clip);
 }
 
 /* Reduce-scatter, the global norm from the shards' squared norms, the shard's step, then
@@ -75,6 +83,7 @@ static int update_zero1(trainer *t, const or1_adamw_cfg *ac, double *norm) {
     double sq = local * local;
     or1_dist_sum_f64(t->d, &sq, 1);
     *norm = sqrt(sq);
+    if (finite_norm(*norm)) return -1;
     if (or1_dmodel_step_range(t->dm, &t->opt, ac, lo, hi, *norm, t->cfg->train.grad_clip)) return -1;
     if (on_device(t)) {
         size_t *starts = or1_dist_shard_starts(t->d, t->m.n_floats);

@@ -166,6 +166,12 @@ static void test_bad_configs(void) {
         {"model: {path: m}\n", "missing key \"data.train\"", "t.yaml"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\ntrain: 5\n", "key \"train\"", "expected a mapping"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nseed: -1\n", "key \"seed\"", "outside"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\ntrain: {adam_eps: 0}\n", "t.yaml:4: key \"train.adam_eps\"",
+         "must be above 0"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\ntrain:\n  beta2: 1\n", "t.yaml:5: key \"train.beta2\"",
+         "below 1"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {eps: 0}\nrejection: {enabled: false}\n",
+         "key \"advantage.eps\"", "std of 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         or1_train_config c;

@@ -202,6 +202,35 @@ def unsupported_dtype(b):
     return b.logprobs_args(edit_header(b, set_entry(T, "dtype", "I32"))), None, ST + (T,)
 
 
+def poison(blob, name, index, value):
+    """blob with element `index` of tensor `name` set to value (F32, BF16 or F16 data)."""
+    n = struct.unpack("<Q", blob[:8])[0]
+    entry = json.loads(blob[8:8 + n])[name]
+    size = {"F32": 4, "BF16": 2, "F16": 2}[entry["dtype"]]
+    if entry["dtype"] == "F32":
+        raw = struct.pack("<f", value)
+    elif entry["dtype"] == "BF16":
+        raw = struct.pack("<f", value)[2:]
+    else:
+        raw = struct.pack("<e", value)
+    at = 8 + n + entry["data_offsets"][0] + index * size
+    return blob[:at] + raw + blob[at + size:]
+
+
+@case("safetensors")
+def nan_weight(b):
+    """One weight is NaN (a corrupt or diverged checkpoint): refused, naming tensor and element."""
+    d = edit_bytes(b, lambda x: poison(x, T, 3, float("nan")))
+    return b.logprobs_args(d), None, ST + (f'tensor "{T}" element 3 is nan', "non-finite weights are refused")
+
+
+@case("safetensors")
+def inf_weight(b):
+    """One weight is -inf: refused the same way."""
+    d = edit_bytes(b, lambda x: poison(x, Q, 7, float("-inf")))
+    return b.logprobs_args(d), None, ST + (f'tensor "{Q}" element 7 is -inf',)
+
+
 @case("safetensors")
 def missing_tensor(b):
     """A required tensor is absent from the header."""

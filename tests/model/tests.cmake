@@ -21,3 +21,9 @@ or1_model_test(grad_finite_diff test_finite_diff.py)
 or1_model_test(malformed_safetensors test_malformed.py safetensors)
 or1_model_test(malformed_config test_malformed.py config)
 or1_model_test(malformed_batch test_malformed.py batch)
+
+# NaN and infinities through every CPU kernel: defined behaviour (the sanitizer pass aborts on
+# undefined operations), NaN where it flows, and a sampler that refuses non-distributions.
+add_executable(test_nonfinite ${OR1_MODEL_TEST_DIR}/test_nonfinite.c)
+target_link_libraries(test_nonfinite PRIVATE or1lib)
+add_test(NAME model_nonfinite COMMAND test_nonfinite)
