@@ -122,9 +122,8 @@ def main():
     print(f"demo: base avg@{EVAL_N} = {before:.3f}; training", file=sys.stderr)
     sets = [f"model.path={a.base}", f"output.dir={run}", f"data.train.0.path={run}/train.jsonl",
             f"eval.files=[{run}/test.jsonl]"] + a.set
-    sh([a.or1, "train", "--config", a.config] + [x for s in sets for x in ("--set", s)])
-    ckpt = open(f"{run}/checkpoints/latest").read().strip()
-    after = avg_at_8(a.or1, f"{run}/checkpoints/{ckpt}", f"{run}/test.jsonl", f"{run}/report/trained_samples.jsonl")
+    sh([a.or1, "train", "--config", a.config, "--overwrite"] + [x for s in sets for x in ("--set", s)])
+    after = avg_at_8(a.or1, f"{run}/checkpoints/latest", f"{run}/test.jsonl", f"{run}/report/trained_samples.jsonl")
     steps, evals = read_metrics(f"{run}/metrics.jsonl")
     plot(steps, evals, steps[0]["entropy_target"], f"{run}/report")
     summary(f"{run}/report/summary.md", a.name, before, after, steps, time.time() - t0, a.set)

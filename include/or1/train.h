@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "or1/algo.h"
+#include "or1/io_safetensors.h"
 #include "or1/io_yaml.h"
 #include "or1/model.h"
 #include "or1/reward.h"
@@ -93,7 +94,8 @@ typedef struct {
         double top_p;
     } eval;
     struct {
-        int every;
+        int every, keep_last; /* keep_last 0 = every checkpoint */
+        or1_dtype dtype;      /* of the weights: OR1_F32 or OR1_BF16 */
     } checkpoint;
     char *output_dir;
     char *device; /* backend name: cpu | cuda */
@@ -131,8 +133,19 @@ or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer
 
 /* ---- The trainer and evaluation -------------------------------------------------------------- */
 
-/* Runs the whole schedule of cfg; resume_dir (or NULL) is a checkpoint folder to continue. */
-int or1_train_run(const or1_train_config *cfg, const char *resume_dir, const or1_dist *d);
+/* How a run starts. resume: NULL for a new run; "auto" for the newest complete checkpoint of
+ * output.dir (a new run when the folder holds none); a run folder (its newest complete
+ * checkpoint); or a checkpoint folder (`checkpoints/latest` included). A new run refuses an
+ * output.dir that holds a run unless overwrite, which removes that run's metrics and
+ * checkpoints first. */
+typedef struct {
+    const char *resume;
+    bool overwrite;
+} or1_train_start;
+
+/* Runs the whole schedule of cfg from start (NULL: a new run). Resuming at or past the end
+ * says so and trains nothing. */
+int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, const or1_dist *d);
 
 /* Generated and scored samples of some rows (M per row, row-major): a score where the
  * reward was decided, NaN and an error status where it was not (reward.h). */

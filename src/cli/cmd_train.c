@@ -33,11 +33,13 @@ static const char **overrides(cli_args *a, size_t *n) {
     return o;
 }
 
-/* or1 train --config FILE.yaml [--set key=value ...] [--resume CHECKPOINT_DIR] */
+/* or1 train --config FILE.yaml [--set key=value ...] [--resume auto|RUN_DIR|CHECKPOINT_DIR]
+ * [--overwrite] */
 int cmd_train(cli_args *a) {
     size_t n_set;
     const char **set = overrides(a, &n_set);
-    const char *path = cli_need(a, "config"), *resume = cli_str(a, "resume");
+    const char *path = cli_need(a, "config");
+    or1_train_start start = {cli_str(a, "resume"), cli_flag(a, "overwrite")};
     if (!path || cli_check_unused(a)) {
         free(set);
         return 2;
@@ -46,7 +48,7 @@ int cmd_train(cli_args *a) {
     int rc = or1_train_config_load(path, set, n_set, &cfg);
     free(set);
     if (rc) return 2;
-    if (or1_train_config_check_files(&cfg) == 0) rc = or1_train_run(&cfg, resume, &dist) ? 1 : 0;
+    if (or1_train_config_check_files(&cfg) == 0) rc = or1_train_run(&cfg, &start, &dist) ? 1 : 0;
     else rc = 2;
     or1_train_config_free(&cfg);
     return rc;

@@ -55,8 +55,9 @@ static int copy_tokenizer(const trainer *t, const char *dir) {
     return 0;
 }
 
-/* Removes a folder of plain files (an old checkpoint of the same step). */
-static void remove_dir(const char *dir) {
+/* Removes a checkpoint folder of plain files (an old one of the same step, or one past
+ * checkpoint.keep_last). */
+void checkpoint_remove(const char *dir) {
     static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
                                   "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                                   "trainer_state.json", "config.yaml"};
@@ -76,20 +77,19 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     size_t n = strlen(dir) + 16;
     char *tmp = or1_malloc(n);
     snprintf(tmp, n, "%s.tmp", dir);
-    remove_dir(tmp);
+    checkpoint_remove(tmp);
     int rc = or1_mkdir_p(tmp);
-    if (rc == 0) rc = or1_model_save(&t->m, tmp, OR1_F32, t->cfg->model.path);
+    if (rc == 0) rc = or1_model_save(&t->m, tmp, t->cfg->checkpoint.dtype, t->cfg->model.path);
     if (rc == 0) rc = copy_tokenizer(t, tmp);
     if (rc == 0) rc = or1_adamw_save(opt, &t->m, tmp);
     if (rc == 0) rc = write_state_files(t, tmp);
     if (rc == 0) {
-        remove_dir(dir);
+        checkpoint_remove(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
     }
+    if (rc == 0) rc = run_point_latest(root, name);
     if (rc == 0) {
-        char *latest = or1_path_join(root, "latest");
-        rc = or1_write_file_atomic(latest, name, strlen(name));
-        free(latest);
+        run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);
         fprintf(stderr, "train: checkpoint %s\n", dir);
     }
     free(tmp), free(dir), free(root);
@@ -98,7 +98,8 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
 
 /* Saves a checkpoint: the optimizer state is gathered to rank 0, which writes
  * output/checkpoints/step-K in a temporary folder, renames it into place (a reader sees a
- * whole checkpoint or none), then points `latest` at it. Every rank calls it. */
+ * whole checkpoint or none), points the `latest` link at it, then removes the checkpoints
+ * beyond checkpoint.keep_last. Every rank calls it. */
 int save_checkpoint(trainer *t) {
     or1_adamw opt;
     bool owned;

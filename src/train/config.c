@@ -95,6 +95,8 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("eval.top_p", "1.0", 1e-6, 1, "nucleus sampling in validation"),
     INT_KEY("eval.max_new_tokens", "0", 0, BIG, "0: the stage's T"),
     INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
+    INT_KEY("checkpoint.keep_last", "3", 0, BIG, "checkpoints kept (the newest); 0: all"),
+    STR_KEY("checkpoint.dtype", "f32", "weights in checkpoints: f32 (exact resume) | bf16 (half the size)"),
     PATH_KEY("output.dir", "runs/train", "metrics.jsonl and checkpoints go here"),
     STR_KEY("device", "cpu", "backend the model runs on: cpu | cuda"),
     INT_KEY("seed", "1", 0, INT_MAX, "data order and sampling seed"),
@@ -129,7 +131,7 @@ static const struct {
     F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
     F("reward.code_timeout", reward.code_timeout), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
-    F("checkpoint.every", checkpoint.every), F("output.dir", output_dir), F("seed", seed),
+    F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("output.dir", output_dir), F("seed", seed),
 #undef F
 };
 
@@ -223,6 +225,10 @@ static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     if (strcmp(miss, "keep") != 0 && strcmp(miss, "drop") != 0)
         return or1_fail("%s: \"%.64s\" is not one of keep, drop", where_of(cfg, "data.difficulty.missing", w, sizeof w), miss);
     c->data.difficulty_keep_missing = !strcmp(miss, "keep");
+    const char *dt = str_of(root, "checkpoint.dtype");
+    if (strcmp(dt, "f32") && strcmp(dt, "bf16"))
+        return or1_fail("%s: \"%.64s\" is not one of f32, bf16", where_of(cfg, "checkpoint.dtype", w, sizeof w), dt);
+    c->checkpoint.dtype = strcmp(dt, "bf16") ? OR1_F32 : OR1_BF16;
     c->advantage.reject = c->rejection.enabled;
     c->advantage.keep_single = c->rejection.keep_single;
     return 0;
@@ -352,6 +358,33 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
 }
 
 /* Load, override, check against the schema, then fill the struct. */
+/* An override the stages list makes useless: train.steps under any stages list, and the
+ * defaults rollout.n, rollout.max_new_tokens, train.prompts_per_step, train.mini_batch when
+ * every stage sets its own value. The error names the override and the stages list. */
+static int check_shadowed(const or1_yaml *cfg, const char *override) {
+    static const char *const pairs[][2] = {{"train.steps", "steps"},
+                                           {"rollout.n", "n"},
+                                           {"rollout.max_new_tokens", "context_length"},
+                                           {"train.prompts_per_step", "prompts"},
+                                           {"train.mini_batch", "mini_batch"}};
+    const or1_yaml_node *root = or1_yaml_root(cfg), *stages = or1_yaml_get(root, "stages");
+    const or1_yaml_node **items = NULL;
+    size_t n = 0, eq = strcspn(override, "=");
+    if (!stages || or1_yaml_maps(root, "stages", &items, &n) || n == 0) return free(items), 0;
+    int rc = 0;
+    for (size_t p = 0; p < sizeof pairs / sizeof *pairs && rc == 0; p++) {
+        if (strlen(pairs[p][0]) != eq || strncmp(override, pairs[p][0], eq) != 0) continue;
+        size_t set = 0;
+        for (size_t i = 0; i < n; i++) set += or1_yaml_get(items[i], pairs[p][1]) != NULL;
+        if (set == n)
+            rc = or1_fail("--set %s: the stages list (%s) sets %s in every stage, so %s has no effect; set "
+                          "stages.N.%s instead", override, or1_yaml_node_where(stages), pairs[p][1], pairs[p][0],
+                          pairs[p][1]);
+    }
+    free(items);
+    return rc;
+}
+
 int or1_train_config_load(const char *path, const char *const *overrides, size_t n_overrides,
                           or1_train_config *out) {
     memset(out, 0, sizeof *out);
@@ -360,6 +393,7 @@ int or1_train_config_load(const char *path, const char *const *overrides, size_t
     int rc = 0;
     for (size_t i = 0; i < n_overrides && rc == 0; i++) rc = or1_yaml_set(cfg, overrides[i]);
     if (rc == 0) rc = or1_yaml_check(cfg, or1_train_schema, or1_train_schema_len);
+    for (size_t i = 0; i < n_overrides && rc == 0; i++) rc = check_shadowed(cfg, overrides[i]);
     out->config_path = or1_strdup(path);
     if (rc == 0) rc = fill_scalars(or1_yaml_root(cfg), out);
     if (rc == 0) rc = fill_enums(cfg, out);
@@ -489,6 +523,8 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k)
         fprintf(f, "%s%s", or1_kl_name(c->kl.estimator.kind), c->kl.estimator.straight_through ? "+" : "");
     } else if (!strcmp(p, "advantage.estimator")) {
         fputs(c->advantage.norm_by_std ? "grpo" : "drgrpo", f);
+    } else if (!strcmp(p, "checkpoint.dtype")) {
+        fputs(c->checkpoint.dtype == OR1_BF16 ? "bf16" : "f32", f);
     } else if (!strcmp(p, "advantage.truncation_mask")) {
         fputs(or1_trunc_mask_name(c->advantage.trunc), f);
     } else if (!strcmp(p, "data.difficulty.missing")) {

@@ -94,4 +94,20 @@ int update_optimizer_load(trainer *t, const char *dir);
 /* The whole optimizer state on rank 0 (collective); *owned: *full must be freed. */
 int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
 
+/* ---- the run folder (run_dir.c) ---------------------------------------------------------- */
+
+/* The checkpoint folder --resume ARG means (see or1_train_start); *dir NULL for a new run
+ * (no ARG, or auto on a folder without a complete checkpoint). Errors name ARG. */
+int run_resume_dir(const or1_train_config *cfg, const char *arg, char **dir);
+/* A new run's output folder (rank 0 only): refused when it holds a run unless overwrite; with
+ * overwrite, that run's checkpoints, `latest` and metrics are removed. */
+int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite);
+/* Points ck_root/latest at the checkpoint folder `name` (a relative link, replaced atomically). */
+int run_point_latest(const char *ck_root, const char *name);
+/* Removes the oldest checkpoints of the run folder root beyond the newest keep (0: none), never
+ * the one of step newest. */
+void run_keep_last(const char *root, int keep, long newest);
+/* Removes one checkpoint folder. */
+void checkpoint_remove(const char *dir);
+
 #endif

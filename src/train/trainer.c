@@ -205,17 +205,48 @@ static int train_loop(trainer *t) {
     return 0;
 }
 
+/* Rank 0's status and error message on every rank (a collective): decisions about the run
+ * folder are made once, before any rank writes into it. */
+static int from_rank0(const or1_dist *d, int rc) {
+    struct {
+        int rc;
+        char msg[1024];
+    } b = {rc, ""};
+    if (d->rank == 0 && rc) snprintf(b.msg, sizeof b.msg, "%s", or1_error());
+    or1_dist_bcast_bytes(d, &b, sizeof b);
+    if (d->rank != 0 && b.rc) or1_fail("%s", b.msg);
+    return b.rc;
+}
+
 /* Sets up, optionally resumes, trains, cleans up. Failures on any rank end the job. */
-int or1_train_run(const or1_train_config *cfg, const char *resume_dir, const or1_dist *d) {
+int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, const or1_dist *d) {
+    char *resume_dir = NULL;
+    int rc = run_resume_dir(cfg, start ? start->resume : NULL, &resume_dir);
+    rc = from_rank0(d, rc || d->rank != 0 ? rc : run_prepare_output(cfg, resume_dir != NULL, start && start->overwrite));
+    if (rc) {
+        free(resume_dir);
+        return -1;
+    }
+    if (resume_dir && d->rank == 0) fprintf(stderr, "train: resuming from %s\n", resume_dir);
     trainer t;
-    if (trainer_open(&t, cfg, d, resume_dir)) {
+    int opened = trainer_open(&t, cfg, d, resume_dir);
+    free(resume_dir);
+    if (opened) {
         trainer_close(&t);
         return -1;
     }
+    long total = or1_train_total_steps(cfg);
+    if (t.step >= total) {
+        if (d->rank == 0)
+            fprintf(stderr, "train: the checkpoint is at step %ld and the schedule has %ld steps: nothing to train "
+                            "(raise train.steps or the stages' steps to go on)\n", t.step, total);
+        trainer_close(&t);
+        return 0;
+    }
     if (d->rank == 0)
         fprintf(stderr, "train: %zu prompts, %zu stages, %ld steps from step %ld, %d rank(s)\n", or1_data_active(t.data),
-                cfg->n_stages, or1_train_total_steps(cfg), t.step, d->size);
-    int rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
+                cfg->n_stages, total, t.step, d->size);
+    rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
     if (rc == 0) rc = train_loop(&t);
     trainer_close(&t);
     return rc;

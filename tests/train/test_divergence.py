@@ -42,7 +42,7 @@ def checkpoints(out):
     """The step numbers of the checkpoints in out, and the one `latest` names."""
     root = os.path.join(out, "checkpoints")
     steps = sorted(int(d[5:]) for d in os.listdir(root) if d.startswith("step-"))
-    latest = open(os.path.join(root, "latest")).read().strip()
+    latest = os.readlink(os.path.join(root, "latest"))
     return steps, latest
 
 

@@ -50,7 +50,8 @@ def literal():
     cfg2 = C.write_config(os.path.join(SCRATCH, "two.yaml"), C.base_config(SFT, ROWS, part, train={"steps": 2}))
     C.train(OR1, cfg2)
     check(len(C.metrics(ref)) == 4 and len(C.metrics(part)) == 2, "step counts of the runs")
-    cfg4 = C.write_config(os.path.join(SCRATCH, "two_to_four.yaml"), C.base_config(SFT, ROWS, part, train={"steps": 4}))
+    cfg4 = C.write_config(os.path.join(SCRATCH, "two_to_four.yaml"),
+                          C.base_config(SFT, ROWS, part, train={"steps": 4}, checkpoint={"every": 1, "keep_last": 0}))
     p = C.train(OR1, cfg4, "--resume", C.ckpt(part, 2))
     check("from step 2" in p.stderr, f"resume banner: {p.stderr[:300]!r}")
     check(sorted(r for r in os.listdir(os.path.join(part, "checkpoints")) if r.startswith("step")) ==
@@ -70,7 +71,7 @@ def mid_run(ref):
     same_metrics(ref, out, "resume into a new folder", from_step=2)
     # In place: the rows of steps 3 and 4 already in metrics.jsonl are dropped, then rewritten.
     inplace = os.path.join(SCRATCH, "inplace")
-    shutil.copytree(ref, inplace)
+    shutil.copytree(ref, inplace, symlinks=True)
     cfg = C.write_config(os.path.join(SCRATCH, "inplace.yaml"), C.base_config(SFT, ROWS, inplace, train={"steps": 4}))
     C.train(OR1, cfg, "--resume", C.ckpt(inplace, 2))
     same_metrics(ref, inplace, "resume in place (metrics trimmed)")
@@ -94,7 +95,7 @@ def incomplete_checkpoint(ref):
 
 def staged(out):
     """A 2-stage config (T and M change, online filter on) writing to out."""
-    return C.base_config(SFT, ROWS, out, stages=[
+    return C.base_config(SFT, ROWS, out, checkpoint={"every": 1, "keep_last": 0}, stages=[
         {"name": "s1", "context_length": 20, "prompts": 4, "n": 4, "mini_batch": 2, "steps": 2},
         {"name": "s2", "context_length": 24, "prompts": 2, "n": 6, "mini_batch": 1, "steps": 2}])
 

@@ -66,7 +66,8 @@ def two_steps():
         for f in ("model.safetensors", "optimizer.safetensors", "trainer_state.json", "config.yaml", "config.json"):
             check(os.path.isfile(os.path.join(d, f)), f"checkpoint {d} lacks {f}")
     latest = os.path.join(out, "checkpoints", "latest")
-    check(os.path.isfile(latest) and open(latest).read().strip() == "step-000002", "latest does not name step 2")
+    check(os.path.islink(latest) and os.readlink(latest) == "step-000002" and os.path.isfile(os.path.join(latest, "model.safetensors")),
+          "latest is not a link to step 2 that works as a path")
     check(not [f for f in os.listdir(os.path.join(out, "checkpoints")) if f.endswith(".tmp")], "temporary left")
     state = json.load(open(os.path.join(C.ckpt(out, 2), "trainer_state.json")))
     check(state.get("step") == 2 and "entropy" in state and "data" in state, f"trainer_state {state}")

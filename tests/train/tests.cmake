@@ -24,6 +24,7 @@ or1_train_test(config_errors test_config_errors.py)
 or1_train_test(eval test_eval.py)
 or1_train_test(reward_errors test_reward_errors.py)
 or1_train_test(divergence test_divergence.py)
+or1_train_test(run_dir test_run_dir.py)
 
 # MPI (issue 8): skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
 if(NOT MPIEXEC_EXECUTABLE)

@@ -1,0 +1,191 @@
+/* The run folder: which checkpoint a resume means, whether a new run may use the folder, the
+ * `latest` link, and how many checkpoints stay. Nothing here deletes a run the user did not
+ * ask to replace. */
+#include "or1/core.h"
+#include "or1/io.h"
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* True if path is a folder. */
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The first of the files a resume reads that dir lacks, or NULL when it has them all. */
+static const char *missing_file(const char *dir) {
+    static const char *const need[] = {"model.safetensors", "optimizer.safetensors", "trainer_state.json"};
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++) {
+        char *p = or1_path_join(dir, need[i]);
+        bool ok = or1_is_file(p);
+        free(p);
+        if (!ok) return need[i];
+    }
+    return NULL;
+}
+
+/* True if dir holds the three files a resume reads (a checkpoint written to the end). */
+static bool complete_checkpoint(const char *dir) { return missing_file(dir) == NULL; }
+
+/* True if dir looks like a checkpoint at all (it has a model config), complete or not. */
+static bool looks_like_checkpoint(const char *dir) {
+    char *p = or1_path_join(dir, "config.json");
+    bool yes = or1_is_file(p);
+    free(p);
+    return yes;
+}
+
+/* The step of a folder named step-NNNNNN, or -1 for any other name (".tmp" included). */
+static long step_of(const char *name) {
+    if (strncmp(name, "step-", 5) != 0 || !name[5]) return -1;
+    char *end;
+    long s = strtol(name + 5, &end, 10);
+    return *end || s < 0 ? -1 : s;
+}
+
+/* The step folders of root/checkpoints, ascending (complete ones only when complete). */
+static long *list_steps(const char *root, bool complete, size_t *n) {
+    char *dir = or1_path_join(root, "checkpoints");
+    DIR *d = opendir(dir);
+    long *steps = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        long s = step_of(e->d_name);
+        char *p = s >= 0 ? or1_path_join(dir, e->d_name) : NULL;
+        if (p && is_dir(p) && (!complete || complete_checkpoint(p))) {
+            if (*n == cap) cap = cap ? 2 * cap : 16, steps = or1_realloc(steps, cap * sizeof *steps);
+            steps[(*n)++] = s;
+        }
+        free(p);
+    }
+    if (d) closedir(d);
+    free(dir);
+    for (size_t i = 1; i < *n; i++) /* insertion sort: a run keeps few checkpoints */
+        for (size_t j = i; j > 0 && steps[j] < steps[j - 1]; j--) {
+            long x = steps[j];
+            steps[j] = steps[j - 1], steps[j - 1] = x;
+        }
+    return steps;
+}
+
+/* root/checkpoints/step-NNNNNN as a new string. */
+static char *step_dir(const char *root, long step) {
+    char name[32];
+    snprintf(name, sizeof name, "checkpoints/step-%06ld", step);
+    return or1_path_join(root, name);
+}
+
+/* The newest complete checkpoint of a run folder, or NULL when it has none. */
+static char *newest_checkpoint(const char *root) {
+    size_t n;
+    long *steps = list_steps(root, true, &n);
+    char *dir = n ? step_dir(root, steps[n - 1]) : NULL;
+    free(steps);
+    return dir;
+}
+
+/* A `latest` written as a text file by older versions: the checkpoint it names. */
+static char *latest_file_target(const char *path) {
+    char *text;
+    size_t len;
+    if (or1_read_file(path, 256, &text, &len)) return NULL;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == ' ')) text[--len] = '\0';
+    char *base = or1_strdup(path), *slash = strrchr(base, '/');
+    if (slash) *slash = '\0';
+    char *dir = or1_path_join(slash ? base : ".", text);
+    free(base), free(text);
+    return dir;
+}
+
+/* See internal.h. */
+int run_resume_dir(const or1_train_config *cfg, const char *arg, char **dir) {
+    *dir = NULL;
+    if (!arg) return 0;
+    if (strcmp(arg, "auto") == 0) {
+        *dir = newest_checkpoint(cfg->output_dir);
+        return 0;
+    }
+    if (is_dir(arg) && complete_checkpoint(arg)) *dir = or1_strdup(arg);
+    else if (is_dir(arg) && looks_like_checkpoint(arg))
+        return or1_fail("--resume %s: the checkpoint lacks %s, so it cannot resume exactly", arg, missing_file(arg));
+    else if (is_dir(arg) && (*dir = newest_checkpoint(arg)) == NULL)
+        return or1_fail("--resume %s: neither a checkpoint (model, optimizer and trainer state) nor a run folder "
+                        "with a complete checkpoint", arg);
+    else if (!is_dir(arg) && or1_is_file(arg) && (*dir = latest_file_target(arg)) && !complete_checkpoint(*dir))
+        return or1_fail("--resume %s: names %s, which is not a complete checkpoint", arg, *dir);
+    else if (!*dir)
+        return or1_fail("--resume %s: no such checkpoint or run folder (give a checkpoint, a run folder or auto)", arg);
+    return 0;
+}
+
+/* Removes root/name (a file or a link) if it is there. */
+static void remove_entry(const char *root, const char *name) {
+    char *p = or1_path_join(root, name);
+    unlink(p);
+    free(p);
+}
+
+/* See internal.h. */
+int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite) {
+    if (resuming) return 0;
+    size_t n_all;
+    free(list_steps(cfg->output_dir, false, &n_all));
+    char *metrics = or1_path_join(cfg->output_dir, "metrics.jsonl");
+    bool used = or1_is_file(metrics) || n_all > 0;
+    free(metrics);
+    if (!used) return 0;
+    if (!overwrite)
+        return or1_fail("%s holds a run (metrics.jsonl, %zu checkpoints): --resume auto continues it, --overwrite "
+                        "replaces it, or set output.dir to a new folder", cfg->output_dir, n_all);
+    size_t n;
+    long *steps = list_steps(cfg->output_dir, false, &n);
+    for (size_t i = 0; i < n; i++) {
+        char *d = step_dir(cfg->output_dir, steps[i]);
+        checkpoint_remove(d);
+        free(d);
+    }
+    free(steps);
+    char *ck = or1_path_join(cfg->output_dir, "checkpoints");
+    remove_entry(ck, "latest");
+    free(ck);
+    remove_entry(cfg->output_dir, "metrics.jsonl");
+    fprintf(stderr, "train: --overwrite: removed the run in %s (%zu checkpoints and its metrics)\n", cfg->output_dir, n);
+    return 0;
+}
+
+/* See internal.h: a relative symbolic link made beside it and renamed over it, so `latest`
+ * always names a whole checkpoint and works as a path. */
+int run_point_latest(const char *ck_root, const char *name) {
+    char *link = or1_path_join(ck_root, "latest"), *tmp = or1_path_join(ck_root, ".latest.tmp");
+    struct stat st;
+    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) checkpoint_remove(link); /* a copy that followed the link */
+    unlink(tmp);
+    int rc = 0;
+    if (symlink(name, tmp) != 0 || rename(tmp, link) != 0) {
+        rc = or1_fail("%s: cannot point at %s: %s", link, name, strerror(errno));
+        unlink(tmp);
+    }
+    free(link), free(tmp);
+    return rc;
+}
+
+/* See internal.h. */
+void run_keep_last(const char *root, int keep, long newest) {
+    size_t n;
+    long *steps = list_steps(root, false, &n);
+    for (size_t i = 0; keep > 0 && i + (size_t)keep < n; i++)
+        if (steps[i] != newest) {
+            char *d = step_dir(root, steps[i]);
+            checkpoint_remove(d);
+            free(d);
+        }
+    free(steps);
+}
