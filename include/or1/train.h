@@ -130,6 +130,9 @@ char *or1_train_config_yaml(const or1_train_config *c);
 
 /* The dataset options of a trainer config (tok and template supplied by the caller). */
 or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer *tok);
+/* The longest prompt a run can take: data.max_prompt_length, lowered to what the longest
+ * stage's context length leaves of max_pos positions. */
+int or1_train_prompt_limit(const or1_train_config *c, int max_pos);
 
 /* ---- The trainer and evaluation -------------------------------------------------------------- */
 
@@ -169,7 +172,7 @@ void or1_scored_free(or1_scored *s);
 typedef struct {
     int n;
     float temperature, top_p;
-    int top_k, max_new_tokens, max_slots;
+    int top_k, max_new_tokens, max_slots; /* max_new_tokens 0: what the context leaves */
     double kv_cache_gb;
     uint64_t seed;
     double code_timeout;
@@ -177,8 +180,11 @@ typedef struct {
 
 /* Samples n responses per row and returns the avg@n / pass@k report (per data_source and
  * overall, with "reward_errors" by status) as JSON. A sample whose reward failed counts as
- * neither right nor wrong. Rows are split over ranks and the counts summed, so every rank
- * returns the same report. correct and scored (optional, n_rows each) get every row's counts.
+ * neither right nor wrong. o->max_new_tokens 0 means what the context leaves after the longest
+ * prompt; a row whose prompt leaves fewer positions is skipped and counted
+ * ("skipped_long_prompts", per source), never an abort. Rows are split over ranks and the
+ * counts summed, so every rank returns the same report. correct and scored (optional, n_rows
+ * each) get every row's counts (scored -1 for a skipped row).
  * With dump (non-NULL on every rank, or on none), every sample of every rank is written as a
  * JSON line to rank 0's dump. */
 cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,

@@ -73,7 +73,7 @@ static int parse_eval_flags(cli_args *a, eval_flags *f, int default_n) {
     f->template_name = cli_str(a, "chat-template");
     f->dump = cli_str(a, "dump");
     f->device = cli_device(a);
-    if (!f->data || cli_sampling(a, default_n, 1024, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
+    if (!f->data || cli_sampling(a, default_n, 0, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
         cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb) || cli_double(a, "code-timeout", 0.001, 3600, &timeout))
         return -1;
     f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, kv_gb, s.seed,
@@ -154,17 +154,19 @@ int cmd_eval(cli_args *a) {
     return rep ? 0 : 1;
 }
 
-/* What the difficulty rewrite needs: the model's name and each row's count, in order. */
+/* What the difficulty rewrite needs: the model's name and each row's counts, in order. */
 typedef struct {
     const char *name;
-    const int *correct;
+    const int *correct, *scored; /* scored -1: the row was skipped (its prompt is too long) */
     size_t n, next;
 } difficulty_ctx;
 
-/* Sets extra_info.model_difficulty[name] of the next row to its correct count. */
+/* Sets extra_info.model_difficulty[name] of the next row to its correct count (a skipped row
+ * is kept as it was: the offline filter's "missing" policy then decides for it). */
 static int set_difficulty(cJSON *row, void *ctx) {
     difficulty_ctx *d = ctx;
     if (d->next >= d->n) return or1_fail("difficulty: the data file has more rows than were scored");
+    if (d->scored[d->next] < 0) return d->next++, 1;
     cJSON *extra = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
     if (!cJSON_IsObject(extra)) {
         cJSON_DeleteItemFromObjectCaseSensitive(row, "extra_info");
@@ -185,10 +187,10 @@ static int set_difficulty(cJSON *row, void *ctx) {
 static int write_difficulty(const char *in, const char *out, const char *name, const int *correct, const int *scored,
                             size_t n, int drawn) {
     for (size_t i = 0; i < n; i++)
-        if (scored[i] != drawn)
+        if (scored[i] >= 0 && scored[i] != drawn)
             return or1_fail("difficulty: row %zu: %d of %d rewards could not be decided (see the warnings); %s is "
                             "left as it was", i + 1, drawn - scored[i], drawn, out);
-    difficulty_ctx d = {name, correct, n, 0};
+    difficulty_ctx d = {name, correct, scored, n, 0};
     return or1_jsonl_rewrite(in, out, set_difficulty, &d);
 }
 

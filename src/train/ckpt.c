@@ -209,6 +209,11 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
     t->tok = or1_tokenizer_load(tokenizer_path(cfg));
     if (!t->tok) return -1;
     or1_data_opts o = or1_train_data_opts(cfg, t->tok);
+    o.max_prompt_length = or1_train_prompt_limit(cfg, t->m.cfg.max_pos);
+    if (o.max_prompt_length < cfg->data.max_prompt_length && d->rank == 0)
+        fprintf(stderr, "train: prompts over %d tokens are dropped (max_position_embeddings %d less the longest "
+                        "context length), not the %d of data.max_prompt_length\n", o.max_prompt_length,
+                t->m.cfg.max_pos, cfg->data.max_prompt_length);
     t->data = or1_data_load(&o);
     if (!t->data || open_eval(t)) return -1;
     if (cfg->kl.enabled) {

@@ -430,6 +430,35 @@ static bool exists(const char *path) {
 }
 
 /* Every file the config names must exist before the trainer does any work. */
+/* Response lengths the model's context cannot hold: a stage's T or eval.max_new_tokens that
+ * leaves no position for a prompt in max_position_embeddings (read from model.path). */
+static int check_context(const or1_train_config *c) {
+    char *path = or1_path_join(c->model.path, "config.json");
+    or1_model_config mc;
+    int rc = or1_model_config_load(&mc, path);
+    free(path);
+    if (rc) return -1;
+    for (size_t i = 0; i < c->n_stages; i++)
+        if (c->stages[i].context_length >= mc.max_pos)
+            return or1_fail("%s: stage %zu (%s): context length %d (stages[%zu].context_length or "
+                            "rollout.max_new_tokens) leaves no room for a prompt in the model's "
+                            "max_position_embeddings %d", c->config_path, i, c->stages[i].name ? c->stages[i].name : "",
+                            c->stages[i].context_length, i, mc.max_pos);
+    if (c->eval.max_new_tokens >= mc.max_pos)
+        return or1_fail("%s: key \"eval.max_new_tokens\": %d leaves no room for a prompt in the model's "
+                        "max_position_embeddings %d", c->config_path, c->eval.max_new_tokens, mc.max_pos);
+    return 0;
+}
+
+/* The longest prompt a run can take: data.max_prompt_length, lowered to what the longest
+ * stage leaves of the model's context. */
+int or1_train_prompt_limit(const or1_train_config *c, int max_pos) {
+    int T = 0;
+    for (size_t i = 0; i < c->n_stages; i++) T = c->stages[i].context_length > T ? c->stages[i].context_length : T;
+    int room = max_pos - T;
+    return room < c->data.max_prompt_length ? room : c->data.max_prompt_length;
+}
+
 int or1_train_config_check_files(const or1_train_config *c) {
     const char *cfg = c->config_path;
     if (!exists(c->model.path)) return or1_fail("%s: key \"model.path\": %s: no such file or folder", cfg, c->model.path);
@@ -443,7 +472,7 @@ int or1_train_config_check_files(const or1_train_config *c) {
     for (size_t i = 0; i < c->eval.n_files; i++)
         if (!or1_is_file(c->eval.files[i]))
             return or1_fail("%s: key \"eval.files[%zu]\": %s: no such file", cfg, i, c->eval.files[i]);
-    return 0;
+    return check_context(c);
 }
 
 /* Writes a string as a YAML double-quoted scalar (JSON escapes are valid YAML ones). */

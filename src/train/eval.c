@@ -161,20 +161,56 @@ static void report_errors(cJSON *report, const double *errors, size_t drawn) {
                         "(see reward_errors)\n", total, drawn);
 }
 
-/* Evaluates this rank's share of the rows (every size-th row), sums the correct and scored
- * counts and the failed rewards over ranks and builds the pass@k report from them; a sample
- * whose reward failed counts neither way. */
+/* The response length an evaluation uses: the asked one, or (asked 0) what the context leaves
+ * after the longest prompt that leaves any room at all. */
+static int eval_length(const or1_data_row *const *rows, size_t n, int asked, int max_pos) {
+    if (asked > 0) return asked;
+    int longest = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i]->n_ids < max_pos && rows[i]->n_ids > longest) longest = (int)rows[i]->n_ids;
+    return max_pos - longest > 0 ? max_pos - longest : 1;
+}
+
+/* Adds {"total": k, "<source>": k, ...} of the rows skipped because prompt + T exceed the model's
+ * context, with a warning, when there are any. */
+static void report_skipped(cJSON *report, const or1_data_row *const *rows, const bool *fits, size_t n, int T,
+                           int max_pos) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += !fits[i];
+    if (total == 0) return;
+    cJSON *o = cJSON_AddObjectToObject(report, "skipped_long_prompts");
+    cJSON_AddNumberToObject(o, "total", (double)total);
+    for (size_t i = 0; i < n; i++) {
+        if (fits[i]) continue;
+        cJSON *c = cJSON_GetObjectItemCaseSensitive(o, rows[i]->data_source);
+        if (c) cJSON_SetNumberValue(c, c->valuedouble + 1);
+        else cJSON_AddNumberToObject(o, rows[i]->data_source, 1);
+    }
+    fprintf(stderr, "or1: WARNING: %zu of %zu prompts are longer than the %d positions left after %d new tokens "
+                    "(max_position_embeddings %d) and were skipped (see skipped_long_prompts)\n",
+            total, n, max_pos - T, T, max_pos);
+}
+
+/* Evaluates this rank's share of the rows that fit the context (every size-th of them), sums
+ * the correct and scored counts and the failed rewards over ranks and builds the pass@k report
+ * from them; a sample whose reward failed counts neither way, a row that does not fit is
+ * skipped and counted. */
 cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                 const or1_eval_opts *o, or1_sandbox_pool *pool, const or1_dist *d, FILE *dump, int *correct,
                 int *scored) {
-    size_t mine = 0;
+    int max_pos = or1_dmodel_config(dm)->max_pos, T = eval_length(rows, n_rows, o->max_new_tokens, max_pos);
+    bool *fits = or1_calloc(n_rows ? n_rows : 1, sizeof *fits);
+    size_t mine = 0, eligible = 0, *at_row = or1_calloc(n_rows ? n_rows : 1, sizeof *at_row);
     const or1_data_row **sub = or1_calloc(n_rows ? n_rows : 1, sizeof *sub);
     uint64_t *seeds = or1_calloc(n_rows ? n_rows : 1, sizeof *seeds);
-    for (size_t i = (size_t)d->rank; i < n_rows; i += (size_t)d->size) {
+    for (size_t i = 0; i < n_rows; i++) {
+        fits[i] = (long)rows[i]->n_ids + T <= max_pos;
+        if (!fits[i] || eligible++ % (size_t)d->size != (size_t)d->rank) continue;
         seeds[mine] = or1_rand_u64(o->seed, i, 0xe7a1);
+        at_row[mine] = i;
         sub[mine++] = rows[i];
     }
-    or1_sampling s = {o->temperature, o->top_p, o->top_k, o->max_new_tokens, 0, NULL, 0};
+    or1_sampling s = {o->temperature, o->top_p, o->top_k, T, 0, NULL, 0};
     or1_scored sc;
     or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb};
     int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, pool, o->code_timeout, &sc, NULL, NULL);
@@ -184,7 +220,7 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     size_t lines_len = 0;
     FILE *mem = dump ? open_memstream(&lines, &lines_len) : NULL;
     for (size_t k = 0; rc == 0 && k < mine; k++) {
-        size_t row = (size_t)d->rank + k * (size_t)d->size;
+        size_t row = at_row[k];
         for (int j = 0; j < o->n; j++) {
             size_t at = k * (size_t)o->n + (size_t)j;
             or1_reward_status st = sc.status[at];
@@ -197,6 +233,7 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     or1_scored_free(&sc);
     free(seeds);
     free(sub);
+    free(at_row);
     if (mem) {
         fclose(mem);
         char *all;
@@ -208,17 +245,23 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     }
     or1_dist_sum_f64(d, counts, 2 * n_rows + OR1_REWARD_N_STATUS);
     cJSON *report = NULL;
+    if (rc == 0 && eligible == 0)
+        rc = or1_fail("eval: none of the %zu prompts fits max_position_embeddings %d with %d new tokens", n_rows,
+                      max_pos, T);
     if (rc == 0) {
         or1_eval_result *res = or1_calloc(n_rows ? n_rows : 1, sizeof *res);
+        size_t k = 0;
         for (size_t i = 0; i < n_rows; i++) {
-            res[i] = (or1_eval_result){rows[i]->data_source, (int)counts[n_rows + i], (int)counts[i]};
+            if (fits[i]) res[k++] = (or1_eval_result){rows[i]->data_source, (int)counts[n_rows + i], (int)counts[i]};
             if (correct) correct[i] = (int)counts[i];
-            if (scored) scored[i] = (int)counts[n_rows + i];
+            if (scored) scored[i] = fits[i] ? (int)counts[n_rows + i] : -1;
         }
-        report = or1_passk_report(res, n_rows, o->n);
-        if (report) report_errors(report, errors, n_rows * (size_t)o->n);
+        report = or1_passk_report(res, k, o->n);
+        if (report) report_errors(report, errors, eligible * (size_t)o->n);
+        if (report) report_skipped(report, rows, fits, n_rows, T, max_pos);
         free(res);
     }
+    free(fits);
     free(counts);
     return report;
 }

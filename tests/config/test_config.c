@@ -352,9 +352,20 @@ static void test_check_files(const char *data) {
     CHECK(load_text(text, NULL, 0, &c) == 0 && or1_train_config_check_files(&c) != 0 &&
               error_has("eval.files[0]", "x.jsonl", NULL), "missing eval file");
     or1_train_config_free(&c);
+    put("config.json", "{\"model_type\": \"qwen2\", \"hidden_size\": 8, \"intermediate_size\": 16, "
+                       "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"num_key_value_heads\": 1, "
+                       "\"vocab_size\": 10, \"max_position_embeddings\": 32768}");
     snprintf(text, sizeof text, "model: {path: %s}\ndata:\n  train: [{path: %s/aime24.jsonl}]\neval: {files: [%s/aime25.jsonl]}\n",
              scratch, data, data);
     CHECK(load_text(text, NULL, 0, &c) == 0 && or1_train_config_check_files(&c) == 0, "all files present: %s", or1_error());
+    or1_train_config_free(&c);
+    /* the default T of 16384 leaves nothing of a 16384-position model */
+    put("config.json", "{\"model_type\": \"qwen2\", \"hidden_size\": 8, \"intermediate_size\": 16, "
+                       "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"num_key_value_heads\": 1, "
+                       "\"vocab_size\": 10, \"max_position_embeddings\": 16384}");
+    CHECK(load_text(text, NULL, 0, &c) == 0 && or1_train_config_check_files(&c) != 0 &&
+              error_has("context length 16384", "rollout.max_new_tokens", "max_position_embeddings 16384", NULL),
+          "a context length the model cannot hold");
     or1_train_config_free(&c);
 }
 
