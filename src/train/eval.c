@@ -212,7 +212,7 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     }
     or1_sampling s = {o->temperature, o->top_p, o->top_k, T, 0, NULL, 0};
     or1_scored sc;
-    or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb};
+    or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb, .progress = d->rank == 0};
     int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, pool, o->code_timeout, &sc, NULL, NULL);
     /* per row: correct, then scored; then the failed rewards by status */
     double *counts = or1_calloc(2 * n_rows + OR1_REWARD_N_STATUS, sizeof *counts), *errors = counts + 2 * n_rows;

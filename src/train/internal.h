@@ -23,6 +23,8 @@ typedef struct {
     bool device_collectives; /* gradients summed on the device (NCCL), not via the host */
     FILE *metrics; /* rank 0 */
     long step;     /* completed steps */
+    long first_step;     /* the step this process started from (resume) */
+    double started;      /* or1_now() when this process's first step began */
     size_t filtered_stage; /* last stage whose online filter ran */
 } trainer;
 

@@ -81,6 +81,25 @@ static void add_reward_errors(cJSON *row, const trainer *t, const step_batch *b)
                 b->reward_errors[OR1_REWARD_RESOURCE], t->cfg->reward.max_error_ratio);
 }
 
+/* Seconds as "1h02m", "3m07s" or "42s". */
+static void hms(double sec, char *buf, size_t cap) {
+    long s = sec > 0 ? (long)(sec + 0.5) : 0;
+    if (s >= 3600) snprintf(buf, cap, "%ldh%02ldm", s / 3600, s / 60 % 60);
+    else if (s >= 60) snprintf(buf, cap, "%ldm%02lds", s / 60, s % 60);
+    else snprintf(buf, cap, "%lds", s);
+}
+
+/* "elapsed E, eta R": time since this process's first step, and the rest of the schedule at
+ * the mean step time so far. */
+static void run_clock(const trainer *t, char *buf, size_t cap) {
+    double elapsed = or1_now() - t->started;
+    long done = t->step - t->first_step, left = or1_train_total_steps(t->cfg) - t->step;
+    char e[48], r[48];
+    hms(elapsed, e, sizeof e);
+    hms(done > 0 ? elapsed / (double)done * (double)left : 0, r, sizeof r);
+    snprintf(buf, cap, "elapsed %s, eta %s", e, r);
+}
+
 /* The per-step metrics row, a progress line, and loud warnings. */
 void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
                    double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
@@ -117,9 +136,12 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "seconds_update", t_update);
     cJSON_AddNumberToObject(row, "seconds_step", t_step);
     emit(t, row);
-    fprintf(stderr, "step %ld [%s] reward %.3f kept %zu/%zu len %.0f trunc %.2f ent %.3f alpha %.2e gnorm %.3f %.1fs\n",
-            t->step, st->name ? st->name : "", bs.reward_mean, bs.kept_groups, bs.groups, bs.resp_len_mean,
-            bs.truncated_ratio, e_k, alpha, grad_norm, t_step);
+    char clock[128];
+    run_clock(t, clock, sizeof clock);
+    fprintf(stderr, "step %ld/%ld [%s] reward %.3f kept %zu/%zu len %.0f trunc %.2f ent %.3f alpha %.2e gnorm %.3f "
+                    "%.1fs %s\n",
+            t->step, or1_train_total_steps(t->cfg), st->name ? st->name : "", bs.reward_mean, bs.kept_groups, bs.groups,
+            bs.resp_len_mean, bs.truncated_ratio, e_k, alpha, grad_norm, t_step, clock);
     if (bs.truncated_ratio >= 1.0)
         fprintf(stderr, "WARNING: step %ld: every response was truncated at %d tokens: rewards are all 0; raise the "
                         "context length\n", t->step, st->context_length);

@@ -56,7 +56,8 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     or1_sampling s = {(float)t->cfg->rollout.temperature, (float)t->cfg->rollout.top_p, t->cfg->rollout.top_k,
                       st->context_length, 0, NULL, 0};
     or1_scored sc;
-    or1_engine_cfg engine = {.max_slots = t->cfg->rollout.max_slots, .kv_cache_gb = t->cfg->rollout.kv_cache_gb};
+    or1_engine_cfg engine = {.max_slots = t->cfg->rollout.max_slots, .kv_cache_gb = t->cfg->rollout.kv_cache_gb,
+                             .progress = t->d->rank == 0};
     int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, t->pool, t->cfg->reward.code_timeout, &sc,
                                &b->t_rollout, &b->t_reward);
     if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
@@ -247,6 +248,7 @@ int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, con
         fprintf(stderr, "train: %zu prompts, %zu stages, %ld steps from step %ld, %d rank(s)\n", or1_data_active(t.data),
                 cfg->n_stages, total, t.step, d->size);
     rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
+    t.first_step = t.step, t.started = or1_now();
     if (rc == 0) rc = train_loop(&t);
     trainer_close(&t);
     return rc;

@@ -59,7 +59,7 @@ def two_steps():
             row_consistent(r, 4, 4, 24)
         check(r.get("stage") == 0, f"stage {r.get('stage')}")
     check(any(not r["skipped"] and r["kept_groups"] > 0 for r in rows), "no step made an update")
-    progress = re.findall(r"^step (\d+) .*reward .* kept \d+/\d+", p.stderr, re.M)
+    progress = re.findall(r"^step (\d+)/2 .*reward .* kept \d+/\d+ .* elapsed \d+s, eta \d+s$", p.stderr, re.M)
     check(progress == ["1", "2"], f"progress lines {progress} in {p.stderr!r}")
     for step in (1, 2):
         d = C.ckpt(out, step)
