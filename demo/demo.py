@@ -12,11 +12,7 @@ import subprocess
 import sys
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from eval_arith import habits  # noqa: E402 (demo/ is this script's folder)
+from eval_arith import habits  # demo/ is this script's folder
 
 EVAL_N, EVAL_T, EVAL_LEN = 8, 1.0, 160
 
@@ -46,36 +42,6 @@ def read_metrics(path):
     return steps, evals
 
 
-def plot(steps, evals, target, out_dir):
-    """One PNG per quantity the issue names, over training steps."""
-    x = [r["step"] for r in steps]
-    panels = [("accuracy", "accuracy (train samples)", [r["accuracy"] for r in steps]),
-              ("reward", "reward mean", [r["reward_mean"] for r in steps]),
-              ("entropy", "entropy of sampled tokens", [r["entropy_sampled"] for r in steps]),
-              ("alpha", "entropy coefficient alpha", [r["alpha"] for r in steps]),
-              ("length", "response length (tokens)", [r["response_length_mean"] for r in steps]),
-              ("truncated", "truncated ratio", [r["truncated_ratio"] for r in steps])]
-    for name, title, y in panels:
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        if name == "entropy":  # a skipped step has no loss tokens to estimate it on
-            ax.plot([xi for xi, r in zip(x, steps) if not r["skipped"]],
-                    [yi for yi, r in zip(y, steps) if not r["skipped"]], marker=".", linewidth=1)
-        else:
-            ax.plot(x, y, marker=".", linewidth=1)
-        if name == "entropy":
-            ax.axhline(target, color="red", linestyle="--", label=f"target {target}")
-            ax.legend()
-        if name == "accuracy" and evals:
-            ax.plot([e["step"] for e in evals], [e["report"]["overall"][f"avg@{EVAL_N}"] for e in evals], "s-",
-                    label=f"held-out avg@{EVAL_N}")
-            ax.legend()
-        ax.set_title(title)
-        ax.set_xlabel("step")
-        fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, f"{name}.png"), dpi=100)
-        plt.close(fig)
-
-
 def dumped_habits(path):
     """habits() of the samples `or1 eval --dump` wrote."""
     return habits([json.loads(line) for line in open(path)])
@@ -101,7 +67,8 @@ def summary(path, name, before, after, steps, seconds, extra):
                     f"(target {tgt}); after step 10 mean {sum(late) / len(late):.3f}, below the target on "
                     f"{sum(e < tgt for e in late)} of {len(late)} steps\n")
         f.write(f"- overrides: {' '.join(extra) if extra else 'none'}\n")
-        f.write("- plots: accuracy.png reward.png entropy.png alpha.png length.png truncated.png\n")
+        f.write("- plots (scripts/plot_run.py): accuracy.png reward.png entropy.png alpha.png length.png "
+                "truncated.png kept.png grad_norm.png mismatch.png\n")
 
 
 def main():
@@ -125,7 +92,8 @@ def main():
     sh([a.or1, "train", "--config", a.config, "--overwrite"] + [x for s in sets for x in ("--set", s)])
     after = avg_at_8(a.or1, f"{run}/checkpoints/latest", f"{run}/test.jsonl", f"{run}/report/trained_samples.jsonl")
     steps, evals = read_metrics(f"{run}/metrics.jsonl")
-    plot(steps, evals, steps[0]["entropy_target"], f"{run}/report")
+    sh([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "plot_run.py"), run,
+        "--out", f"{run}/report"])
     summary(f"{run}/report/summary.md", a.name, before, after, steps, time.time() - t0, a.set)
     print(open(f"{run}/report/summary.md").read())
 

@@ -27,7 +27,7 @@ typedef struct {
     char *tmp;
 } or1_atomic_file;
 
-int or1_atomic_open(or1_atomic_file *a, const char *path);
+int or1_atomic_open(or1_atomic_file *a, const char *path); /* makes missing parent folders */
 /* Flushes, fsyncs, renames into place and fsyncs the directory. */
 int or1_atomic_commit(or1_atomic_file *a);
 /* Discards the temporary file (safe after a failed commit or before any). */

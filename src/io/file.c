@@ -79,9 +79,19 @@ int or1_mkdir_p(const char *path) {
     return rc;
 }
 
+/* Creates the folders above path that do not exist yet (an output may go to a new folder). */
+static int make_parent(const char *path) {
+    char *copy = or1_strdup(path);
+    char *dir = dirname(copy);
+    int rc = strcmp(dir, ".") && strcmp(dir, "/") ? or1_mkdir_p(dir) : 0;
+    free(copy);
+    return rc ? or1_fail_ctx("%s: cannot create its folder", path) : 0;
+}
+
 /* Opens "<path>.tmp.<pid>" for writing; the real path is untouched until commit. */
 int or1_atomic_open(or1_atomic_file *a, const char *path) {
     memset(a, 0, sizeof *a);
+    if (make_parent(path)) return -1;
     size_t n = strlen(path) + 32;
     a->path = or1_strdup(path);
     a->tmp = or1_malloc(n);

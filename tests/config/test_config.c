@@ -410,8 +410,9 @@ static void test_repo_configs(const char *dir) {
             CHECK(or1_train_micro_tokens(&c, 0) == 2048 + 16384 && or1_train_micro_tokens(&c, 1) == 2048 + 32768,
                   "micro tokens default to prompt + context length");
         }
-        if (!strcmp(e->d_name, "tiny.yaml"))
-            CHECK(or1_train_micro_tokens(&c, 0) == 4096 && or1_train_total_steps(&c) == 2, "tiny: micro tokens, steps");
+        if (!strcmp(e->d_name, "quickstart.yaml"))
+            CHECK(or1_train_micro_tokens(&c, 0) == 8192 && or1_train_total_steps(&c) == 30 &&
+                      !strcmp(c.model.path, "models/arith-base"), "quickstart: the shipped model, micro tokens, steps");
         if (!strcmp(e->d_name, "r1-distill-7b.yaml"))
             CHECK(c.n_stages == 2 && c.stages[0].context_length == 16384 && c.stages[1].context_length == 32768 &&
                       c.stages[1].prompts == 160 && c.stages[1].samples == 32 && total == 1320 &&

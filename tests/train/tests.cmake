@@ -26,6 +26,7 @@ or1_train_test(reward_errors test_reward_errors.py)
 or1_train_test(divergence test_divergence.py)
 or1_train_test(run_dir test_run_dir.py)
 or1_train_test(context test_context.py)
+or1_train_test(plot test_plot.py)
 
 # MPI (issue 8): skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
 if(NOT MPIEXEC_EXECUTABLE)
