@@ -101,8 +101,20 @@ bool mv_ans_equal(mv_ctx *c, const mv_ans *gold, const mv_ans *pred);
 /* Builds a binary node in the arena (NULL when it is full). */
 mv_node *mv_node_new(mv_ctx *c, int kind, mv_node *a, mv_node *b);
 
-/* Extraction of the final answer from a response: [*start, *start + *len) of s, or false. */
-bool mv_extract_span(const char *s, size_t n, size_t *start, size_t *len);
+/* Most parts of one extracted answer (boxes chained by "and", "or" or commas). */
+#define MV_MAX_PARTS 6
+
+/* The extracted answer: n spans of the response, read as one answer joined by commas;
+ * number is set when it is a bare number taken from prose (thousands separators and a
+ * decimal comma are then rewritten). */
+typedef struct {
+    size_t start[MV_MAX_PARTS], len[MV_MAX_PARTS];
+    int n;
+    bool number;
+} mv_spans;
+
+/* Extraction of the final answer from a response; false if none. */
+bool mv_extract(const char *s, size_t n, mv_spans *out);
 
 /* Equality of two answer strings; with use_strings false the string shortcut is skipped,
  * so that tests can check the mathematical path alone. *bounded reports a hit bound. */

@@ -7,6 +7,7 @@
 #include "or1/core.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,17 +73,62 @@ static const char *response_tail(const char *response, const or1_math_limits *li
     return response;
 }
 
+/* True if the comma at s[i] separates thousands: three digits follow and then no digit, and
+ * the number does not start "0," (Math-Verify reads "1,000" as 1000 and "1,22" as 1.22). */
+static bool thousands_comma(const char *s, size_t n, size_t i, size_t begin) {
+    for (size_t k = 1; k <= 3; k++)
+        if (i + k >= n || !isdigit((unsigned char)s[i + k])) return false;
+    if (i + 4 < n && isdigit((unsigned char)s[i + 4])) return false;
+    size_t d = begin;
+    while (d < i && !isdigit((unsigned char)s[d])) d++;
+    return !(i - d == 1 && s[d] == '0');
+}
+
+/* Appends the number s[0..n) taken from prose, without thousands separators and with a
+ * decimal comma written as a point. */
+static size_t put_number(char *out, const char *s, size_t n) {
+    size_t j = 0;
+    bool point = memchr(s, '.', n) != NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') continue;
+        if (s[i] == ',' && (point || thousands_comma(s, n, i, 0))) continue;
+        out[j++] = s[i] == ',' ? '.' : s[i];
+    }
+    return j;
+}
+
+/* The extracted answer as one new string: its spans joined by ", " ("" when there are none). */
+static char *answer_text(const char *s, const mv_spans *sp) {
+    size_t total = 1;
+    for (int k = 0; k < sp->n; k++) total += sp->len[k] + 2;
+    char *out = or1_malloc(total), *w = out;
+    for (int k = 0; k < sp->n; k++) {
+        if (k) memcpy(w, ", ", 2), w += 2;
+        if (sp->number) {
+            w += put_number(w, s + sp->start[k], sp->len[k]);
+        } else {
+            memcpy(w, s + sp->start[k], sp->len[k]);
+            w += sp->len[k];
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+/* The answer of the text s[0..n) as a new string ("" if none). */
+static char *extract_text(const char *s, size_t n) {
+    mv_spans sp;
+    if (!mv_extract(s, n, &sp)) return or1_strdup("");
+    return answer_text(s, &sp);
+}
+
 /* The answer of a response, as a new string ("" if none). */
 char *or1_math_extract(const char *response, const or1_math_limits *lim) {
     or1_math_limits buf;
     lim = limits(lim, &buf);
-    size_t n, start = 0, len = 0;
+    size_t n;
     const char *s = response_tail(response ? response : "", lim, &n);
-    if (!mv_extract_span(s, n, &start, &len)) return or1_strdup("");
-    char *out = or1_malloc(len + 1);
-    memcpy(out, s + start, len);
-    out[len] = '\0';
-    return out;
+    return extract_text(s, n);
 }
 
 /* Equality of two answer strings (public form). */
@@ -92,16 +138,26 @@ bool or1_math_equal(const char *gold, const char *pred, const or1_math_limits *l
     return mv_equal_strings(gold, strlen(gold), pred, strlen(pred), lim, true, NULL);
 }
 
-/* The gold answer as Skywork-OR1 reads it: "\boxed{" gold "}" passed through extraction,
- * which unwraps a gold that is itself boxed. Sets *start and *len within gold. */
-static void gold_span(const char *gold, size_t *start, size_t *len) {
+/* True if a gold answer is written as text around its answer (a box, a math span, an
+ * "answer" phrase), so that it is read the way a response is. */
+static bool gold_needs_extraction(const char *gold, size_t n) {
+    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4) || memchr(gold, '$', n)) return true;
+    if (memmem(gold, n, "\\(", 2) || memmem(gold, n, "\\[", 2)) return true;
+    for (size_t i = 0; i + 6 <= n; i++)
+        if (strncasecmp(gold + i, "answer", 6) == 0) return true;
+    return false;
+}
+
+/* The gold answer as Skywork-OR1 reads it: "\boxed{" gold "}" passed through extraction, which
+ * unwraps a gold that is itself boxed or written in a math span; a new string. */
+static char *gold_text(const char *gold) {
     size_t n = strlen(gold);
-    *start = 0;
-    *len = n;
-    size_t s, l;
-    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4)) {
-        if (mv_extract_span(gold, n, &s, &l)) *start = s, *len = l;
+    if (gold_needs_extraction(gold, n)) {
+        char *g = extract_text(gold, n);
+        if (g[0]) return g;
+        free(g);
     }
+    return or1_strdup(gold);
 }
 
 /* Scores a response against gold answers (see the header). */
@@ -115,13 +171,11 @@ int or1_math_verify(const char *response, const char *const *gold, size_t n_gold
     or1_math_limits buf;
     lim = limits(lim, &buf);
     double t0 = or1_now();
-    size_t n, start = 0, len = 0;
+    size_t n;
     const char *s = response_tail(response, lim, &n);
-    bool found = mv_extract_span(s, n, &start, &len);
-    out->extracted = or1_malloc(len + 1);
-    memcpy(out->extracted, s + start, len);
-    out->extracted[len] = '\0';
-    if (!found || len == 0) return 0;
+    out->extracted = extract_text(s, n);
+    size_t len = strlen(out->extracted);
+    if (len == 0) return 0;
     for (size_t g = 0; g < n_gold && !out->correct; g++) {
         if (lim->time_limit_s > 0 && or1_now() - t0 > lim->time_limit_s) {
             out->bounded = true;
@@ -129,13 +183,13 @@ int or1_math_verify(const char *response, const char *const *gold, size_t n_gold
         }
         or1_math_limits each = *lim;
         if (lim->time_limit_s > 0) each.time_limit_s = lim->time_limit_s - (or1_now() - t0);
-        size_t gs, gl;
-        gold_span(gold[g], &gs, &gl);
+        char *gt = gold_text(gold[g]);
         bool bounded = false;
-        if (mv_equal_strings(gold[g] + gs, gl, s + start, len, &each, true, &bounded)) {
+        if (mv_equal_strings(gt, strlen(gt), out->extracted, len, &each, true, &bounded)) {
             out->correct = true;
             out->matched_gold = (int)g;
         }
+        free(gt);
         out->bounded = out->bounded || bounded;
     }
     return 0;
