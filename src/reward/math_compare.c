@@ -18,6 +18,16 @@ static bool only_symbols(const mv_node *x) {
     return x->kind == N_MUL && only_symbols(x->a) && only_symbols(x->b);
 }
 
+/* True if x names a quantity without numbers or sums: a symbol, a product or ratio of
+ * them, their absolute value ("|AB|", "V_1:V_2", "\\frac{NO}{BO}"), the left side of a
+ * labelled answer. */
+static bool label_node(const mv_node *x) {
+    if (!x) return false;
+    if (x->kind == N_SYM || x->kind == N_E || x->kind == N_I) return true;
+    if (x->kind == N_ABS) return label_node(x->a);
+    return (x->kind == N_MUL || x->kind == N_DIV) && label_node(x->a) && label_node(x->b);
+}
+
 /* True if every operator of the relation is op. */
 static bool all_ops(const mv_ans *a, int op) {
     for (int k = 0; k + 1 < a->n; k++)
@@ -28,7 +38,7 @@ static bool all_ops(const mv_ans *a, int op) {
 /* True if a is a variable, a product of variables, or a tuple of such: the left side of
  * an assignment. */
 static bool symbols_answer(const mv_ans *a) {
-    if (a->kind == A_EXPR) return only_symbols(a->expr);
+    if (a->kind == A_EXPR) return label_node(a->expr);
     if (a->kind != A_PAIR && a->kind != A_TUPLE) return false;
     for (int k = 0; k < a->n; k++)
         if (a->items[k]->kind != A_EXPR || !only_symbols(a->items[k]->expr)) return false;
@@ -197,6 +207,16 @@ static const mv_ans *flatten_pm(mv_ctx *c, const mv_ans *s) {
     return f;
 }
 
+/* True if every item of a equals some item of b (sets ignore repeats). */
+static bool covers(mv_ctx *c, mv_ans *const *a, int an, mv_ans *const *b, int bn) {
+    for (int k = 0; k < an; k++) {
+        bool hit = false;
+        for (int j = 0; j < bn && !hit; j++) hit = mv_ans_equal(c, a[k], b[j]);
+        if (!hit) return false;
+    }
+    return true;
+}
+
 /* Equality of two item lists in order. */
 static bool ordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p, int pn) {
     if (gn != pn) return false;
@@ -207,7 +227,7 @@ static bool ordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p,
 
 /* Equality of two item lists as multisets (greedy matching). */
 static bool unordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p, int pn) {
-    if (gn != pn) return false;
+    if (gn != pn) return covers(c, g, gn, p, pn) && covers(c, p, pn, g, gn);
     bool *used = mv_alloc(c, (size_t)pn + 1);
     if (!used) return false;
     for (int k = 0; k < gn; k++) {

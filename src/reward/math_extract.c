@@ -165,22 +165,32 @@ static bool has_content(const char *s, size_t a, size_t len) {
     return false;
 }
 
-/* The last non-empty math span of s[from..to), scanning left to right so that delimiters
- * pair as a reader pairs them; false if none. */
-static bool last_math_span(const char *s, size_t from, size_t to, size_t *start, size_t *len) {
-    bool found = false;
+/* The last non-empty math spans of s[from..to), those chained to the last one by "and",
+ * "or" or a comma ("$1$ and $2$"), in order; scanning left to right pairs the delimiters
+ * as a reader pairs them. False if there is none. */
+static bool last_math_spans(const char *s, size_t from, size_t to, mv_spans *out) {
+    size_t ends[MV_MAX_PARTS];
+    int n = 0;
     for (size_t i = from; i < to;) {
         size_t a, l, e;
         if (s[i] == '\\' && i + 1 < to && s[i + 1] == '$') {
             i += 2;
         } else if ((s[i] == '$' || s[i] == '\\') && math_span_at(s, to, i, &a, &l, &e)) {
-            if (has_content(s, a, l)) *start = a, *len = l, found = true;
+            if (has_content(s, a, l)) {
+                bool chained = n > 0 && boxes_joined(s, ends[n - 1], i) && i > ends[n - 1];
+                if (!chained) n = 0, out->n = 0;
+                if (n == MV_MAX_PARTS) break;
+                ends[n++] = e;
+                out->start[out->n] = a;
+                out->len[out->n++] = l;
+            }
             i = e;
         } else {
             i++;
         }
     }
-    return found;
+    out->number = false;
+    return n > 0;
 }
 
 /* The end of the number (digits with ',' '.' or ' ' separators, a '/' fraction, a '%')
@@ -337,7 +347,10 @@ static bool value_after(const char *s, size_t at, size_t to, mv_spans *out) {
     for (size_t i = at; i < lim100 && s[i] != '\n'; i++)
         if (s[i] == '=') eq = i + 1;
     if (eq && first_number(s, eq, lim100, &a, &l)) return one_span(out, a, l, true);
-    if (first_number(s, at, lim50, &a, &l)) return one_span(out, a, l, true);
+    size_t fa, fl;
+    bool num = first_number(s, at, lim50, &a, &l);
+    if (last_fraction(s, at, lim50, &fa, &fl) && (!num || fa < a)) return one_span(out, fa, fl, false);
+    if (num) return one_span(out, a, l, true);
     return false;
 }
 
@@ -401,8 +414,10 @@ static bool extract_in(const char *s, size_t from, size_t to, mv_spans *out) {
     if (bare_expression(s, from, to, &a, &l)) return one_span(out, a, l, true);
     size_t na = 0, nl = 0, fa = 0, fl = 0;
     bool num = last_number(s, from, to, &na, &nl), frac = last_fraction(s, from, to, &fa, &fl);
-    if (last_math_span(s, from, to, &a, &l) && !(num && na > a + l + 1) && !(frac && fa > a + l + 1))
-        return one_span(out, a, l, false);
+    if (last_math_spans(s, from, to, out)) {
+        size_t end = out->start[out->n - 1] + out->len[out->n - 1] + 1;
+        if (!(num && na > end) && !(frac && fa > end)) return true;
+    }
     if (frac && (!num || na < fa + fl)) return one_span(out, fa, fl, false);
     return num && one_span(out, na, nl, true);
 }

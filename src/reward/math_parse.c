@@ -802,6 +802,13 @@ static int relop(mv_parser *p) {
     return -1;
 }
 
+/* True if the expression holds a number (its depth is bounded by the parser's). */
+static bool has_number(const mv_node *x) {
+    if (!x) return false;
+    if (x->kind == N_NUM) return true;
+    return has_number(x->a) || has_number(x->b);
+}
+
 /* A relation chain (a < b <= c, x = 3, x \in [1,2]) or a single set expression. */
 static mv_ans *item(mv_parser *p) {
     mv_ans *parts[MV_MAX_ITEMS];
@@ -810,7 +817,8 @@ static mv_ans *item(mv_parser *p) {
     int n = 0, op;
     parts[n++] = set_expr(p);
     while (!p->fail && (op = relop(p)) >= 0) {
-        if (op == R_APPROX && n > 1) { /* "= 1/3 \approx 0.33": the exact value before it counts */
+        bool value_first = n == 1 && parts[0] && parts[0]->kind == A_EXPR && has_number(parts[0]->expr);
+        if (op == R_APPROX && (n > 1 || value_first)) { /* "1/3 \approx 0.33": the exact value counts */
             set_expr(p);
             continue;
         }
