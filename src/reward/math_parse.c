@@ -548,7 +548,7 @@ static mv_node *term(mv_parser *p) {
     while (!p->fail) {
         if (accept(p, "*") || accept_cmd(p, "cdot") || accept_cmd(p, "times") || accept_cmd(p, "ast")) {
             x = node(p, N_MUL, x, unary(p));
-        } else if (accept(p, "/") || accept_cmd(p, "div")) {
+        } else if (accept(p, "/") || accept_cmd(p, "div") || accept(p, ":")) { /* a ratio a:b is a/b */
             x = node(p, N_DIV, x, unary(p));
         } else if (starts_factor(p)) {
             x = node(p, N_MUL, x, power_of(p, NULL));
