@@ -141,7 +141,9 @@ bool or1_math_equal(const char *gold, const char *pred, const or1_math_limits *l
 /* True if a gold answer is written as text around its answer (a box, a math span, an
  * "answer" phrase), so that it is read the way a response is. */
 static bool gold_needs_extraction(const char *gold, size_t n) {
-    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4) || memchr(gold, '$', n)) return true;
+    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4)) return true;
+    for (size_t i = 0; i < n; i++)
+        if (gold[i] == '$' && (i == 0 || gold[i - 1] != '\\')) return true; /* "\\$5" is currency */
     if (memmem(gold, n, "\\(", 2) || memmem(gold, n, "\\[", 2)) return true;
     for (size_t i = 0; i + 6 <= n; i++)
         if (strncasecmp(gold + i, "answer", 6) == 0) return true;
