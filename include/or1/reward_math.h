@@ -2,8 +2,11 @@
  * one of the gold answers, the way Skywork-OR1 scores math with Math-Verify (paper §7.1).
  *
  * Extraction: the text after the first "</think>" (up to a second one, as the recipe's
- * split()[1]; the whole text when there is none); in it the last \boxed{...} or \fbox{...}
- * with balanced braces, else a trailing "answer is X" / "Answer: X", else nothing.
+ * split()[1]; the whole text when there is none); in it, in Math-Verify's order, "final answer
+ * is X. I hope", the last \boxed{...} or \fbox{...} with balanced braces (with the boxes that
+ * "and", "or" or a comma chain to it), "final answer ... is X", the value after an "answer"
+ * anchor, the last math span, the last number; else nothing. A gold written as text around its
+ * answer ($...$, a box, an "answer" phrase) is read the same way.
  * Equality: equal normalised strings, else equal mathematical values: exact rational
  * arithmetic where it applies, complex floating point at fixed pseudo-random points
  * otherwise, with tuples, intervals, sets, unions, equations, inequalities and matrices
