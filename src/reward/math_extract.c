@@ -9,6 +9,7 @@
 #include "or1/core.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,15 +133,17 @@ static bool box_answer(const char *s, size_t from, size_t to, mv_spans *out) {
 /* The math span opening at s[i] ($, $$, \( or \[): its content in *start and *len, the index
  * past its closing delimiter in *end; false if s[i] opens none or it does not close. Inline
  * spans do not cross a line break. */
-static bool math_span_at(const char *s, size_t n, size_t i, size_t *start, size_t *len, size_t *end) {
+static bool math_span_at(const char *s, size_t n, size_t i, size_t *start, size_t *len, size_t *end,
+                         size_t *dead) {
     const char *close;
-    size_t open;
+    size_t open, kind;
     bool inline_span;
-    if (s[i] == '$' && i + 1 < n && s[i + 1] == '$') close = "$$", open = 2, inline_span = false;
-    else if (s[i] == '$') close = "$", open = 1, inline_span = true;
-    else if (s[i] == '\\' && i + 1 < n && s[i + 1] == '(') close = "\\)", open = 2, inline_span = true;
-    else if (s[i] == '\\' && i + 1 < n && s[i + 1] == '[') close = "\\]", open = 2, inline_span = false;
+    if (s[i] == '$' && i + 1 < n && s[i + 1] == '$') close = "$$", open = 2, inline_span = false, kind = 0;
+    else if (s[i] == '$') close = "$", open = 1, inline_span = true, kind = 1;
+    else if (s[i] == '\\' && i + 1 < n && s[i + 1] == '(') close = "\\)", open = 2, inline_span = true, kind = 2;
+    else if (s[i] == '\\' && i + 1 < n && s[i + 1] == '[') close = "\\]", open = 2, inline_span = false, kind = 3;
     else return false;
+    if (dead && i >= dead[kind]) return false; /* no closer after an earlier opener: none after this one */
     size_t cl = strlen(close);
     for (size_t k = i + open; k + cl <= n; k++) {
         if (inline_span && s[k] == '\n') return false;
@@ -155,6 +158,7 @@ static bool math_span_at(const char *s, size_t n, size_t i, size_t *start, size_
             return true;
         }
     }
+    if (dead) dead[kind] = i;
     return false;
 }
 
@@ -169,13 +173,13 @@ static bool has_content(const char *s, size_t a, size_t len) {
  * "or" or a comma ("$1$ and $2$"), in order; scanning left to right pairs the delimiters
  * as a reader pairs them. False if there is none. */
 static bool last_math_spans(const char *s, size_t from, size_t to, mv_spans *out) {
-    size_t ends[MV_MAX_PARTS];
+    size_t ends[MV_MAX_PARTS], dead[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
     int n = 0;
     for (size_t i = from; i < to;) {
         size_t a, l, e;
         if (s[i] == '\\' && i + 1 < to && s[i + 1] == '$') {
             i += 2;
-        } else if ((s[i] == '$' || s[i] == '\\') && math_span_at(s, to, i, &a, &l, &e)) {
+        } else if ((s[i] == '$' || s[i] == '\\') && math_span_at(s, to, i, &a, &l, &e, dead)) {
             if (has_content(s, a, l)) {
                 bool chained = n > 0 && boxes_joined(s, ends[n - 1], i) && i > ends[n - 1];
                 if (!chained) n = 0, out->n = 0;
@@ -340,7 +344,7 @@ static bool value_after(const char *s, size_t at, size_t to, mv_spans *out) {
     size_t lim50 = at + 50 < to ? at + 50 : to, lim100 = at + 100 < to ? at + 100 : to, a, l, e;
     for (size_t i = at; i < lim50; i++) {
         if (s[i] == '\n' && i > at + 1) break;
-        if ((s[i] == '$' || s[i] == '\\') && math_span_at(s, to, i, &a, &l, &e) && has_content(s, a, l))
+        if ((s[i] == '$' || s[i] == '\\') && math_span_at(s, to, i, &a, &l, &e, NULL) && has_content(s, a, l))
             return one_span(out, a, l, false);
     }
     size_t eq = 0;
@@ -374,7 +378,7 @@ static bool final_answer_hope(const char *s, size_t from, size_t to, mv_spans *o
     if (!last_ci(s, at, to, "I hope", &hope) || hope - at > 200) return false;
     size_t a = at, e = hope, l, x;
     while (a < e && (isspace((unsigned char)s[a]) || s[a] == ':' || s[a] == '"')) a++;
-    if (a < e && (s[a] == '$' || s[a] == '\\') && math_span_at(s, e, a, &x, &l, &at)) return one_span(out, x, l, false);
+    if (a < e && (s[a] == '$' || s[a] == '\\') && math_span_at(s, e, a, &x, &l, &at, NULL)) return one_span(out, x, l, false);
     while (e > a && (isspace((unsigned char)s[e - 1]) || s[e - 1] == '.' || s[e - 1] == '"')) e--;
     return one_span(out, a, e - a, false);
 }
