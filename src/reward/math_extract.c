@@ -1,7 +1,8 @@
 /* Math verifier: finding the final answer in a response, in the order Math-Verify tries its
  * patterns: "final answer is X. I hope", the last \boxed{} (with the boxes chained to it by
  * "and", "or" or a comma), "final answer ... is X", an "answer" anchor (several languages),
- * the last LaTeX math span, and last the last number. Every step is one linear pass (the
+ * the last LaTeX math span (with the last fraction or number up to its end as the candidate
+ * to read if it does not parse), and last the last number. Every step is one linear pass (the
  * brace scan keeps a stack; anchors are searched from the end), so 1 MB of hostile text costs
  * linear time and no step recurses. */
 #include "math_internal.h"
@@ -410,24 +411,35 @@ static bool anchored_answer(const char *s, size_t from, size_t to, mv_spans *out
     return found && value_after(s, best, to, out);
 }
 
-/* The answer of s[from..to) (see the header comment). */
-static bool extract_in(const char *s, size_t from, size_t to, mv_spans *out) {
-    size_t a, l;
-    if (final_answer_hope(s, from, to, out) || box_answer(s, from, to, out)) return true;
-    if (final_answer_is(s, from, to, out) || anchored_answer(s, from, to, out)) return true;
-    if (bare_expression(s, from, to, &a, &l)) return one_span(out, a, l, true);
+/* The last fraction or number of s[from..to), whichever ends later; false if neither. */
+static bool last_value(const char *s, size_t from, size_t to, mv_spans *out) {
     size_t na = 0, nl = 0, fa = 0, fl = 0;
     bool num = last_number(s, from, to, &na, &nl), frac = last_fraction(s, from, to, &fa, &fl);
-    if (last_math_spans(s, from, to, out)) {
-        size_t end = out->start[out->n - 1] + out->len[out->n - 1] + 1;
-        if (!(num && na > end) && !(frac && fa > end)) return true;
-    }
     if (frac && (!num || na < fa + fl)) return one_span(out, fa, fl, false);
     return num && one_span(out, na, nl, true);
 }
 
-/* The answer spans of the response s[0..n) (see or1_math_extract). */
-bool mv_extract(const char *s, size_t n, mv_spans *out) {
+/* The answer of s[from..to) (see the header comment); alt gets the last fraction or number
+ * when the answer is the last math span, the candidate Math-Verify tries next when that span
+ * does not parse (both end in the same place, so it comes next by end position). */
+static bool extract_in(const char *s, size_t from, size_t to, mv_spans *out, mv_spans *alt) {
+    size_t a, l;
+    if (final_answer_hope(s, from, to, out) || box_answer(s, from, to, out)) return true;
+    if (final_answer_is(s, from, to, out) || anchored_answer(s, from, to, out)) return true;
+    if (bare_expression(s, from, to, &a, &l)) return one_span(out, a, l, true);
+    bool value = last_value(s, from, to, alt);
+    if (last_math_spans(s, from, to, out)) {
+        size_t end = out->start[out->n - 1] + out->len[out->n - 1] + 1;
+        if (!value || alt->start[0] <= end) return true;
+    }
+    *out = *alt;
+    alt->n = 0;
+    return value;
+}
+
+/* The answer spans of the response s[0..n) (see or1_math_extract), and in alt the next
+ * candidate when the answer is a math span (alt->n is 0 when there is none). */
+bool mv_extract(const char *s, size_t n, mv_spans *out, mv_spans *alt) {
     size_t from = 0, to = n;
     const char *think = memmem(s, n, "</think>", 8);
     if (think) {
@@ -436,5 +448,6 @@ bool mv_extract(const char *s, size_t n, mv_spans *out) {
         if (second) to = (size_t)(second - s);
     }
     out->n = 0;
-    return extract_in(s, from, to, out);
+    alt->n = 0;
+    return extract_in(s, from, to, out, alt);
 }

@@ -76,6 +76,7 @@ typedef struct {
     uint64_t work;    /* node evaluations left */
     double deadline;  /* or1_now() value past which checks give up; 0 = none */
     bool bounded;     /* some bound was hit */
+    bool malformed;   /* the last mv_parse failed on the syntax (not a word, not a bound) */
 } mv_ctx;
 
 void mv_ctx_init(mv_ctx *c, const or1_math_limits *lim);
@@ -113,8 +114,10 @@ typedef struct {
     bool number;
 } mv_spans;
 
-/* Extraction of the final answer from a response; false if none. */
-bool mv_extract(const char *s, size_t n, mv_spans *out);
+/* Extraction of the final answer from a response; false if none. When the answer is the
+ * last math span, alt gets the candidate to read instead if that span does not parse (the
+ * last fraction or number); otherwise alt->n is 0. */
+bool mv_extract(const char *s, size_t n, mv_spans *out, mv_spans *alt);
 
 /* Equality of two answer strings; with use_strings false the string shortcut is skipped,
  * so that tests can check the mathematical path alone. *bounded reports a hit bound. */
@@ -122,5 +125,8 @@ bool mv_equal_strings(const char *gold, size_t gn, const char *pred, size_t pn,
                       const or1_math_limits *lim, bool use_strings, bool *bounded);
 /* For tests: whether the normalised answer parses into a mathematical object (not text). */
 bool mv_parses_as_math(const char *answer, const or1_math_limits *lim);
+/* True if the parser rejects the answer as malformed LaTeX ("? just about 1", an unknown
+ * command): not a word answer, and no bound cut the parse short. */
+bool mv_malformed(const char *answer, const or1_math_limits *lim);
 
 #endif

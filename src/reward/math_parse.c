@@ -863,6 +863,7 @@ static mv_ans *text_answer(mv_ctx *c, const char *norm) {
 /* Parses a normalised answer: a comma list is a set; a word or anything unparsable is text. */
 mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     size_t n = strlen(norm);
+    c->malformed = false;
     if (n == 0 || n > c->lim->max_answer_bytes) {
         if (n) c->bounded = true;
         return text_answer(c, norm);
@@ -883,6 +884,7 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
         break;
     }
     if (!p.fail && peek(&p) != 0) p.fail = true;
+    c->malformed = p.fail && !c->bounded;
     if (p.fail) return text_answer(c, norm);
     mv_ans *a = k == 1 ? items[0] : structure(&p, A_SET, items, k);
     return a ? a : text_answer(c, norm);

@@ -55,6 +55,16 @@ bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
     return math;
 }
 
+/* True if the normalised answer fails to parse as LaTeX (see math_internal.h). */
+bool mv_malformed(const char *answer, const or1_math_limits *lim) {
+    mv_ctx c;
+    mv_ctx_init(&c, lim);
+    char *norm = mv_normalize(&c, answer, strlen(answer));
+    bool malformed = norm && mv_parse(&c, norm) && c.malformed;
+    mv_ctx_free(&c);
+    return malformed;
+}
+
 /* The limits to use: the caller's, or the defaults. */
 static const or1_math_limits *limits(const or1_math_limits *lim, or1_math_limits *buf) {
     if (lim) return lim;
@@ -115,11 +125,39 @@ static char *answer_text(const char *s, const mv_spans *sp) {
     return out;
 }
 
-/* The answer of the text s[0..n) as a new string ("" if none). */
-static char *extract_text(const char *s, size_t n) {
-    mv_spans sp;
-    if (!mv_extract(s, n, &sp)) return or1_strdup("");
-    return answer_text(s, &sp);
+/* An extracted answer: the text Math-Verify matched first (its fallback string when it does
+ * not parse) and, when that text is a math span that does not parse, the candidate read in
+ * its place (NULL otherwise). Both are malloc'd. */
+typedef struct {
+    char *text, *alt;
+} answer;
+
+/* The answer of the text s[0..n) ("" if none). */
+static answer extract_answer(const char *s, size_t n, const or1_math_limits *lim) {
+    mv_spans sp, alt;
+    answer a = {NULL, NULL};
+    if (!mv_extract(s, n, &sp, &alt)) {
+        a.text = or1_strdup("");
+        return a;
+    }
+    a.text = answer_text(s, &sp);
+    if (alt.n > 0 && mv_malformed(a.text, lim)) a.alt = answer_text(s, &alt);
+    return a;
+}
+
+/* Frees both texts of an answer. */
+static void answer_free(answer *a) {
+    free(a->text);
+    free(a->alt);
+}
+
+/* The answer a reads as, as a new string: the candidate that parses when there is one. */
+static char *answer_read(answer *a) {
+    char *keep = a->alt ? a->alt : a->text;
+    if (a->alt) free(a->text);
+    else free(a->alt);
+    a->text = a->alt = NULL;
+    return keep;
 }
 
 /* The answer of a response, as a new string ("" if none). */
@@ -128,7 +166,8 @@ char *or1_math_extract(const char *response, const or1_math_limits *lim) {
     lim = limits(lim, &buf);
     size_t n;
     const char *s = response_tail(response ? response : "", lim, &n);
-    return extract_text(s, n);
+    answer a = extract_answer(s, n, lim);
+    return answer_read(&a);
 }
 
 /* Equality of two answer strings (public form). */
@@ -151,15 +190,42 @@ static bool gold_needs_extraction(const char *gold, size_t n) {
 }
 
 /* The gold answer as Skywork-OR1 reads it: "\boxed{" gold "}" passed through extraction, which
- * unwraps a gold that is itself boxed or written in a math span; a new string. */
-static char *gold_text(const char *gold) {
+ * unwraps a gold that is itself boxed or written in a math span. */
+static answer gold_answer(const char *gold, const or1_math_limits *lim) {
     size_t n = strlen(gold);
     if (gold_needs_extraction(gold, n)) {
-        char *g = extract_text(gold, n);
-        if (g[0]) return g;
-        free(g);
+        answer a = extract_answer(gold, n, lim);
+        if (a.text[0]) return a;
+        answer_free(&a);
     }
-    return or1_strdup(gold);
+    return (answer){or1_strdup(gold), NULL};
+}
+
+/* The limits of one step of a call started at t0: lim with the time left (false, and
+ * *bounded set, when none is left). */
+static bool time_left(const or1_math_limits *lim, double t0, or1_math_limits *each, bool *bounded) {
+    *each = *lim;
+    if (lim->time_limit_s <= 0) return true;
+    each->time_limit_s = lim->time_limit_s - (or1_now() - t0);
+    if (each->time_limit_s > 0) return true;
+    *bounded = true;
+    return false;
+}
+
+/* True if gold equals pred in some pairing of their texts and alternatives (Math-Verify
+ * compares each parsed answer and fallback string of one with each of the other's). */
+static bool answers_equal(const answer *g, const answer *p, const or1_math_limits *lim, double t0, bool *bounded) {
+    const char *gs[2] = {g->text, g->alt}, *ps[2] = {p->text, p->alt};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            or1_math_limits each;
+            if (!gs[i] || !ps[j]) continue;
+            if (!time_left(lim, t0, &each, bounded)) return false;
+            bool b = false, eq = mv_equal_strings(gs[i], strlen(gs[i]), ps[j], strlen(ps[j]), &each, true, &b);
+            *bounded = *bounded || b;
+            if (eq) return true;
+        }
+    return false;
 }
 
 /* Scores a response against gold answers (see the header). */
@@ -170,30 +236,23 @@ int or1_math_verify(const char *response, const char *const *gold, size_t n_gold
     if (!response || (n_gold && !gold)) return or1_fail("or1_math_verify: NULL response or gold list");
     for (size_t g = 0; g < n_gold; g++)
         if (!gold[g]) return or1_fail("or1_math_verify: gold answer %zu is NULL", g);
-    or1_math_limits buf;
+    or1_math_limits buf, each;
     lim = limits(lim, &buf);
     double t0 = or1_now();
     size_t n;
     const char *s = response_tail(response, lim, &n);
-    out->extracted = extract_text(s, n);
-    size_t len = strlen(out->extracted);
-    if (len == 0) return 0;
-    for (size_t g = 0; g < n_gold && !out->correct; g++) {
-        if (lim->time_limit_s > 0 && or1_now() - t0 > lim->time_limit_s) {
-            out->bounded = true;
-            break;
-        }
-        or1_math_limits each = *lim;
-        if (lim->time_limit_s > 0) each.time_limit_s = lim->time_limit_s - (or1_now() - t0);
-        char *gt = gold_text(gold[g]);
-        bool bounded = false;
-        if (mv_equal_strings(gt, strlen(gt), out->extracted, len, &each, true, &bounded)) {
+    time_left(lim, t0, &each, &out->bounded);
+    answer pred = extract_answer(s, n, &each);
+    for (size_t g = 0; g < n_gold && !out->correct && pred.text[0]; g++) {
+        if (!time_left(lim, t0, &each, &out->bounded)) break;
+        answer ga = gold_answer(gold[g], &each);
+        if (answers_equal(&ga, &pred, lim, t0, &out->bounded)) {
             out->correct = true;
             out->matched_gold = (int)g;
         }
-        free(gt);
-        out->bounded = out->bounded || bounded;
+        answer_free(&ga);
     }
+    out->extracted = answer_read(&pred);
     return 0;
 }
 
