@@ -82,8 +82,9 @@ static bool word_at(const char *s, size_t n, size_t i, const char *word) {
 
 /* True if the text between two boxes joins them into one answer: nothing but spacing
  * inside one math span, or a connector ("and", "or", ",") outside the math spans, with at
- * most one other word and a short label ("y_2 =") inside the next span. */
-static bool boxes_joined(const char *s, size_t a, size_t b) {
+ * most one other word and a short label ("y_2 =") inside the next span. inside tells whether
+ * s[a] is inside a math span, so that delimiters are counted from the right state. */
+static bool boxes_joined(const char *s, size_t a, size_t b, bool inside) {
     size_t words = 0, connectors = 0, other = 0, delims = 0;
     bool last_connector = false;
     for (size_t i = a; i < b;) {
@@ -103,9 +104,10 @@ static bool boxes_joined(const char *s, size_t a, size_t b) {
             i += ch == ',' ? 1 : (word_at(s, b, i, "and") ? 3 : 2);
         } else if (isalnum(ch) || ch >= 0x80) {
             while (i < b && (isalnum((unsigned char)s[i]) || (unsigned char)s[i] >= 0x80 || s[i] == '_')) i++;
+            bool outside = (delims + inside) % 2 == 0;
             words++;
-            if (delims % 2 == 0 && last_connector) return false;
-            if (delims % 2 == 0 || !last_connector) other++;
+            if (outside && last_connector) return false;
+            if (outside || !last_connector) other++;
         } else {
             i++;
         }
@@ -113,22 +115,6 @@ static bool boxes_joined(const char *s, size_t a, size_t b) {
     }
     if (connectors == 0) return delims == 0 && words == 0;
     return other <= 1 && words <= 3;
-}
-
-/* Fills out with the last box of s[from..to) and the boxes chained to it; false if there
- * is no box. */
-static bool box_answer(const char *s, size_t from, size_t to, mv_spans *out) {
-    box ring[MV_MAX_PARTS];
-    int nr = last_boxes(s + from, to - from, ring), first = nr - 1;
-    if (nr == 0) return false;
-    while (first > 0 && boxes_joined(s + from, ring[first - 1].end, ring[first].cmd)) first--;
-    out->n = 0;
-    for (int k = first; k < nr; k++) {
-        out->start[out->n] = from + ring[k].start;
-        out->len[out->n++] = ring[k].len;
-    }
-    out->number = false;
-    return true;
 }
 
 /* The math span opening at s[i] ($, $$, \( or \[): its content in *start and *len, the index
@@ -170,32 +156,75 @@ static bool has_content(const char *s, size_t a, size_t len) {
     return false;
 }
 
+/* The next math span of s[*i..to) (empty ones too): its content in *a, *l and its end in *e;
+ * *i moves past it. dead holds the openers known not to close (see math_span_at). False when
+ * there is none. A scan of the whole text with these calls is linear. */
+static bool next_span(const char *s, size_t to, size_t *i, size_t *dead, size_t *a, size_t *l, size_t *e) {
+    while (*i < to) {
+        size_t k = *i;
+        if (s[k] == '\\' && k + 1 < to && s[k + 1] == '$') {
+            *i += 2;
+        } else if ((s[k] == '$' || s[k] == '\\') && math_span_at(s, to, k, a, l, e, dead)) {
+            *i = *e;
+            return true;
+        } else {
+            (*i)++;
+        }
+    }
+    return false;
+}
+
 /* The last non-empty math spans of s[from..to), those chained to the last one by "and",
  * "or" or a comma ("$1$ and $2$"), in order; scanning left to right pairs the delimiters
  * as a reader pairs them. False if there is none. */
 static bool last_math_spans(const char *s, size_t from, size_t to, mv_spans *out) {
-    size_t ends[MV_MAX_PARTS], dead[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+    size_t ends[MV_MAX_PARTS], dead[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX}, i = from, a, l, e;
     int n = 0;
-    for (size_t i = from; i < to;) {
-        size_t a, l, e;
-        if (s[i] == '\\' && i + 1 < to && s[i + 1] == '$') {
-            i += 2;
-        } else if ((s[i] == '$' || s[i] == '\\') && math_span_at(s, to, i, &a, &l, &e, dead)) {
-            if (has_content(s, a, l)) {
-                bool chained = n > 0 && boxes_joined(s, ends[n - 1], i) && i > ends[n - 1];
-                if (!chained) n = 0, out->n = 0;
-                if (n == MV_MAX_PARTS) break;
-                ends[n++] = e;
-                out->start[out->n] = a;
-                out->len[out->n++] = l;
-            }
-            i = e;
-        } else {
-            i++;
-        }
+    while (next_span(s, to, &i, dead, &a, &l, &e)) {
+        if (!has_content(s, a, l)) continue;
+        size_t open = a - (e - a - l); /* the opener is as long as the closer */
+        bool chained = n > 0 && open > ends[n - 1] && boxes_joined(s, ends[n - 1], open, false);
+        if (!chained) n = 0, out->n = 0;
+        if (n == MV_MAX_PARTS) break;
+        ends[n++] = e;
+        out->start[out->n] = a;
+        out->len[out->n++] = l;
     }
     out->number = false;
     return n > 0;
+}
+
+/* For each of the nr boxes of ring (in order, offsets in s[0..n)), the opener of the math
+ * span that holds it, or SIZE_MAX when none does; one linear pass over the spans. */
+static void box_spans(const char *s, size_t n, const box *ring, int nr, size_t *span) {
+    size_t dead[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX}, i = 0, a, l, e;
+    int k = 0;
+    for (int j = 0; j < nr; j++) span[j] = SIZE_MAX;
+    while (k < nr && next_span(s, n, &i, dead, &a, &l, &e)) {
+        while (k < nr && ring[k].cmd < a) k++;
+        for (; k < nr && ring[k].end <= a + l; k++) span[k] = a;
+    }
+}
+
+/* Fills out with the last box of s[from..to) and the boxes joined to it: those in the same
+ * math span (Math-Verify reads every box of a span) and those chained by "and", "or" or a
+ * comma; false if there is no box. */
+static bool box_answer(const char *s, size_t from, size_t to, mv_spans *out) {
+    box ring[MV_MAX_PARTS];
+    size_t span[MV_MAX_PARTS];
+    int nr = last_boxes(s + from, to - from, ring), first = nr - 1;
+    if (nr == 0) return false;
+    box_spans(s + from, to - from, ring, nr, span);
+    while (first > 0 && ((span[first] != SIZE_MAX && span[first - 1] == span[first]) ||
+                         boxes_joined(s + from, ring[first - 1].end, ring[first].cmd, span[first - 1] != SIZE_MAX)))
+        first--;
+    out->n = 0;
+    for (int k = first; k < nr; k++) {
+        out->start[out->n] = from + ring[k].start;
+        out->len[out->n++] = ring[k].len;
+    }
+    out->number = false;
+    return true;
 }
 
 /* The end of the number (digits with ',' '.' or ' ' separators, a '/' fraction, a '%')
