@@ -335,6 +335,14 @@ bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node 
     return agree >= 2;
 }
 
+/* The sign of a constant expression (-1, 0 or 1); 2 when it holds a variable, is not real
+ * or cannot be evaluated. */
+int mv_scalar_sign(mv_ctx *c, const mv_node *x) {
+    double complex z;
+    if (has_symbols(x) || !eval(c, x, 0, 0, &z) || cimag(z) != 0) return 2;
+    return fabs(creal(z)) < 1e-12 ? 0 : creal(z) > 0 ? 1 : -1;
+}
+
 /* True if d1 = k * d2 for one constant k != 0 (k > 0 when sign is 1, k < 0 when -1): the
  * two sides of equal equations (2x + 4y - 3 = 0 and y = 3/4 - x/2) or inequalities. */
 bool mv_scalar_proportional(mv_ctx *c, const mv_node *d1, const mv_node *d2, int sign) {

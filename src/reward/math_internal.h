@@ -97,6 +97,8 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm);
 bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask);
 /* True if d1 = k * d2 for a constant k != 0 (sign 1: k > 0; -1: k < 0; 0: any). */
 bool mv_scalar_proportional(mv_ctx *c, const mv_node *d1, const mv_node *d2, int sign);
+/* The sign of a constant expression (-1, 0, 1), or 2 when it has none (see math_eval.c). */
+int mv_scalar_sign(mv_ctx *c, const mv_node *x);
 /* Structural and mathematical equality of gold and pred. */
 bool mv_ans_equal(mv_ctx *c, const mv_ans *gold, const mv_ans *pred);
 /* Builds a binary node in the arena (NULL when it is full). */
