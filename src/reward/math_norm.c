@@ -281,9 +281,6 @@ static void norm_into(mv_ctx *c, mv_buf *b, const char *s, size_t n, int depth) 
             i = norm_command(c, b, s, n, i, depth);
         } else if (ch == '$' || ch == '%') {
             i++;
-        } else if (ch == ';') { /* "(0;-2;6)" and "-12;-11": a semicolon separates like a comma */
-            puts_(b, ",");
-            i++;
         } else if (ch == '~' || ch == '\t' || ch == '\n' || ch == '\r') {
             puts_(b, " ");
             i++;

@@ -656,7 +656,8 @@ static bool item_list(mv_parser *p, mv_ans **items, int *n, const char *close, i
     return ok;
 }
 
-/* True if the bracket at p->i encloses a comma at its own level (a tuple or interval). */
+/* True if the bracket at p->i encloses a comma or semicolon at its own level (a tuple or
+ * interval: (0;-2;6)). */
 static bool bracket_has_comma(mv_parser *p) {
     int d = 0;
     for (size_t k = p->i; k < p->n; k++) {
@@ -668,7 +669,7 @@ static bool bracket_has_comma(mv_parser *p) {
         if (ch == '(' || ch == '[' || ch == '{') d++;
         else if (ch == ')' || ch == ']' || ch == '}') {
             if (--d == 0) return false;
-        } else if (ch == ',' && d == 1) {
+        } else if ((ch == ',' || ch == ';') && d == 1) {
             return true;
         }
     }
@@ -861,6 +862,21 @@ static mv_ans *text_answer(mv_ctx *c, const char *norm) {
     return a;
 }
 
+/* The answer of k top-level items in ng groups split by semicolons (first[g]: the first item
+ * of group g): one item is itself; if a group holds several items (p=5,q=2;p=7,q=2) each group
+ * is a tuple and the answer the set of them, as Math-Verify's parser groups them; else a set. */
+static mv_ans *grouped(mv_parser *p, mv_ans **items, int k, const int *first, int ng) {
+    if (k == 1) return items[0];
+    bool tuples = false;
+    for (int g = 0; g < ng; g++) tuples = tuples || (g + 1 < ng ? first[g + 1] : k) - first[g] > 1;
+    if (ng == 1 || !tuples) return structure(p, A_SET, items, k);
+    mv_ans *groups[MV_MAX_ITEMS];
+    for (int g = 0; g < ng; g++)
+        if (!(groups[g] = structure(p, A_TUPLE, items + first[g], (g + 1 < ng ? first[g + 1] : k) - first[g])))
+            return NULL;
+    return structure(p, A_SET, groups, ng);
+}
+
 /* Parses a normalised answer: a comma list is a set; a word or anything unparsable is text. */
 mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     size_t n = strlen(norm);
@@ -873,7 +889,7 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     if (is_word_answer(norm) && !fn_word) return text_answer(c, norm);
     mv_parser p = {c, norm, n, 0, 0, 0, 0, 0, false};
     mv_ans *items[MV_MAX_ITEMS];
-    int k = 0;
+    int k = 0, first[MV_MAX_ITEMS] = {0}, ng = 1;
     for (;;) {
         if (k >= MV_MAX_ITEMS) {
             p.fail = true;
@@ -881,12 +897,13 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
         }
         items[k++] = item(&p);
         if (p.fail) break;
-        if (accept(&p, ",") || accept(&p, ";")) continue;
-        break;
+        if (accept(&p, ",")) continue;
+        if (!accept(&p, ";")) break;
+        first[ng++] = k;
     }
     if (!p.fail && peek(&p) != 0) p.fail = true;
     c->malformed = p.fail && !c->bounded;
     if (p.fail) return text_answer(c, norm);
-    mv_ans *a = k == 1 ? items[0] : structure(&p, A_SET, items, k);
+    mv_ans *a = grouped(&p, items, k, first, ng);
     return a ? a : text_answer(c, norm);
 }
