@@ -728,6 +728,70 @@ static mv_ans *environment(mv_parser *p) {
     return matrix(p, env, envlen);
 }
 
+/* An expression cell for node x (a cell of a computed matrix). */
+static mv_ans *cell(mv_parser *p, mv_node *x) {
+    mv_ans *a = x ? mv_alloc(p->c, sizeof *a) : NULL;
+    if (!a) return bad(p);
+    a->kind = A_EXPR;
+    a->expr = x;
+    return a;
+}
+
+/* True if matrix m has a cell with +- (left out of matrix arithmetic). */
+static bool has_pm_cell(const mv_ans *m) {
+    for (int k = 0; k < m->n; k++)
+        if (m->items[k]->npm) return true;
+    return false;
+}
+
+/* The matrix a + b or a - b (kind N_ADD or N_SUB), cell by cell; fails unless the shapes match. */
+static mv_ans *matrix_sum(mv_parser *p, const mv_ans *a, const mv_ans *b, int kind) {
+    if (a->rows != b->rows || a->cols != b->cols || has_pm_cell(a) || has_pm_cell(b)) return bad(p);
+    mv_ans *cells[MV_MAX_ITEMS];
+    for (int k = 0; k < a->n && !p->fail; k++) cells[k] = cell(p, node(p, kind, a->items[k]->expr, b->items[k]->expr));
+    mv_ans *m = p->fail ? NULL : structure(p, A_MATRIX, cells, a->n);
+    if (m) m->rows = a->rows, m->cols = a->cols;
+    return m;
+}
+
+/* The matrix product a b, each cell the sum of row-by-column products; fails unless a's
+ * columns match b's rows and the result has at most MV_MAX_ITEMS cells. */
+static mv_ans *matrix_product(mv_parser *p, const mv_ans *a, const mv_ans *b) {
+    if (a->cols != b->rows || a->rows * b->cols > MV_MAX_ITEMS || has_pm_cell(a) || has_pm_cell(b)) return bad(p);
+    mv_ans *cells[MV_MAX_ITEMS];
+    for (int i = 0; i < a->rows; i++)
+        for (int j = 0; j < b->cols && !p->fail; j++) {
+            mv_node *sum = NULL;
+            for (int k = 0; k < a->cols; k++) {
+                mv_node *t = node(p, N_MUL, a->items[i * a->cols + k]->expr, b->items[k * b->cols + j]->expr);
+                sum = sum ? node(p, N_ADD, sum, t) : t;
+            }
+            cells[i * b->cols + j] = cell(p, sum);
+        }
+    mv_ans *m = p->fail ? NULL : structure(p, A_MATRIX, cells, a->rows * b->cols);
+    if (m) m->rows = a->rows, m->cols = b->cols;
+    return m;
+}
+
+/* Matrix m followed by sums, differences and products (written \cdot, \times or side by
+ * side) with further matrix environments, evaluated as Math-Verify evaluates them before
+ * comparing; m itself when no matrix follows. */
+static mv_ans *matrix_ops(mv_parser *p, mv_ans *m) {
+    while (m && !p->fail) {
+        size_t save = p->i;
+        int kind = accept(p, "+") ? N_ADD : accept(p, "-") ? N_SUB : N_MUL;
+        if (kind == N_MUL && !accept_cmd(p, "cdot")) accept_cmd(p, "times");
+        if (!accept(p, "\\begin{")) {
+            p->i = save;
+            return m;
+        }
+        mv_ans *b = environment(p);
+        if (!b) return NULL;
+        m = kind == N_MUL ? matrix_product(p, m, b) : matrix_sum(p, m, b, kind);
+    }
+    return m;
+}
+
 /* A set-level atom: \{...\}, a matrix, \langle tuple\rangle, a bracketed list (tuple,
  * pair or interval), the empty set, or an expression. */
 static mv_ans *set_atom(mv_parser *p) {
@@ -745,7 +809,7 @@ static mv_ans *set_atom(mv_parser *p) {
         if (!item_list(p, items, &n, "}", CLOSE_CHARS) || !accept(p, "}")) return bad(p);
         return structure(p, A_SET, items, n);
     }
-    if (accept(p, "\\begin{")) return environment(p);
+    if (accept(p, "\\begin{")) return matrix_ops(p, environment(p));
     if ((ch == '[' || ch == '(') && strncmp(p->s + p->i + 1, "\\begin{", 7) == 0 && !bracket_has_comma(p)) {
         p->i++;
         mv_ans *m = accept(p, "\\begin{") ? environment(p) : bad(p);

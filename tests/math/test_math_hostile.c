@@ -73,6 +73,9 @@ static void hostile(void) {
     expect("set past the item bound", s, t, false, -1);
     free(s), free(t);
     expect("too many +-", "\\boxed{1\\pm1\\pm1\\pm1\\pm1}", "1\\pm1\\pm1\\pm1\\pm1 ", true, -1);
+    s = repeat("\\boxed{", "\\begin{pmatrix}1 & 1 \\\\ 1 & 0\\end{pmatrix}", 200, "}");
+    expect("product of 200 matrices", s, "\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}", false, -1);
+    free(s);
     expect("log base past 64 bits", "\\boxed{12\\log_34569012345678901234567890}", "1", false, -1);
     expect("invalid UTF-8", "\\boxed{\xff\xfe\x80}", "1", false, -1);
     expect("NUL-free control bytes", "\\boxed{\x01\x02\x03}", "\x01\x02\x03", true, -1);
