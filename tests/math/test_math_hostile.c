@@ -23,16 +23,17 @@ static char *repeat(const char *prefix, const char *piece, size_t count, const c
 }
 
 /* Verifies response against one gold, prints the verdict and its time, and checks the verdict
- * (and, unless bounded < 0, the bound flag). */
-static void expect(const char *name, const char *response, const char *gold, bool correct, int bounded) {
+ * (and, unless bounded < 0, the bound flag); returns the time taken. */
+static double expect(const char *name, const char *response, const char *gold, bool correct, int bounded) {
     or1_math_result r;
     double t0 = or1_now();
-    if (!CHECK(or1_math_verify(response, &gold, 1, NULL, &r) == 0, "%s: error %s", name, or1_error())) return;
+    if (!CHECK(or1_math_verify(response, &gold, 1, NULL, &r) == 0, "%s: error %s", name, or1_error())) return 0;
     double dt = or1_now() - t0;
     printf("%s: correct=%d bounded=%d (%.4f s)\n", name, r.correct, r.bounded, dt);
     CHECK(r.correct == correct && (bounded < 0 || r.bounded == (bounded == 1)), "%s: want correct=%d bounded=%d", name,
           correct, bounded);
     or1_math_result_free(&r);
+    return dt;
 }
 
 /* The hostile answers. */
@@ -89,6 +90,14 @@ static void big(void) {
     free(s);
     s = repeat("", "\\boxed{1} ", 200000, "");
     expect("200000 boxed answers", s, "1", true, -1);
+    free(s);
+    s = repeat("", "\\[ \\( ", 170000, "so 7");
+    double dt = expect("340000 unclosed \\[ and \\( (1 MB), then a number", s, "7", true, -1);
+    CHECK(dt < 1.0, "unclosed openers took %.2f s: the span scan is not linear", dt);
+    free(s);
+    s = repeat("", "\\( \\[ ", 170000, "so \\boxed{7}");
+    dt = expect("340000 unclosed \\( and \\[ (1 MB), then a box", s, "7", true, -1);
+    CHECK(dt < 1.0, "unclosed openers before a box took %.2f s: the span scan is not linear", dt);
     free(s);
     char piece[64], *g = or1_strdup(""), *p = or1_strdup("");
     for (int k = 0; k < 120; k++) {
