@@ -187,6 +187,13 @@ static mv_node *repeating(mv_parser *p, size_t i, int64_t m, size_t frac, bool e
     return x;
 }
 
+/* True if s[i..n) starts with a comma and three digits that no digit follows (a thousands
+ * group, or after a lone 0 a decimal comma). */
+static bool comma_group(const char *s, size_t n, size_t i) {
+    return i + 3 < n && s[i] == ',' && isdigit((unsigned char)s[i + 1]) && isdigit((unsigned char)s[i + 2]) &&
+           isdigit((unsigned char)s[i + 3]) && (i + 4 >= n || !isdigit((unsigned char)s[i + 4]));
+}
+
 /* A number: digits with thousands commas (or spaces: "1 000"), a decimal part, an exponent, or a base
  * subscript (2516_8, kept as an opaque name). */
 static mv_node *number(mv_parser *p) {
@@ -202,9 +209,9 @@ static mv_node *number(mv_parser *p) {
         exact = exact && acc_digit(&m, s[i] - '0');
         i++, group++;
     }
-    while (!p->in_list && group >= 1 && group <= 3 && i + 3 < n && s[i] == ',' && isdigit((unsigned char)s[i + 1]) &&
-           isdigit((unsigned char)s[i + 2]) && isdigit((unsigned char)s[i + 3]) &&
-           (i + 4 >= n || !isdigit((unsigned char)s[i + 4]))) {
+    /* "0,111" is 0.111: no thousands group starts with 0 (Math-Verify's parser reads it so) */
+    bool zero_comma = !p->in_list && nd == 1 && digits[0] == '0' && comma_group(s, n, i);
+    while (!zero_comma && !p->in_list && group >= 1 && group <= 3 && comma_group(s, n, i)) {
         for (int k = 1; k <= 3; k++) {
             if (nd < sizeof digits - 1) digits[nd++] = s[i + k];
             exact = exact && acc_digit(&m, s[i + k] - '0');
@@ -222,7 +229,7 @@ static mv_node *number(mv_parser *p) {
         i += 4;
         group = 3;
     }
-    if (i + 1 < n && s[i] == '.' && isdigit((unsigned char)s[i + 1])) {
+    if (zero_comma || (i + 1 < n && s[i] == '.' && isdigit((unsigned char)s[i + 1]))) {
         decimal = true;
         if (nd < sizeof digits - 1) digits[nd++] = '.';
         i++;
