@@ -91,13 +91,14 @@ static void big(void) {
     s = repeat("", "\\boxed{1} ", 200000, "");
     expect("200000 boxed answers", s, "1", true, -1);
     free(s);
+    /* linear: 0.05 s here, 0.5 s under ASan; the quadratic scan it replaced took minutes */
     s = repeat("", "\\[ \\( ", 170000, "so 7");
     double dt = expect("340000 unclosed \\[ and \\( (1 MB), then a number", s, "7", true, -1);
-    CHECK(dt < 1.0, "unclosed openers took %.2f s: the span scan is not linear", dt);
+    CHECK(dt < 5.0, "unclosed openers took %.2f s: the span scan is not linear", dt);
     free(s);
     s = repeat("", "\\( \\[ ", 170000, "so \\boxed{7}");
     dt = expect("340000 unclosed \\( and \\[ (1 MB), then a box", s, "7", true, -1);
-    CHECK(dt < 1.0, "unclosed openers before a box took %.2f s: the span scan is not linear", dt);
+    CHECK(dt < 5.0, "unclosed openers before a box took %.2f s: the span scan is not linear", dt);
     free(s);
     char piece[64], *g = or1_strdup(""), *p = or1_strdup("");
     for (int k = 0; k < 120; k++) {
