@@ -960,7 +960,7 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     if (is_word_answer(norm) && !fn_word) return text_answer(c, norm);
     mv_parser p = {c, norm, n, 0, 0, 0, 0, 0, false};
     mv_ans *items[MV_MAX_ITEMS];
-    int k = 0, first[MV_MAX_ITEMS] = {0}, ng = 1;
+    int k = 0, first[MV_MAX_ITEMS + 1] = {0}, ng = 1; /* a semicolon may follow the last item */
     for (;;) {
         if (k >= MV_MAX_ITEMS) {
             p.fail = true;

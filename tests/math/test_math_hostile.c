@@ -73,6 +73,9 @@ static void hostile(void) {
     t = repeat("", "1,", 5000, "2");
     expect("set past the item bound", s, t, false, -1);
     free(s), free(t);
+    s = repeat("\\boxed{", "1;", 200, "1}");
+    expect("semicolon groups past the item bound", s, "1", false, -1);
+    free(s);
     expect("too many +-", "\\boxed{1\\pm1\\pm1\\pm1\\pm1}", "1\\pm1\\pm1\\pm1\\pm1 ", true, -1);
     s = repeat("\\boxed{", "\\begin{pmatrix}1 & 1 \\\\ 1 & 0\\end{pmatrix}", 200, "}");
     expect("product of 200 matrices", s, "\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}", false, -1);
