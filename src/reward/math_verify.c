@@ -44,24 +44,29 @@ bool mv_equal_strings(const char *gold, size_t gn, const char *pred, size_t pn,
     return eq;
 }
 
-/* True if the normalised answer parses into something other than text. */
-bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
+/* Parses the normalised answer in a scratch context: true if it is mathematics (not text);
+ * *malformed tells whether the parser rejected its syntax. */
+static bool parse_answer(const char *answer, const or1_math_limits *lim, bool *malformed) {
     mv_ctx c;
     mv_ctx_init(&c, lim);
     char *norm = mv_normalize(&c, answer, strlen(answer));
     mv_ans *a = norm ? mv_parse(&c, norm) : NULL;
     bool math = a && a->kind != A_TEXT;
+    *malformed = a && c.malformed;
     mv_ctx_free(&c);
     return math;
 }
 
+/* True if the normalised answer parses into something other than text. */
+bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
+    bool malformed;
+    return parse_answer(answer, lim, &malformed);
+}
+
 /* True if the normalised answer fails to parse as LaTeX (see math_internal.h). */
 bool mv_malformed(const char *answer, const or1_math_limits *lim) {
-    mv_ctx c;
-    mv_ctx_init(&c, lim);
-    char *norm = mv_normalize(&c, answer, strlen(answer));
-    bool malformed = norm && mv_parse(&c, norm) && c.malformed;
-    mv_ctx_free(&c);
+    bool malformed;
+    parse_answer(answer, lim, &malformed);
     return malformed;
 }
 
@@ -151,13 +156,11 @@ static void answer_free(answer *a) {
     free(a->alt);
 }
 
-/* The answer a reads as, as a new string: the candidate that parses when there is one. */
+/* The answer a reads as, taking its strings: the candidate that parses when there is one. */
 static char *answer_read(answer *a) {
-    char *keep = a->alt ? a->alt : a->text;
-    if (a->alt) free(a->text);
-    else free(a->alt);
-    a->text = a->alt = NULL;
-    return keep;
+    if (!a->alt) return a->text;
+    free(a->text);
+    return a->alt;
 }
 
 /* The answer of a response, as a new string ("" if none). */
