@@ -400,15 +400,20 @@ static bool last_ci(const char *s, size_t from, size_t to, const char *needle, s
     return false;
 }
 
-/* "final answer is X. I hope": X as a math span or the text up to "I hope". */
+/* "final answer is X. I hope": X a math span, else the text up to "I hope" when it starts
+ * with a number or a \frac; anything else right after "is" (a word, a quote) does not match,
+ * as Math-Verify's pattern wants its value there. */
 static bool final_answer_hope(const char *s, size_t from, size_t to, mv_spans *out) {
     size_t at, hope;
     if (!last_ci(s, from, to, "final answer is", &at)) return false;
     at += 15;
     if (!last_ci(s, at, to, "I hope", &hope) || hope - at > 200) return false;
     size_t a = at, e = hope, l, x;
-    while (a < e && (isspace((unsigned char)s[a]) || s[a] == ':' || s[a] == '"')) a++;
+    while (a < e && (isspace((unsigned char)s[a]) || s[a] == ':')) a++;
     if (a < e && (s[a] == '$' || s[a] == '\\') && math_span_at(s, e, a, &x, &l, &at, NULL)) return one_span(out, x, l, false);
+    size_t k = a < e && s[a] == '-' ? a + 1 : a;
+    if (!(k < e && (isdigit((unsigned char)s[k]) || s[k] == '.' || (k + 5 <= e && !memcmp(s + k, "\\frac", 5)))))
+        return false;
     while (e > a && (isspace((unsigned char)s[e - 1]) || s[e - 1] == '.' || s[e - 1] == '"')) e--;
     return one_span(out, a, e - a, false);
 }
