@@ -2,8 +2,13 @@
  * one of the gold answers, the way Skywork-OR1 scores math with Math-Verify (paper §7.1).
  *
  * Extraction: the text after the first "</think>" (up to a second one, as the recipe's
- * split()[1]; the whole text when there is none); in it the last \boxed{...} or \fbox{...}
- * with balanced braces, else a trailing "answer is X" / "Answer: X", else nothing.
+ * split()[1]; the whole text when there is none); in it, in Math-Verify's order, "final answer
+ * is X. I hope", the last \boxed{...} or \fbox{...} with balanced braces (with the boxes that
+ * "and", "or" or a comma chain to it), "final answer ... is X", the value after an "answer"
+ * anchor, the last math span (and, when it does not parse, the last fraction or number up to
+ * its end, as Math-Verify tries its next candidate; both are compared), the last number; else
+ * nothing. A gold written as text around its answer ($...$, a box, an "answer" phrase) is read
+ * the same way.
  * Equality: equal normalised strings, else equal mathematical values: exact rational
  * arithmetic where it applies, complex floating point at fixed pseudo-random points
  * otherwise, with tuples, intervals, sets, unions, equations, inequalities and matrices
@@ -54,7 +59,8 @@ int or1_math_verify_json(const char *response, const char *ground_truth,
 /* Releases the extracted answer. */
 void or1_math_result_free(or1_math_result *r);
 
-/* The answer or1_math_verify would extract from response (malloc'd; "" when none). */
+/* The answer or1_math_verify would extract from response (malloc'd; "" when none): the
+ * fallback number when the last math span does not parse. */
 char *or1_math_extract(const char *response, const or1_math_limits *lim);
 
 /* True if the answer strings gold and pred are equal (no extraction: both are answers,

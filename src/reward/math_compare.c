@@ -18,6 +18,16 @@ static bool only_symbols(const mv_node *x) {
     return x->kind == N_MUL && only_symbols(x->a) && only_symbols(x->b);
 }
 
+/* True if x names a quantity without numbers or sums: a symbol, a product or ratio of
+ * them, their absolute value ("|AB|", "V_1:V_2", "\\frac{NO}{BO}"), the left side of a
+ * labelled answer. */
+static bool label_node(const mv_node *x) {
+    if (!x) return false;
+    if (x->kind == N_SYM || x->kind == N_E || x->kind == N_I) return true;
+    if (x->kind == N_ABS) return label_node(x->a);
+    return (x->kind == N_MUL || x->kind == N_DIV) && label_node(x->a) && label_node(x->b);
+}
+
 /* True if every operator of the relation is op. */
 static bool all_ops(const mv_ans *a, int op) {
     for (int k = 0; k + 1 < a->n; k++)
@@ -28,7 +38,7 @@ static bool all_ops(const mv_ans *a, int op) {
 /* True if a is a variable, a product of variables, or a tuple of such: the left side of
  * an assignment. */
 static bool symbols_answer(const mv_ans *a) {
-    if (a->kind == A_EXPR) return only_symbols(a->expr);
+    if (a->kind == A_EXPR) return label_node(a->expr);
     if (a->kind != A_PAIR && a->kind != A_TUPLE) return false;
     for (int k = 0; k < a->n; k++)
         if (a->items[k]->kind != A_EXPR || !only_symbols(a->items[k]->expr)) return false;
@@ -41,8 +51,10 @@ static bool is_assignment(const mv_ans *a) {
     return all_ops(a, R_EQ) || (a->n == 2 && a->ops[0] == R_IN);
 }
 
-/* True if a is an equation (only '=' signs). */
-static bool is_equation(const mv_ans *a) { return a->kind == A_REL && all_ops(a, R_EQ); }
+/* True if a is an equation: only '=' signs, or "x \in S" (Math-Verify reads it as x = S). */
+static bool is_equation(const mv_ans *a) {
+    return a->kind == A_REL && (all_ops(a, R_EQ) || (a->n == 2 && a->ops[0] == R_IN));
+}
 
 /* True for the shapes compared as collections. */
 static bool is_setlike(const mv_ans *a) {
@@ -133,14 +145,71 @@ static mv_ans *bound(mv_ctx *c, mv_ans *given, bool negative_inf) {
     return inf ? expr_ans(c, inf) : NULL;
 }
 
-/* The interval an inequality in one variable describes (x > 2, 1 <= x < 3), or NULL. */
+/* The interval from lo to hi (NULL ends: infinite) with the given open ends; NULL when the
+ * arena is full. */
+static mv_ans *interval_of(mv_ctx *c, mv_ans *lo, mv_ans *hi, bool lopen, bool ropen) {
+    mv_ans *iv = new_ans(c, A_INTERVAL, 2);
+    if (!iv) return NULL;
+    iv->items[0] = bound(c, lo, true);
+    iv->items[1] = bound(c, hi, false);
+    iv->lopen = lopen;
+    iv->ropen = ropen;
+    return iv->items[0] && iv->items[1] ? iv : NULL;
+}
+
+/* The negated expression answer -a (a bound mirrored for |x|); NULL if a is no expression. */
+static mv_ans *negated(mv_ctx *c, const mv_ans *a) {
+    if (!a || a->kind != A_EXPR) return NULL;
+    mv_node *x = mv_node_new(c, N_NEG, a->expr, NULL);
+    return x ? expr_ans(c, x) : NULL;
+}
+
+/* The set where lo < |x| < hi (missing ends: no bound; open flags as read), as Math-Verify
+ * solves it: (-hi, hi) when lo does not bind, else [-hi, -lo] U [lo, hi]; NULL when lo is not
+ * a constant or nothing bounds |x|. */
+static mv_ans *abs_set(mv_ctx *c, mv_ans *lo, mv_ans *hi, bool lopen, bool ropen) {
+    int sign = !lo ? -1 : lo->kind == A_EXPR ? mv_scalar_sign(c, lo->expr) : 2;
+    if (sign == 2 || (sign < 0 && !hi)) return NULL;
+    if (sign < 0 || (sign == 0 && !lopen)) return interval_of(c, negated(c, hi), hi, ropen, ropen);
+    mv_ans *u = new_ans(c, A_UNION, 2), *neg_lo = negated(c, lo), *neg_hi = hi ? negated(c, hi) : NULL;
+    if (!u || !neg_lo || (hi && !neg_hi)) return NULL;
+    u->items[0] = interval_of(c, neg_hi, neg_lo, ropen, lopen);
+    u->items[1] = interval_of(c, lo, hi, lopen, ropen);
+    return u->items[0] && u->items[1] ? u : NULL;
+}
+
+/* True if s[0..n) (trailing spaces aside) reads f(...): one letter applied to a bracket that
+ * closes at the end. */
+static bool applied(const char *s, size_t n) {
+    while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
+    if (n < 4 || !isalpha((unsigned char)s[0]) || s[1] != '(' || s[n - 1] != ')') return false;
+    int depth = 0;
+    for (size_t i = 1; i < n; i++) {
+        depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+        if (depth == 0 && i + 1 < n) return false;
+    }
+    return depth == 0;
+}
+
+/* What an inequality side is: 1 the variable (a symbol, or f(x), which Math-Verify turns
+ * into one symbol before solving), 2 the absolute value of a symbol, 0 neither. */
+static int variable_kind(const mv_ans *a) {
+    if (a->kind != A_EXPR || !a->expr) return 0;
+    const mv_node *x = a->expr;
+    if (x->kind == N_SYM || (x->kind == N_MUL && x->a->kind == N_SYM && applied(a->src, a->src_len))) return 1;
+    return x->kind == N_ABS && x->a && x->a->kind == N_SYM ? 2 : 0;
+}
+
+/* The set an inequality in one variable describes (x > 2, 1 <= x < 3, 1 <= |x| <= 2), or NULL. */
 static mv_ans *relation_interval(mv_ctx *c, const mv_ans *r) {
     if (r->n < 2 || r->n > 3) return NULL;
     for (int k = 0; k + 1 < r->n; k++)
         if (r->ops[k] == R_EQ || r->ops[k] == R_NE || r->ops[k] == R_IN) return NULL;
-    int var = -1;
-    for (int k = 0; k < r->n; k++)
-        if (r->items[k]->kind == A_EXPR && r->items[k]->expr->kind == N_SYM) var = var < 0 ? k : 99;
+    int var = -1, kind = 0;
+    for (int k = 0; k < r->n; k++) {
+        int v = variable_kind(r->items[k]);
+        if (v) var = var < 0 ? k : 99, kind = v;
+    }
     if (var < 0 || var == 99 || (r->n == 3 && var != 1)) return NULL;
     mv_ans *lo = NULL, *hi = NULL;
     bool lopen = true, ropen = true;
@@ -152,13 +221,7 @@ static mv_ans *relation_interval(mv_ctx *c, const mv_ans *r) {
         if (op == R_LT || op == R_LE) hi = other, ropen = op == R_LT;
         else lo = other, lopen = op == R_GT;
     }
-    mv_ans *iv = new_ans(c, A_INTERVAL, 2);
-    if (!iv) return NULL;
-    iv->items[0] = bound(c, lo, true);
-    iv->items[1] = bound(c, hi, false);
-    iv->lopen = lopen;
-    iv->ropen = ropen;
-    return iv->items[0] && iv->items[1] ? iv : NULL;
+    return kind == 2 ? abs_set(c, lo, hi, lopen, ropen) : interval_of(c, lo, hi, lopen, ropen);
 }
 
 /* The answers an expression with +- stands for (one per sign choice), as a set. */
@@ -197,6 +260,16 @@ static const mv_ans *flatten_pm(mv_ctx *c, const mv_ans *s) {
     return f;
 }
 
+/* True if every item of a equals some item of b (sets ignore repeats). */
+static bool covers(mv_ctx *c, mv_ans *const *a, int an, mv_ans *const *b, int bn) {
+    for (int k = 0; k < an; k++) {
+        bool hit = false;
+        for (int j = 0; j < bn && !hit; j++) hit = mv_ans_equal(c, a[k], b[j]);
+        if (!hit) return false;
+    }
+    return true;
+}
+
 /* Equality of two item lists in order. */
 static bool ordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p, int pn) {
     if (gn != pn) return false;
@@ -207,7 +280,7 @@ static bool ordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p,
 
 /* Equality of two item lists as multisets (greedy matching). */
 static bool unordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *p, int pn) {
-    if (gn != pn) return false;
+    if (gn != pn) return covers(c, g, gn, p, pn) && covers(c, p, pn, g, gn);
     bool *used = mv_alloc(c, (size_t)pn + 1);
     if (!used) return false;
     for (int k = 0; k < gn; k++) {
@@ -292,7 +365,7 @@ bool mv_ans_equal(mv_ctx *c, const mv_ans *g, const mv_ans *p) {
         if (!g || !p) return false;
     } else if (ga && p->kind != A_REL) {
         g = g->items[g->n - 1];
-    } else if (p->kind == A_REL && g->kind != A_REL && (pa || is_equation(p))) {
+    } else if (is_equation(p) && !is_equation(g)) {
         p = p->items[p->n - 1];
     }
     if (g->kind == A_TEXT || p->kind == A_TEXT) return text_equal(g, p);

@@ -210,15 +210,16 @@ static double complex integer_fn(int kind, double complex a, double complex b) {
 }
 
 /* True if the trees x and y are the same expression written the same way (the check that
- * still decides 2019! = 2019! when the value overflows). */
-static bool same_tree(const mv_node *x, const mv_node *y) {
+ * still decides 2019! = 2019! when the value overflows); false once the work budget runs out. */
+static bool same_tree(mv_ctx *c, const mv_node *x, const mv_node *y) {
     if (!x || !y) return x == y;
+    if (!spend(c)) return false;
     if (x->kind != y->kind || x->fn != y->fn || x->mp != y->mp || x->pm != y->pm) return false;
     if (x->kind == N_NUM && (x->exact != y->exact || x->hash != y->hash ||
                              (x->exact ? x->num != y->num || x->den != y->den : x->val != y->val)))
         return false;
     if (x->kind == N_SYM && x->hash != y->hash) return false;
-    return same_tree(x->a, y->a) && same_tree(x->b, y->b);
+    return same_tree(c, x->a, y->a) && same_tree(c, x->b, y->b);
 }
 
 /* The complex value of x at evaluation point k under the +- mask; false when it is
@@ -266,10 +267,13 @@ static bool eval(mv_ctx *c, const mv_node *x, int k, unsigned mask, double compl
     return true;
 }
 
-/* True if x mentions a variable. */
-static bool has_symbols(const mv_node *x) {
+/* True if x mentions a variable, or once the work budget runs out (the callers' numeric path
+ * then fails): a computed matrix cell shares subtrees, so its tree may be far larger than
+ * its text. */
+static bool has_symbols(mv_ctx *c, const mv_node *x) {
     if (!x) return false;
-    return x->kind == N_SYM || has_symbols(x->a) || has_symbols(x->b);
+    if (!spend(c)) return true;
+    return x->kind == N_SYM || has_symbols(c, x->a) || has_symbols(c, x->b);
 }
 
 /* True if x is a bare decimal number (Math-Verify's Float), possibly negated. */
@@ -307,10 +311,10 @@ static bool close(double complex a, double complex b) {
 /* Scalar equality of g (under gmask) and p (under pmask). */
 bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask) {
     bool dec = bare_decimal(g) || bare_decimal(p);
-    if (gmask == pmask && same_tree(g, p)) return true;
+    if (gmask == pmask && same_tree(c, g, p)) return true;
     const mv_node *gi = bare_long_integer(g), *pi = bare_long_integer(p);
     if (gi && pi) return gi->hash == pi->hash && negations(g) % 2 == negations(p) % 2;
-    if (!has_symbols(g) && !has_symbols(p)) {
+    if (!has_symbols(c, g) && !has_symbols(c, p)) {
         mv_q qg, qp;
         if (exact(c, g, gmask, &qg) && exact(c, p, pmask, &qp)) {
             if (dec) return rounded_eq((double)qg.n / (double)qg.d, (double)qp.n / (double)qp.d);
@@ -335,10 +339,18 @@ bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node 
     return agree >= 2;
 }
 
+/* The sign of a constant expression (-1, 0 or 1); 2 when it holds a variable, is not real
+ * or cannot be evaluated. */
+int mv_scalar_sign(mv_ctx *c, const mv_node *x) {
+    double complex z;
+    if (has_symbols(c, x) || !eval(c, x, 0, 0, &z) || cimag(z) != 0) return 2;
+    return fabs(creal(z)) < 1e-12 ? 0 : creal(z) > 0 ? 1 : -1;
+}
+
 /* True if d1 = k * d2 for one constant k != 0 (k > 0 when sign is 1, k < 0 when -1): the
  * two sides of equal equations (2x + 4y - 3 = 0 and y = 3/4 - x/2) or inequalities. */
 bool mv_scalar_proportional(mv_ctx *c, const mv_node *d1, const mv_node *d2, int sign) {
-    if (!has_symbols(d1) && !has_symbols(d2)) return false;
+    if (!has_symbols(c, d1) && !has_symbols(c, d2)) return false;
     double complex k = 0;
     bool have_k = false;
     int agree = 0;

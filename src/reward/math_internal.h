@@ -76,6 +76,7 @@ typedef struct {
     uint64_t work;    /* node evaluations left */
     double deadline;  /* or1_now() value past which checks give up; 0 = none */
     bool bounded;     /* some bound was hit */
+    bool malformed;   /* the last mv_parse failed on the syntax (not a word, not a bound) */
 } mv_ctx;
 
 void mv_ctx_init(mv_ctx *c, const or1_math_limits *lim);
@@ -96,13 +97,29 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm);
 bool mv_scalar_equal(mv_ctx *c, const mv_node *g, unsigned gmask, const mv_node *p, unsigned pmask);
 /* True if d1 = k * d2 for a constant k != 0 (sign 1: k > 0; -1: k < 0; 0: any). */
 bool mv_scalar_proportional(mv_ctx *c, const mv_node *d1, const mv_node *d2, int sign);
+/* The sign of a constant expression (-1, 0, 1), or 2 when it has none (see math_eval.c). */
+int mv_scalar_sign(mv_ctx *c, const mv_node *x);
 /* Structural and mathematical equality of gold and pred. */
 bool mv_ans_equal(mv_ctx *c, const mv_ans *gold, const mv_ans *pred);
 /* Builds a binary node in the arena (NULL when it is full). */
 mv_node *mv_node_new(mv_ctx *c, int kind, mv_node *a, mv_node *b);
 
-/* Extraction of the final answer from a response: [*start, *start + *len) of s, or false. */
-bool mv_extract_span(const char *s, size_t n, size_t *start, size_t *len);
+/* Most parts of one extracted answer (boxes chained by "and", "or" or commas). */
+#define MV_MAX_PARTS 6
+
+/* The extracted answer: n spans of the response, read as one answer joined by commas;
+ * number is set when it is a bare number taken from prose (thousands separators and a
+ * decimal comma are then rewritten). */
+typedef struct {
+    size_t start[MV_MAX_PARTS], len[MV_MAX_PARTS];
+    int n;
+    bool number;
+} mv_spans;
+
+/* Extraction of the final answer from a response; false if none. When the answer is the
+ * last math span, alt gets the candidate to read instead if that span does not parse (the
+ * last fraction or number); otherwise alt->n is 0. */
+bool mv_extract(const char *s, size_t n, mv_spans *out, mv_spans *alt);
 
 /* Equality of two answer strings; with use_strings false the string shortcut is skipped,
  * so that tests can check the mathematical path alone. *bounded reports a hit bound. */
@@ -110,5 +127,8 @@ bool mv_equal_strings(const char *gold, size_t gn, const char *pred, size_t pn,
                       const or1_math_limits *lim, bool use_strings, bool *bounded);
 /* For tests: whether the normalised answer parses into a mathematical object (not text). */
 bool mv_parses_as_math(const char *answer, const or1_math_limits *lim);
+/* True if the parser rejects the answer as malformed LaTeX ("? just about 1", an unknown
+ * command): not a word answer, and no bound cut the parse short. */
+bool mv_malformed(const char *answer, const or1_math_limits *lim);
 
 #endif

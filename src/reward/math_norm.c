@@ -166,10 +166,38 @@ static const struct {
     {"\xc2\xa0", " "},
 };
 
+/* Commands that answers copied from escaped strings write with a doubled backslash
+ * ("\\\\frac", "\\\\left"); a row break of a matrix is never followed by one of them. */
+static const char *const DOUBLED[] = {"left", "right", "frac", "dfrac", "tfrac", "le", "leq", "ge", "geq",
+                                      "sqrt", "boxed", "cdot", "times", "pi", "infty", "cup"};
+
+/* True if s[i..] is a doubled backslash followed by a command of DOUBLED. */
+static bool doubled_command(const char *s, size_t n, size_t i) {
+    if (i + 2 >= n || s[i + 1] != '\\') return false;
+    size_t k = cmd_len(s + i + 2, n - i - 2);
+    for (size_t d = 0; d < sizeof DOUBLED / sizeof DOUBLED[0]; d++)
+        if (word_is(s + i + 2, k, DOUBLED[d])) return true;
+    return false;
+}
+
+/* Length of a "{,}" or "{, }" thousands separator at s[i], or 0. */
+static size_t brace_comma(const char *s, size_t n, size_t i) {
+    size_t k = i + 1;
+    if (s[i] != '{') return 0;
+    while (k < n && s[k] == ' ') k++;
+    if (k >= n || s[k] != ',') return 0;
+    k++;
+    while (k < n && s[k] == ' ') k++;
+    return k < n && s[k] == '}' ? k + 1 - i : 0;
+}
+
 /* Rewrites one backslash command at s[i] == '\\'; returns the index after it. */
 static size_t norm_command(mv_ctx *c, mv_buf *b, const char *s, size_t n, size_t i, int depth) {
+    if (doubled_command(s, n, i)) i++;
     const char *name = s + i + 1;
     size_t k = cmd_len(name, n - i - 1);
+    if (k > 4 && !strncmp(name, "quad", 4)) k = 4; /* "\quadx_2": a space, then x_2 */
+    if (k > 5 && !strncmp(name, "qquad", 5)) k = 5;
     size_t next = i + 1 + k;
     if (k == 1 && !isalpha((unsigned char)name[0])) {
         char ch = name[0];
@@ -258,9 +286,9 @@ static void norm_into(mv_ctx *c, mv_buf *b, const char *s, size_t n, int depth) 
             i++;
         } else if (ch == '^' && degree_mark(s, n, i, &end)) {
             i = end;
-        } else if (ch == '{' && i + 2 < n && s[i + 1] == ',' && s[i + 2] == '}') {
+        } else if (ch == '{' && (end = brace_comma(s, n, i)) > 0) {
             puts_(b, ",");
-            i += 3;
+            i += end;
         } else if (isalpha(ch)) {
             size_t k = i;
             while (k < n && isalpha((unsigned char)s[k])) k++;

@@ -187,6 +187,13 @@ static mv_node *repeating(mv_parser *p, size_t i, int64_t m, size_t frac, bool e
     return x;
 }
 
+/* True if s[i..n) starts with a comma and three digits that no digit follows (a thousands
+ * group, or after a lone 0 a decimal comma). */
+static bool comma_group(const char *s, size_t n, size_t i) {
+    return i + 3 < n && s[i] == ',' && isdigit((unsigned char)s[i + 1]) && isdigit((unsigned char)s[i + 2]) &&
+           isdigit((unsigned char)s[i + 3]) && (i + 4 >= n || !isdigit((unsigned char)s[i + 4]));
+}
+
 /* A number: digits with thousands commas (or spaces: "1 000"), a decimal part, an exponent, or a base
  * subscript (2516_8, kept as an opaque name). */
 static mv_node *number(mv_parser *p) {
@@ -202,9 +209,9 @@ static mv_node *number(mv_parser *p) {
         exact = exact && acc_digit(&m, s[i] - '0');
         i++, group++;
     }
-    while (!p->in_list && group >= 1 && group <= 3 && i + 3 < n && s[i] == ',' && isdigit((unsigned char)s[i + 1]) &&
-           isdigit((unsigned char)s[i + 2]) && isdigit((unsigned char)s[i + 3]) &&
-           (i + 4 >= n || !isdigit((unsigned char)s[i + 4]))) {
+    /* "0,111" is 0.111: no thousands group starts with 0 (Math-Verify's parser reads it so) */
+    bool zero_comma = !p->in_list && nd == 1 && digits[0] == '0' && comma_group(s, n, i);
+    while (!zero_comma && !p->in_list && group >= 1 && group <= 3 && comma_group(s, n, i)) {
         for (int k = 1; k <= 3; k++) {
             if (nd < sizeof digits - 1) digits[nd++] = s[i + k];
             exact = exact && acc_digit(&m, s[i + k] - '0');
@@ -222,7 +229,7 @@ static mv_node *number(mv_parser *p) {
         i += 4;
         group = 3;
     }
-    if (i + 1 < n && s[i] == '.' && isdigit((unsigned char)s[i + 1])) {
+    if (zero_comma || (i + 1 < n && s[i] == '.' && isdigit((unsigned char)s[i + 1]))) {
         decimal = true;
         if (nd < sizeof digits - 1) digits[nd++] = '.';
         i++;
@@ -310,7 +317,8 @@ static mv_node *digit_run(mv_parser *p) {
     int64_t m = 0;
     bool exact = true;
     size_t start = p->i;
-    while (p->i < p->n && isdigit((unsigned char)p->s[p->i])) exact = exact && acc_digit(&m, p->s[p->i++] - '0');
+    for (; p->i < p->n && isdigit((unsigned char)p->s[p->i]); p->i++) /* the index moves even once inexact */
+        exact = exact && acc_digit(&m, p->s[p->i] - '0');
     mv_node *x = node(p, N_NUM, NULL, NULL);
     if (!x) return NULL;
     x->exact = exact;
@@ -548,7 +556,7 @@ static mv_node *term(mv_parser *p) {
     while (!p->fail) {
         if (accept(p, "*") || accept_cmd(p, "cdot") || accept_cmd(p, "times") || accept_cmd(p, "ast")) {
             x = node(p, N_MUL, x, unary(p));
-        } else if (accept(p, "/") || accept_cmd(p, "div")) {
+        } else if (accept(p, "/") || accept_cmd(p, "div") || accept(p, ":")) { /* a ratio a:b is a/b */
             x = node(p, N_DIV, x, unary(p));
         } else if (starts_factor(p)) {
             x = node(p, N_MUL, x, power_of(p, NULL));
@@ -655,7 +663,8 @@ static bool item_list(mv_parser *p, mv_ans **items, int *n, const char *close, i
     return ok;
 }
 
-/* True if the bracket at p->i encloses a comma at its own level (a tuple or interval). */
+/* True if the bracket at p->i encloses a comma or semicolon at its own level (a tuple or
+ * interval: (0;-2;6)). */
 static bool bracket_has_comma(mv_parser *p) {
     int d = 0;
     for (size_t k = p->i; k < p->n; k++) {
@@ -667,7 +676,7 @@ static bool bracket_has_comma(mv_parser *p) {
         if (ch == '(' || ch == '[' || ch == '{') d++;
         else if (ch == ')' || ch == ']' || ch == '}') {
             if (--d == 0) return false;
-        } else if (ch == ',' && d == 1) {
+        } else if ((ch == ',' || ch == ';') && d == 1) {
             return true;
         }
     }
@@ -726,6 +735,70 @@ static mv_ans *environment(mv_parser *p) {
     return matrix(p, env, envlen);
 }
 
+/* An expression cell for node x (a cell of a computed matrix). */
+static mv_ans *cell(mv_parser *p, mv_node *x) {
+    mv_ans *a = x ? mv_alloc(p->c, sizeof *a) : NULL;
+    if (!a) return bad(p);
+    a->kind = A_EXPR;
+    a->expr = x;
+    return a;
+}
+
+/* True if matrix m has a cell with +- (left out of matrix arithmetic). */
+static bool has_pm_cell(const mv_ans *m) {
+    for (int k = 0; k < m->n; k++)
+        if (m->items[k]->npm) return true;
+    return false;
+}
+
+/* The matrix a + b or a - b (kind N_ADD or N_SUB), cell by cell; fails unless the shapes match. */
+static mv_ans *matrix_sum(mv_parser *p, const mv_ans *a, const mv_ans *b, int kind) {
+    if (a->rows != b->rows || a->cols != b->cols || has_pm_cell(a) || has_pm_cell(b)) return bad(p);
+    mv_ans *cells[MV_MAX_ITEMS];
+    for (int k = 0; k < a->n && !p->fail; k++) cells[k] = cell(p, node(p, kind, a->items[k]->expr, b->items[k]->expr));
+    mv_ans *m = p->fail ? NULL : structure(p, A_MATRIX, cells, a->n);
+    if (m) m->rows = a->rows, m->cols = a->cols;
+    return m;
+}
+
+/* The matrix product a b, each cell the sum of row-by-column products; fails unless a's
+ * columns match b's rows and the result has at most MV_MAX_ITEMS cells. */
+static mv_ans *matrix_product(mv_parser *p, const mv_ans *a, const mv_ans *b) {
+    if (a->cols != b->rows || a->rows * b->cols > MV_MAX_ITEMS || has_pm_cell(a) || has_pm_cell(b)) return bad(p);
+    mv_ans *cells[MV_MAX_ITEMS];
+    for (int i = 0; i < a->rows; i++)
+        for (int j = 0; j < b->cols && !p->fail; j++) {
+            mv_node *sum = NULL;
+            for (int k = 0; k < a->cols; k++) {
+                mv_node *t = node(p, N_MUL, a->items[i * a->cols + k]->expr, b->items[k * b->cols + j]->expr);
+                sum = sum ? node(p, N_ADD, sum, t) : t;
+            }
+            cells[i * b->cols + j] = cell(p, sum);
+        }
+    mv_ans *m = p->fail ? NULL : structure(p, A_MATRIX, cells, a->rows * b->cols);
+    if (m) m->rows = a->rows, m->cols = b->cols;
+    return m;
+}
+
+/* Matrix m followed by sums, differences and products (written \cdot, \times or side by
+ * side) with further matrix environments, evaluated as Math-Verify evaluates them before
+ * comparing; m itself when no matrix follows. */
+static mv_ans *matrix_ops(mv_parser *p, mv_ans *m) {
+    while (m && !p->fail) {
+        size_t save = p->i;
+        int kind = accept(p, "+") ? N_ADD : accept(p, "-") ? N_SUB : N_MUL;
+        if (kind == N_MUL && !accept_cmd(p, "cdot")) accept_cmd(p, "times");
+        if (!accept(p, "\\begin{")) {
+            p->i = save;
+            return m;
+        }
+        mv_ans *b = environment(p);
+        if (!b) return NULL;
+        m = kind == N_MUL ? matrix_product(p, m, b) : matrix_sum(p, m, b, kind);
+    }
+    return m;
+}
+
 /* A set-level atom: \{...\}, a matrix, \langle tuple\rangle, a bracketed list (tuple,
  * pair or interval), the empty set, or an expression. */
 static mv_ans *set_atom(mv_parser *p) {
@@ -743,7 +816,7 @@ static mv_ans *set_atom(mv_parser *p) {
         if (!item_list(p, items, &n, "}", CLOSE_CHARS) || !accept(p, "}")) return bad(p);
         return structure(p, A_SET, items, n);
     }
-    if (accept(p, "\\begin{")) return environment(p);
+    if (accept(p, "\\begin{")) return matrix_ops(p, environment(p));
     if ((ch == '[' || ch == '(') && strncmp(p->s + p->i + 1, "\\begin{", 7) == 0 && !bracket_has_comma(p)) {
         p->i++;
         mv_ans *m = accept(p, "\\begin{") ? environment(p) : bad(p);
@@ -802,6 +875,13 @@ static int relop(mv_parser *p) {
     return -1;
 }
 
+/* True if the expression holds a number (its depth is bounded by the parser's). */
+static bool has_number(const mv_node *x) {
+    if (!x) return false;
+    if (x->kind == N_NUM) return true;
+    return has_number(x->a) || has_number(x->b);
+}
+
 /* A relation chain (a < b <= c, x = 3, x \in [1,2]) or a single set expression. */
 static mv_ans *item(mv_parser *p) {
     mv_ans *parts[MV_MAX_ITEMS];
@@ -810,7 +890,8 @@ static mv_ans *item(mv_parser *p) {
     int n = 0, op;
     parts[n++] = set_expr(p);
     while (!p->fail && (op = relop(p)) >= 0) {
-        if (op == R_APPROX && n > 1) { /* "= 1/3 \approx 0.33": the exact value before it counts */
+        bool value_first = n == 1 && parts[0] && parts[0]->kind == A_EXPR && has_number(parts[0]->expr);
+        if (op == R_APPROX && (n > 1 || value_first)) { /* "1/3 \approx 0.33": the exact value counts */
             set_expr(p);
             continue;
         }
@@ -852,9 +933,25 @@ static mv_ans *text_answer(mv_ctx *c, const char *norm) {
     return a;
 }
 
+/* The answer of k top-level items in ng groups split by semicolons (first[g]: the first item
+ * of group g): one item is itself; if a group holds several items (p=5,q=2;p=7,q=2) each group
+ * is a tuple and the answer the set of them, as Math-Verify's parser groups them; else a set. */
+static mv_ans *grouped(mv_parser *p, mv_ans **items, int k, const int *first, int ng) {
+    if (k == 1) return items[0];
+    bool tuples = false;
+    for (int g = 0; g < ng; g++) tuples = tuples || (g + 1 < ng ? first[g + 1] : k) - first[g] > 1;
+    if (ng == 1 || !tuples) return structure(p, A_SET, items, k);
+    mv_ans *groups[MV_MAX_ITEMS];
+    for (int g = 0; g < ng; g++)
+        if (!(groups[g] = structure(p, A_TUPLE, items + first[g], (g + 1 < ng ? first[g + 1] : k) - first[g])))
+            return NULL;
+    return structure(p, A_SET, groups, ng);
+}
+
 /* Parses a normalised answer: a comma list is a set; a word or anything unparsable is text. */
 mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     size_t n = strlen(norm);
+    c->malformed = false;
     if (n == 0 || n > c->lim->max_answer_bytes) {
         if (n) c->bounded = true;
         return text_answer(c, norm);
@@ -863,7 +960,7 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
     if (is_word_answer(norm) && !fn_word) return text_answer(c, norm);
     mv_parser p = {c, norm, n, 0, 0, 0, 0, 0, false};
     mv_ans *items[MV_MAX_ITEMS];
-    int k = 0;
+    int k = 0, first[MV_MAX_ITEMS + 1] = {0}, ng = 1; /* a semicolon may follow the last item */
     for (;;) {
         if (k >= MV_MAX_ITEMS) {
             p.fail = true;
@@ -871,11 +968,13 @@ mv_ans *mv_parse(mv_ctx *c, const char *norm) {
         }
         items[k++] = item(&p);
         if (p.fail) break;
-        if (accept(&p, ",") || accept(&p, ";")) continue;
-        break;
+        if (accept(&p, ",")) continue;
+        if (!accept(&p, ";")) break;
+        first[ng++] = k;
     }
     if (!p.fail && peek(&p) != 0) p.fail = true;
+    c->malformed = p.fail && !c->bounded;
     if (p.fail) return text_answer(c, norm);
-    mv_ans *a = k == 1 ? items[0] : structure(&p, A_SET, items, k);
+    mv_ans *a = grouped(&p, items, k, first, ng);
     return a ? a : text_answer(c, norm);
 }

@@ -8,6 +8,7 @@
 #include "or1/io.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +45,30 @@ bool mv_equal_strings(const char *gold, size_t gn, const char *pred, size_t pn,
     return eq;
 }
 
-/* True if the normalised answer parses into something other than text. */
-bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
+/* Parses the normalised answer in a scratch context: true if it is mathematics (not text);
+ * *malformed tells whether the parser rejected its syntax. */
+static bool parse_answer(const char *answer, const or1_math_limits *lim, bool *malformed) {
     mv_ctx c;
     mv_ctx_init(&c, lim);
     char *norm = mv_normalize(&c, answer, strlen(answer));
     mv_ans *a = norm ? mv_parse(&c, norm) : NULL;
     bool math = a && a->kind != A_TEXT;
+    *malformed = a && c.malformed;
     mv_ctx_free(&c);
     return math;
+}
+
+/* True if the normalised answer parses into something other than text. */
+bool mv_parses_as_math(const char *answer, const or1_math_limits *lim) {
+    bool malformed;
+    return parse_answer(answer, lim, &malformed);
+}
+
+/* True if the normalised answer fails to parse as LaTeX (see math_internal.h). */
+bool mv_malformed(const char *answer, const or1_math_limits *lim) {
+    bool malformed;
+    parse_answer(answer, lim, &malformed);
+    return malformed;
 }
 
 /* The limits to use: the caller's, or the defaults. */
@@ -73,17 +89,89 @@ static const char *response_tail(const char *response, const or1_math_limits *li
     return response;
 }
 
+/* True if the comma at s[i] separates thousands: three digits follow and then no digit, and
+ * the number does not start "0," (Math-Verify reads "1,000" as 1000 and "1,22" as 1.22). */
+static bool thousands_comma(const char *s, size_t n, size_t i, size_t begin) {
+    for (size_t k = 1; k <= 3; k++)
+        if (i + k >= n || !isdigit((unsigned char)s[i + k])) return false;
+    if (i + 4 < n && isdigit((unsigned char)s[i + 4])) return false;
+    size_t d = begin;
+    while (d < i && !isdigit((unsigned char)s[d])) d++;
+    return !(i - d == 1 && s[d] == '0');
+}
+
+/* Appends the number s[0..n) taken from prose, without thousands separators and with a
+ * decimal comma written as a point. */
+static size_t put_number(char *out, const char *s, size_t n) {
+    size_t j = 0;
+    bool point = memchr(s, '.', n) != NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') continue;
+        if (s[i] == ',' && (point || thousands_comma(s, n, i, 0))) continue;
+        out[j++] = s[i] == ',' ? '.' : s[i];
+    }
+    return j;
+}
+
+/* The extracted answer as one new string: its spans joined by ", " ("" when there are none). */
+static char *answer_text(const char *s, const mv_spans *sp) {
+    size_t total = 1;
+    for (int k = 0; k < sp->n; k++) total += sp->len[k] + 2;
+    char *out = or1_malloc(total), *w = out;
+    for (int k = 0; k < sp->n; k++) {
+        if (k) memcpy(w, ", ", 2), w += 2;
+        if (sp->number) {
+            w += put_number(w, s + sp->start[k], sp->len[k]);
+        } else {
+            memcpy(w, s + sp->start[k], sp->len[k]);
+            w += sp->len[k];
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+/* An extracted answer: the text Math-Verify matched first (its fallback string when it does
+ * not parse) and, when that text is a math span that does not parse, the candidate read in
+ * its place (NULL otherwise). Both are malloc'd. */
+typedef struct {
+    char *text, *alt;
+} answer;
+
+/* The answer of the text s[0..n) ("" if none). */
+static answer extract_answer(const char *s, size_t n, const or1_math_limits *lim) {
+    mv_spans sp, alt;
+    answer a = {NULL, NULL};
+    if (!mv_extract(s, n, &sp, &alt)) {
+        a.text = or1_strdup("");
+        return a;
+    }
+    a.text = answer_text(s, &sp);
+    if (alt.n > 0 && mv_malformed(a.text, lim)) a.alt = answer_text(s, &alt);
+    return a;
+}
+
+/* Frees both texts of an answer. */
+static void answer_free(answer *a) {
+    free(a->text);
+    free(a->alt);
+}
+
+/* The answer a reads as, taking its strings: the candidate that parses when there is one. */
+static char *answer_read(answer *a) {
+    if (!a->alt) return a->text;
+    free(a->text);
+    return a->alt;
+}
+
 /* The answer of a response, as a new string ("" if none). */
 char *or1_math_extract(const char *response, const or1_math_limits *lim) {
     or1_math_limits buf;
     lim = limits(lim, &buf);
-    size_t n, start = 0, len = 0;
+    size_t n;
     const char *s = response_tail(response ? response : "", lim, &n);
-    if (!mv_extract_span(s, n, &start, &len)) return or1_strdup("");
-    char *out = or1_malloc(len + 1);
-    memcpy(out, s + start, len);
-    out[len] = '\0';
-    return out;
+    answer a = extract_answer(s, n, lim);
+    return answer_read(&a);
 }
 
 /* Equality of two answer strings (public form). */
@@ -93,16 +181,55 @@ bool or1_math_equal(const char *gold, const char *pred, const or1_math_limits *l
     return mv_equal_strings(gold, strlen(gold), pred, strlen(pred), lim, true, NULL);
 }
 
-/* The gold answer as Skywork-OR1 reads it: "\boxed{" gold "}" passed through extraction,
- * which unwraps a gold that is itself boxed. Sets *start and *len within gold. */
-static void gold_span(const char *gold, size_t *start, size_t *len) {
+/* True if a gold answer is written as text around its answer (a box, a math span, an
+ * "answer" phrase), so that it is read the way a response is. */
+static bool gold_needs_extraction(const char *gold, size_t n) {
+    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4)) return true;
+    for (size_t i = 0; i < n; i++)
+        if (gold[i] == '$' && (i == 0 || gold[i - 1] != '\\')) return true; /* "\\$5" is currency */
+    if (memmem(gold, n, "\\(", 2) || memmem(gold, n, "\\[", 2)) return true;
+    for (size_t i = 0; i + 6 <= n; i++)
+        if (strncasecmp(gold + i, "answer", 6) == 0) return true;
+    return false;
+}
+
+/* The gold answer as Skywork-OR1 reads it: "\boxed{" gold "}" passed through extraction, which
+ * unwraps a gold that is itself boxed or written in a math span. */
+static answer gold_answer(const char *gold, const or1_math_limits *lim) {
     size_t n = strlen(gold);
-    *start = 0;
-    *len = n;
-    size_t s, l;
-    if (memmem(gold, n, "boxed", 5) || memmem(gold, n, "fbox", 4)) {
-        if (mv_extract_span(gold, n, &s, &l)) *start = s, *len = l;
+    if (gold_needs_extraction(gold, n)) {
+        answer a = extract_answer(gold, n, lim);
+        if (a.text[0]) return a;
+        answer_free(&a);
     }
+    return (answer){or1_strdup(gold), NULL};
+}
+
+/* The limits of one step of a call started at t0: lim with the time left (false, and
+ * *bounded set, when none is left). */
+static bool time_left(const or1_math_limits *lim, double t0, or1_math_limits *each, bool *bounded) {
+    *each = *lim;
+    if (lim->time_limit_s <= 0) return true;
+    each->time_limit_s = lim->time_limit_s - (or1_now() - t0);
+    if (each->time_limit_s > 0) return true;
+    *bounded = true;
+    return false;
+}
+
+/* True if gold equals pred in some pairing of their texts and alternatives (Math-Verify
+ * compares each parsed answer and fallback string of one with each of the other's). */
+static bool answers_equal(const answer *g, const answer *p, const or1_math_limits *lim, double t0, bool *bounded) {
+    const char *gs[2] = {g->text, g->alt}, *ps[2] = {p->text, p->alt};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            or1_math_limits each;
+            if (!gs[i] || !ps[j]) continue;
+            if (!time_left(lim, t0, &each, bounded)) return false;
+            bool b = false, eq = mv_equal_strings(gs[i], strlen(gs[i]), ps[j], strlen(ps[j]), &each, true, &b);
+            *bounded = *bounded || b;
+            if (eq) return true;
+        }
+    return false;
 }
 
 /* Scores a response against gold answers (see the header). */
@@ -113,32 +240,23 @@ int or1_math_verify(const char *response, const char *const *gold, size_t n_gold
     if (!response || (n_gold && !gold)) return or1_fail("or1_math_verify: NULL response or gold list");
     for (size_t g = 0; g < n_gold; g++)
         if (!gold[g]) return or1_fail("or1_math_verify: gold answer %zu is NULL", g);
-    or1_math_limits buf;
+    or1_math_limits buf, each;
     lim = limits(lim, &buf);
     double t0 = or1_now();
-    size_t n, start = 0, len = 0;
+    size_t n;
     const char *s = response_tail(response, lim, &n);
-    bool found = mv_extract_span(s, n, &start, &len);
-    out->extracted = or1_malloc(len + 1);
-    memcpy(out->extracted, s + start, len);
-    out->extracted[len] = '\0';
-    if (!found || len == 0) return 0;
-    for (size_t g = 0; g < n_gold && !out->correct; g++) {
-        if (lim->time_limit_s > 0 && or1_now() - t0 > lim->time_limit_s) {
-            out->bounded = true;
-            break;
-        }
-        or1_math_limits each = *lim;
-        if (lim->time_limit_s > 0) each.time_limit_s = lim->time_limit_s - (or1_now() - t0);
-        size_t gs, gl;
-        gold_span(gold[g], &gs, &gl);
-        bool bounded = false;
-        if (mv_equal_strings(gold[g] + gs, gl, s + start, len, &each, true, &bounded)) {
+    time_left(lim, t0, &each, &out->bounded);
+    answer pred = extract_answer(s, n, &each);
+    for (size_t g = 0; g < n_gold && !out->correct && pred.text[0]; g++) {
+        if (!time_left(lim, t0, &each, &out->bounded)) break;
+        answer ga = gold_answer(gold[g], &each);
+        if (answers_equal(&ga, &pred, lim, t0, &out->bounded)) {
             out->correct = true;
             out->matched_gold = (int)g;
         }
-        out->bounded = out->bounded || bounded;
+        answer_free(&ga);
     }
+    out->extracted = answer_read(&pred);
     return 0;
 }
 

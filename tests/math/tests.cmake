@@ -28,3 +28,10 @@ target_include_directories(test_math_fuzz PRIVATE ${CJSON_INCLUDE})
 target_link_libraries(test_math_fuzz PRIVATE or1lib)
 add_test(NAME math_fuzz COMMAND test_math_fuzz ${CMAKE_SOURCE_DIR}/tests/math/cases.jsonl 30)
 set_tests_properties(math_fuzz math_cli PROPERTIES TIMEOUT 300)
+
+# Agreement with Math-Verify on cases taken from public graders' test suites (README.md).
+add_executable(test_math_parity tests/math/test_math_parity.c)
+target_include_directories(test_math_parity PRIVATE ${CJSON_INCLUDE})
+target_link_libraries(test_math_parity PRIVATE or1lib)
+add_test(NAME math_parity COMMAND test_math_parity ${CMAKE_SOURCE_DIR}/tests/math/parity.jsonl)
+set_tests_properties(math_parity PROPERTIES TIMEOUT 300)
