@@ -1,4 +1,4 @@
-/* Batch statistics of one training step for the metrics row (issue item 5; the batch
+/* Batch statistics of one training step for the metrics row (the batch
  * metrics of the recipe's trainer). */
 #include "internal.h"
 #include "or1/algo.h"

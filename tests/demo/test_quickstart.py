@@ -1,4 +1,4 @@
-"""The README's quick start, run as written (issue "A user's first hour", item 6): the lines of
+"""The README's quick start, run as written: the lines of
 its sh block run one by one in a scratch folder that holds only what a clone has (configs/,
 models/, scripts/, data/ and the built or1 as build/or1, no ../shared beside it); each must
 succeed, training must raise the held-out avg@8 by 15 points, the eval must print its report,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Config errors are found before any work (issue 6 item 9): a misspelt key (top level,
+"""Config errors are found before any work: a misspelt key (top level,
 nested, inside a stage, through --set), a wrong type, a value out of range, a missing data,
 eval or tokenizer file, a missing model folder, a missing --resume folder. Each exits non-zero
 (2 for the config itself), names the key or file (and the line where the key is written),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Defaults that fit the model (issue "A user's first hour", item 2).
+"""Defaults that fit the model.
 
 The tiny model has 256 positions. `or1 eval` without --max-new-tokens gives each response what
 the context leaves after the longest prompt that fits; a prompt longer than the model's context

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No silent divergence (issue "Nothing silent", item 5).
+"""No silent divergence.
 
 A run resumes from a checkpoint whose optimizer state holds a NaN (a corrupt or diverged
 file): the first update turns a weight into NaN, and the trainer must stop at that step with

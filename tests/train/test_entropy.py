@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Adaptive entropy control (paper eq. (3.2), Skywork-OR1's EntController; issue 6 item 3)
+"""Adaptive entropy control (paper eq. (3.2), Skywork-OR1's EntController)
 read back from the metrics rows.
 
 The rule, replayed from the rows: the controller starts at (c0 = entropy.initial, gate on);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`or1 eval` and `or1 difficulty` (issue 6 item 7) on the tiny SFT model.
+"""`or1 eval` and `or1 difficulty` on the tiny SFT model.
 
 eval prints one JSON object: avg@K and pass@k for k = 1, 2, 4, ..., K (and K) per
 data_source and overall; --dump writes every sample, and the report is recomputed from the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data parallelism over MPI (issue 8): `mpirun -np 2` and `-np 4` give the single-process
+"""Data parallelism over MPI: `mpirun -np 2` and `-np 4` give the single-process
 result, a checkpoint resumes with another rank count, and a failing or dying rank stops the
 job with a clear message instead of hanging.
 

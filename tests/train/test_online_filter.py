@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The online filter (paper §3.1, issue 6 item 4): at a stage's start, prompts that every
+"""The online filter (paper §3.1): at a stage's start, prompts that every
 sample solved in the previous stage are dropped and never drawn again.
 
 Data: "1+1" (the SFT model solves it with every sample) and two rows it never solves. Stage 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots of any run (issue "A user's first hour", item 5): scripts/plot_run.py RUN_DIR turns a
+"""Plots of any run: scripts/plot_run.py RUN_DIR turns a
 run's metrics.jsonl (here two steps with validation) into labelled PNGs; a folder that is not a
 run, or a metrics file with a broken line, fails with a message naming it.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rejection of groups whose rewards are all equal (paper §3.1, issue 6 item 2).
+"""Rejection of groups whose rewards are all equal (paper §3.1).
 
 With the random model (it solves nothing) every group is solve-none: every step is skipped
 with the loud WARNING, no update happens (the checkpoint's weights equal the start, AdamW's

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Resume equality (issue 6 item 6): 4 steps in one run against 2 steps, then --resume from
+"""Resume equality: 4 steps in one run against 2 steps, then --resume from
 the step-2 checkpoint and 2 more. The final model.safetensors and optimizer.safetensors must
 be byte-identical and the metrics rows equal apart from timings. Three ways:
   - the issue's literal one: a run configured for 2 steps, resumed with 4 steps, same folder

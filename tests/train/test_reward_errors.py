@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Failed rewards are never scored 0 (issue "Nothing silent", item 3).
+"""Failed rewards are never scored 0.
 
 Two rows of the data have a gold answer nested deeper than the math verifier's depth bound,
 so every reward of theirs whose response has an answer to compare ends as `resource` instead

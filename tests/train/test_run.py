@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Two training steps of the tiny SFT model end to end: exit 0, a metrics row per step with
-every field issue 6 item 5 lists (consistent with each other), one progress line per step,
+every field of the metrics row (consistent with each other), one progress line per step,
 at least one real update that moved the weights, checkpoints with model, optimizer, trainer
 state, config and `latest`; validation rows when eval is on; the KL field when KL is on; the
 rollout/training mismatch in every row, at fp32 rounding level on the CPU (the sampler's

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs that cannot be lost (issue "A user's first hour", item 3).
+"""Runs that cannot be lost.
 
 A new run refuses a folder that holds a run (its metrics and checkpoints stay byte for byte),
 also when `--resume` lost its value; `--resume auto`, a run folder, a checkpoint folder and

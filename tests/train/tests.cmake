@@ -1,4 +1,4 @@
-# The trainer end to end (issue 6) and its data parallelism over MPI (issue 8), on tiny models
+# The trainer end to end and its data parallelism over MPI, on tiny models
 # made once per build directory by the train_fixture test (ctest fixture "train_models").
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 set(OR1_TRAIN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -28,7 +28,7 @@ or1_train_test(run_dir test_run_dir.py)
 or1_train_test(context test_context.py)
 or1_train_test(plot test_plot.py)
 
-# MPI (issue 8): skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
+# MPI: skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
 if(NOT MPIEXEC_EXECUTABLE)
   find_program(MPIEXEC_EXECUTABLE NAMES mpirun mpiexec)
 endif()
