@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Scores one row; fails (naming path:line) when a field is missing or of the wrong type. */
-static int score_row(const cJSON *row, const char *where, const or1_math_limits *lim,
-                     or1_math_result *res) {
+/* Scores one row against a gold string or list of strings; fails (naming path:line) when a
+ * field is missing or of the wrong type. */
+static int score_row(const cJSON *row, const char *where, const or1_math_limits *lim, or1_math_result *res) {
     const char *response = or1_json_str(row, "response", where);
     if (!response) return -1;
     const cJSON *gold = cJSON_GetObjectItemCaseSensitive(row, "gold");
@@ -25,14 +25,15 @@ static int score_row(const cJSON *row, const char *where, const or1_math_limits 
     size_t n = (size_t)cJSON_GetArraySize(gold), k = 0;
     const char **list = or1_malloc((n ? n : 1) * sizeof *list);
     const cJSON *it;
+    int rc = 0;
     cJSON_ArrayForEach(it, gold) {
         if (!cJSON_IsString(it)) {
-            free(list);
-            return or1_fail("%s: \"gold\"[%zu] is not a string", where, k);
+            rc = or1_fail("%s: \"gold\"[%zu] is not a string", where, k);
+            break;
         }
         list[k++] = it->valuestring;
     }
-    int rc = or1_math_verify(response, list, n, lim, res);
+    if (rc == 0) rc = or1_math_verify(response, list, n, lim, res);
     free(list);
     return rc;
 }
@@ -44,19 +45,26 @@ static void write_result(FILE *f, const or1_math_result *res) {
     fputs("}\n", f);
 }
 
+/* The flags of `or1 verify-math`. */
+static const cli_flag_spec verify_math_flags[] = {
+    FLAG_PATH("input", "-", "JSONL rows {\"response\", \"gold\"}: gold a string or a list of strings; -: stdin"),
+    FLAG_PATH("output", "-", "JSONL verdicts {\"correct\", \"extracted\"}; -: stdout"),
+    FLAG_NUM("time-limit", "2", 0.001, 600, "seconds per response"),
+};
+
 /* The verify-math command: --input FILE|- (default -), --output FILE|- (default -),
  * --time-limit SECONDS per response. */
-int cmd_verify_math(cli_args *a) {
-    const char *in = cli_str(a, "input");
-    const char *outp = cli_str(a, "output");
+static int cmd_verify_math(cli_args *a) {
+    const char *in = cli_str(a, "input"), *outp = cli_str(a, "output");
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
-    if (cli_double(a, "time-limit", 0.001, 600, &lim.time_limit_s) != 0 || cli_check_unused(a) != 0) return 1;
+    cli_double(a, "time-limit", &lim.time_limit_s);
+    if (cli_check_unused(a) != 0) return 2;
     FILE *out = stdout;
-    if (outp && strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))
+    if (strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))
         return or1_fail("%s: cannot open for writing", outp), 1;
     or1_jsonl_reader r;
-    if (or1_jsonl_open(&r, in ? in : "-") != 0) {
+    if (or1_jsonl_open(&r, in) != 0) {
         if (out != stdout) fclose(out);
         return 1;
     }
@@ -91,3 +99,7 @@ int cmd_verify_math(cli_args *a) {
                 or1_now() - t0);
     return rc;
 }
+
+const cli_command cli_cmd_verify_math = CLI_COMMAND(
+    "verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}",
+    verify_math_flags, "or1 verify-math --input responses.jsonl --output verdicts.jsonl --time-limit 5");
