@@ -215,17 +215,30 @@ static int write_difficulty(const char *in, const char *out, const char *name, c
 /* The flags of `or1 difficulty`. */
 static const cli_flag_spec difficulty_flags[] = {
     EVAL_FLAGS("16"),
-    FLAG_PATH("out", NULL, "write the scored rows here; default: rewrite the --data file"),
+    FLAG_PATH("out", NULL, "write the scored rows here (one of --out and --in-place is needed)"),
+    FLAG_SWITCH("in-place", "rewrite the --data file itself"),
     FLAG_STR("name", "NAME", NULL, "key under extra_info.model_difficulty; default: the model folder's name"),
 };
 
-/* or1 difficulty --model DIR --data FILE --n N [--name NAME] [--out FILE] [sampling flags]:
- * each row's number of correct samples goes to extra_info.model_difficulty[NAME]. */
+/* The file the scored rows go to: --out or, with --in-place, the data file; exactly one. */
+static const char *difficulty_out(cli_args *a, const char *data) {
+    const char *out = cli_str(a, "out");
+    bool in_place = cli_flag(a, "in-place");
+    if (out && in_place) return or1_fail("difficulty: --out and --in-place exclude each other; give one"), NULL;
+    if (!out && !in_place)
+        return or1_fail("difficulty: give --out FILE for the scored rows, or --in-place to rewrite --data %s", data),
+               NULL;
+    return out ? out : data;
+}
+
+/* or1 difficulty --model DIR --data FILE (--out FILE | --in-place) [--n N] [--name NAME]
+ * [sampling flags]: each row's number of correct samples goes to
+ * extra_info.model_difficulty[NAME]. */
 static int cmd_difficulty(cli_args *a) {
     eval_flags f;
     parse_eval_flags(a, &f);
-    const char *out = cli_str(a, "out"), *name = cli_str(a, "name");
-    if (cli_check_unused(a)) return 2;
+    const char *out = difficulty_out(a, f.data), *name = cli_str(a, "name");
+    if (!out || cli_check_unused(a)) return 2;
     if (!name) {
         name = strrchr(f.model, '/') ? strrchr(f.model, '/') + 1 : f.model;
         if (!*name) name = f.model;
@@ -237,7 +250,7 @@ static int cmd_difficulty(cli_args *a) {
         int *correct = or1_calloc(n ? n : 1, sizeof *correct), *scored = or1_calloc(n ? n : 1, sizeof *scored);
         cJSON *rep = eval_run(&e, &f, correct, scored);
         rc = rep ? 0 : -1;
-        if (rc == 0 && dist.rank == 0) rc = write_difficulty(f.data, out ? out : f.data, name, correct, scored, n, f.o.n);
+        if (rc == 0 && dist.rank == 0) rc = write_difficulty(f.data, out, name, correct, scored, n, f.o.n);
         if (rc == 0 && dist.rank == 0) fprintf(stderr, "difficulty: %zu rows scored with %d samples as \"%s\"\n", n, f.o.n, name);
         cJSON_Delete(rep);
         free(correct);

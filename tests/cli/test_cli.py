@@ -1,7 +1,7 @@
 """The command line: `or1 help`, every command's help (each flag it takes listed with its type),
 `--version`, `train --help-config` (every schema key), "did you mean" for commands and flags,
---flag=value, a flag without its value, a value that is a flag, a repeated flag, and
-generate's stdout holding only JSON lines (stderr a pipe, then a terminal).
+--flag=value, a flag without its value, a value that is a flag, a repeated flag, difficulty's
+--out/--in-place, and generate's stdout holding only JSON lines (stderr a pipe, then a terminal).
 
 usage: test_cli.py OR1 REPO_ROOT"""
 import json
@@ -28,7 +28,7 @@ FLAGS = {
     "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "max-slots", "kv-cache-gb", "device"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
     "eval": EVAL,
-    "difficulty": [*EVAL, "out", "name"],
+    "difficulty": [*EVAL, "out", "in-place", "name"],
     "grad": ["model", "batch", "out", "save", "step", "save-dtype", "temperature", "clip-low", "clip-high",
              "entropy-coef", "micro-batch-tokens", "bench-iters", "lr", "weight-decay", "max-grad-norm",
              "rollout-is", "rollout-is-low", "rollout-is-high", "device"],
@@ -154,6 +154,18 @@ def flag_forms(tmp):
     refused("negative number read as a value", p, "--time-limit -1", "expected a number")
 
 
+def difficulty_out(tmp):
+    """difficulty needs exactly one of --out and --in-place; the data file stays as it was."""
+    data = files.write_jsonl(os.path.join(tmp, "d.jsonl"), [{"x": 1}])
+    before = open(data).read()
+    base = ["difficulty", "--model", MODEL, "--data", data, "--n", "2"]
+    refused("difficulty without --out", or1(*base), "--out", "--in-place")
+    refused("difficulty with both", or1(*base, "--out", os.path.join(tmp, "o.jsonl"), "--in-place"),
+            "--out and --in-place")
+    refused("difficulty --out without its value", or1(*base, "--out"), "--out needs a value")
+    check(open(data).read() == before, "difficulty changed its input")
+
+
 def render(transcript):
     """The lines a terminal shows for the bytes written to it: \\r returns to the line's start,
     ESC[K erases to its end, other text overwrites."""
@@ -217,6 +229,7 @@ def main():
         help_config()
         suggestions()
         flag_forms(tmp)
+        difficulty_out(tmp)
         generate_output(tmp)
     finish("cli_flags")
 
