@@ -1,7 +1,8 @@
 """The command line: `or1 help`, every command's help (each flag it takes listed with its type),
 `--version`, `train --help-config` (every schema key), "did you mean" for commands and flags,
 --flag=value, a flag without its value, a value that is a flag, a repeated flag, difficulty's
---out/--in-place, and generate's stdout holding only JSON lines (stderr a pipe, then a terminal).
+--out/--in-place, verify-math's three gold forms, and generate's stdout holding only JSON
+lines (stderr a pipe, then a terminal).
 
 usage: test_cli.py OR1 REPO_ROOT"""
 import json
@@ -166,6 +167,25 @@ def difficulty_out(tmp):
     check(open(data).read() == before, "difficulty changed its input")
 
 
+def gold_forms(tmp):
+    """verify-math: gold as a list, a string, or the rows' JSON-encoded ground_truth string;
+    an interval that is not a JSON list of strings stays one answer."""
+    cases = [({"response": "\\boxed{25}", "gold": ["25"]}, True),
+             ({"response": "\\boxed{25}", "gold": "25"}, True),
+             ({"response": "\\boxed{25}", "gold": "[\"25\"]"}, True),
+             ({"response": "\\boxed{7}", "gold": "[\"25\", \"7\"]"}, True),
+             ({"response": "\\boxed{8}", "gold": "[\"25\", \"7\"]"}, False),
+             ({"response": "\\boxed{[1,2]}", "gold": "[1,2]"}, True),
+             ({"response": "\\boxed{1}", "gold": "[1,2]"}, False)]
+    rows = files.write_jsonl(os.path.join(tmp, "gold.jsonl"), [r for r, _ in cases])
+    p = or1("verify-math", "--input", rows)
+    got = [json.loads(x)["correct"] for x in p.stdout.splitlines()] if p.returncode == 0 else p.stderr
+    check(got == [c for _, c in cases], f"gold forms: got {got}, want {[c for _, c in cases]}")
+    bad = files.write_jsonl(os.path.join(tmp, "nul.jsonl"), [{"response": "\\boxed{1}", "gold": "[\"1\\u0000\"]"}])
+    p = or1("verify-math", "--input", bad)
+    check(p.returncode == 1 and f"{bad}:1" in p.stderr and "U+0000" in p.stderr, f"NUL in a gold list: {p.stderr!r}")
+
+
 def render(transcript):
     """The lines a terminal shows for the bytes written to it: \\r returns to the line's start,
     ESC[K erases to its end, other text overwrites."""
@@ -230,6 +250,7 @@ def main():
         suggestions()
         flag_forms(tmp)
         difficulty_out(tmp)
+        gold_forms(tmp)
         generate_output(tmp)
     finish("cli_flags")
 

@@ -1,5 +1,5 @@
 # The command line itself: help and version, flag parsing errors, difficulty's output choice,
-# and generate's stdout kept clean of its progress bar.
+# verify-math's gold forms, and generate's stdout kept clean of its progress bar.
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 
 or1_python_test(cli_flags ${CMAKE_CURRENT_LIST_DIR}/test_cli.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
