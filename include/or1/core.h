@@ -30,6 +30,11 @@ char *or1_strdup(const char *s);
 /* 64-byte aligned allocation for numeric buffers, zero-filled; free with free(). */
 float *or1_alloc_floats(size_t n);
 
+/* The name closest to word by edit distance among n items of `stride` bytes, each a struct
+ * whose first member is its name (const char *), or NULL when none is close ("did you
+ * mean"). */
+const char *or1_closest_name(const char *word, const void *items, size_t n, size_t stride);
+
 /* Wall-clock seconds from a monotonic clock. */
 double or1_now(void);
 

@@ -25,24 +25,40 @@ typedef struct {
     char *eos; /* the tokenizer's EOS token text, appended to each trace */
 } gen_opts;
 
-/* Parses the flags of `or1 gen-arith`; loads the tokenizer traces need. */
+/* The flags of `or1 gen-arith`. */
+static const cli_flag_spec gen_arith_flags[] = {
+    {.name = "n", .kind = CLI_INT, .ilo = 1, .ihi = 100000000, .required = true, .help = "rows to write"},
+    FLAG_INT("seed", "0", 0, INT64_MAX, "problem seed (row i depends only on seed and i)"),
+    FLAG_STR("split", "train|test", "train", "the train or the test problems"),
+    FLAG_INT("min-ops", "2", 2, OR1_ARITH_MAX_OPERANDS, "fewest operands per expression"),
+    FLAG_INT("max-ops", "4", 2, OR1_ARITH_MAX_OPERANDS, "most operands per expression"),
+    FLAG_PATH("out", NULL, "write the rows here (atomically); default: stdout"),
+    FLAG_SWITCH("traces", "write SFT traces {prompt, response, gold} instead of task rows"),
+    FLAG_PATH("tokenizer", NULL, "with --traces: the tokenizer whose chat template and EOS the traces use"),
+    FLAG_NUM("noise", "0", 0, 1, "with --traces: probability that a step's result is replaced by a wrong one"),
+    FLAG_NUM("guess", "0", 0, 1, "with --traces: probability that a trace skips the working and guesses wrong"),
+    FLAG_SWITCH("split-products", "with --traces: write multiplications as partial products"),
+};
+
+/* Reads the flags of `or1 gen-arith`; loads the tokenizer traces need. */
 static int gen_flags(cli_args *a, gen_opts *o) {
-    *o = (gen_opts){.seed = 0, .min_ops = 2, .max_ops = 4};
+    *o = (gen_opts){0};
     const char *split = cli_str(a, "split"), *tok = cli_str(a, "tokenizer");
     o->out = cli_str(a, "out");
     o->traces = cli_flag(a, "traces");
     o->split_products = cli_flag(a, "split-products");
-    if (!cli_need(a, "n") || cli_int(a, "n", 1, 100000000, &o->n) || cli_int(a, "seed", 0, INT64_MAX, &o->seed) ||
-        cli_int(a, "min-ops", 2, OR1_ARITH_MAX_OPERANDS, &o->min_ops) ||
-        cli_int(a, "max-ops", 2, OR1_ARITH_MAX_OPERANDS, &o->max_ops) || cli_double(a, "noise", 0, 1, &o->noise) ||
-        cli_double(a, "guess", 0, 1, &o->guess) ||
-        cli_check_unused(a))
-        return -1;
+    cli_int(a, "n", &o->n);
+    cli_int(a, "seed", &o->seed);
+    cli_int(a, "min-ops", &o->min_ops);
+    cli_int(a, "max-ops", &o->max_ops);
+    cli_double(a, "noise", &o->noise);
+    cli_double(a, "guess", &o->guess);
+    if (cli_check_unused(a)) return -1;
     if (o->min_ops > o->max_ops) return or1_fail("gen-arith: --min-ops %lld is over --max-ops %lld",
                                                  (long long)o->min_ops, (long long)o->max_ops);
-    if (split && strcmp(split, "train") != 0 && strcmp(split, "test") != 0)
+    if (strcmp(split, "train") != 0 && strcmp(split, "test") != 0)
         return or1_fail("gen-arith: --split must be train or test, not \"%.32s\"", split);
-    o->split = split && strcmp(split, "test") == 0 ? OR1_ARITH_TEST : OR1_ARITH_TRAIN;
+    o->split = strcmp(split, "test") == 0 ? OR1_ARITH_TEST : OR1_ARITH_TRAIN;
     if (!o->traces && (tok || o->noise > 0 || o->guess > 0 || o->split_products))
         return or1_fail("gen-arith: --tokenizer, --noise, --guess and --split-products go with --traces");
     if (!o->traces) return 0;
@@ -127,7 +143,7 @@ static int gen_rows(const gen_opts *o, FILE *f) {
 
 /* or1 gen-arith --n N [--seed S] [--split train|test] [--min-ops 2] [--max-ops 4] [--out FILE]
  *   [--traces --tokenizer PATH [--noise P] [--guess P] [--split-products]] */
-int cmd_gen_arith(cli_args *a) {
+static int cmd_gen_arith(cli_args *a) {
     gen_opts o;
     int rc = gen_flags(a, &o) ? 2 : 0;
     if (rc == 0 && o.out) {
@@ -143,6 +159,10 @@ int cmd_gen_arith(cli_args *a) {
     free(o.eos);
     return rc;
 }
+
+const cli_command cli_cmd_gen_arith = CLI_COMMAND(
+    "gen-arith", cmd_gen_arith, "the demo task: arithmetic rows (--traces: SFT traces with a tokenizer)",
+    gen_arith_flags, "or1 gen-arith --n 2000 --seed 1 --split train --out /tmp/train.jsonl");
 
 /* SFT examples read from JSONL, owning their id arrays. */
 typedef struct {
@@ -228,23 +248,49 @@ static void sft_progress(void *ctx, const or1_sft_progress *p) {
             p->grad_norm, p->lr, p->seconds);
 }
 
-/* Parses the flags of `or1 sft`. */
+/* The flags of `or1 sft`. */
+static const cli_flag_spec sft_flag_table[] = {
+    FLAG_NEED("model", "base checkpoint folder (config.json + model.safetensors)"),
+    FLAG_NEED("data", "JSONL rows {prompt, response} as text (with a tokenizer) or *_ids"),
+    FLAG_NEED("out", "folder for the trained checkpoint (and step-K/ ones)"),
+    FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's, if any"),
+    FLAG_INT("steps", "200", 0, 10000000, "optimizer steps"),
+    FLAG_INT("batch", "32", 1, 1 << 20, "examples per step"),
+    FLAG_INT("warmup", "0", 0, 10000000, "linear warm-up steps"),
+    FLAG_INT("micro-batch-tokens", "8192", 1, 1 << 30, "tokens per forward/backward micro-batch"),
+    FLAG_INT("seed", "0", 0, INT64_MAX, "example order seed"),
+    FLAG_INT("log-every", "10", 0, 10000000, "a progress line every K steps; 0: none"),
+    FLAG_INT("save-every", "0", 0, 10000000, "save out/step-K every K steps; 0: only the final checkpoint"),
+    FLAG_NUM("lr", "1e-3", 0, 10, "peak AdamW learning rate"),
+    FLAG_NUM("min-lr", NULL, 0, 10, "learning rate the cosine decay ends at; default: --lr (constant)"),
+    FLAG_NUM("weight-decay", "0", 0, 10, "AdamW weight decay"),
+    FLAG_NUM("max-grad-norm", "1", 1e-9, 1e30, "global gradient-norm clip"),
+    FLAG_SAVE_DTYPE,
+    FLAG_DEVICE,
+};
+
+/* Reads the flags of `or1 sft`. */
 static int sft_flags(cli_args *a, sft_opts *o) {
-    int64_t steps = 200, batch = 32, warmup = 0, micro = 8192, seed = 0, log_every = 10;
-    double lr = 1e-3, min_lr = -1, wd = 0.0, clip = 1.0;
+    int64_t steps, batch, warmup, micro, seed, log_every;
+    double lr, min_lr = -1, wd, clip;
     *o = (sft_opts){0};
-    o->dir = cli_need(a, "model");
-    o->data = o->dir ? cli_need(a, "data") : NULL;
-    o->out = o->data ? cli_need(a, "out") : NULL;
+    o->dir = cli_str(a, "model");
+    o->data = cli_str(a, "data");
+    o->out = cli_str(a, "out");
     o->tokenizer = cli_str(a, "tokenizer");
-    o->device = cli_device(a);
-    if (!o->out || cli_save_dtype(a, &o->dtype) || cli_int(a, "steps", 0, 10000000, &steps) || cli_int(a, "batch", 1, 1 << 20, &batch) ||
-        cli_int(a, "warmup", 0, 10000000, &warmup) || cli_int(a, "micro-batch-tokens", 1, 1 << 30, &micro) ||
-        cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "log-every", 0, 10000000, &log_every) ||
-        cli_int(a, "save-every", 0, 10000000, &o->save_every) || cli_double(a, "lr", 0, 10, &lr) ||
-        cli_double(a, "min-lr", 0, 10, &min_lr) || cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 1e-9, 1e30, &clip) ||
-        cli_check_unused(a))
-        return -1;
+    o->device = cli_str(a, "device");
+    cli_int(a, "steps", &steps);
+    cli_int(a, "batch", &batch);
+    cli_int(a, "warmup", &warmup);
+    cli_int(a, "micro-batch-tokens", &micro);
+    cli_int(a, "seed", &seed);
+    cli_int(a, "log-every", &log_every);
+    cli_int(a, "save-every", &o->save_every);
+    cli_double(a, "lr", &lr);
+    cli_double(a, "min-lr", &min_lr);
+    cli_double(a, "weight-decay", &wd);
+    cli_double(a, "max-grad-norm", &clip);
+    if (cli_save_dtype(a, &o->dtype) || cli_check_unused(a)) return -1;
     o->cfg = (or1_sft_cfg){(int)steps, (int)batch, (int)warmup, (int)micro, (float)lr, (float)wd, (float)clip,
                            (uint64_t)seed, (int)log_every, min_lr < 0 ? (float)lr : (float)min_lr};
     return 0;
@@ -280,7 +326,7 @@ static int carry_tokenizer(const char *tok_path, const char *out) {
 /* or1 sft --model DIR --data FILE --out DIR [--steps K] [--lr X] [--batch N] [--warmup W] [--seed S]
  *   [--micro-batch-tokens T] [--weight-decay D] [--max-grad-norm C] [--log-every L] [--save-every K]
  *   [--tokenizer PATH] [--save-dtype f32|bf16] */
-int cmd_sft(cli_args *a) {
+static int cmd_sft(cli_args *a) {
     sft_opts o;
     if (sft_flags(a, &o)) return 2;
     cli_model cm;
@@ -303,3 +349,7 @@ int cmd_sft(cli_args *a) {
     cli_model_close(&cm);
     return rc;
 }
+
+const cli_command cli_cmd_sft = CLI_COMMAND(
+    "sft", cmd_sft, "supervised fine-tuning on prompt/response rows (NLL of the response)", sft_flag_table,
+    "or1 sft --model /tmp/random --data /tmp/traces.jsonl --out /tmp/sft --steps 100 --lr 1e-3");

@@ -143,18 +143,29 @@ static int generate(or1_dmodel *dm, request_list *l, const or1_sampling *s, int6
     return rc;
 }
 
+/* The flags of `or1 generate`. */
+static const cli_flag_spec generate_flags[] = {
+    FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),
+    FLAG_NEED("input", "JSONL requests: {\"prompt_ids\": [...]} or {\"prompt\": text} with a tokenizer"),
+    FLAG_SAMPLING("1", "256", 1, "response length limit (tokens)"),
+    FLAG_STR("stop", "ID,ID,...", NULL, "token ids that end a response (besides the model's EOS)"),
+    FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's, if any"),
+    FLAG_INT("max-slots", "64", 1, 1 << 16, "sequences decoded together (continuous batching)"),
+    FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),
+    FLAG_DEVICE,
+};
+
 /* or1 generate --model DIR --input FILE [--n M] [--temperature T] [--top-p P] [--top-k K]
  *   [--max-new-tokens L] [--seed S] [--stop ID,...] [--tokenizer PATH] [--max-slots B] [--kv-cache-gb G]
  *   [--device cpu|cuda] */
-int cmd_generate(cli_args *a) {
-    const char *dir = cli_need(a, "model"), *input = dir ? cli_need(a, "input") : NULL;
+static int cmd_generate(cli_args *a) {
+    const char *dir = cli_str(a, "model"), *input = cli_str(a, "input"), *device = cli_str(a, "device");
     or1_sampling s;
-    int64_t n, slots = 64;
-    double kv_gb = 8.0;
-    const char *device = input ? cli_device(a) : NULL;
-    if (!device || cli_sampling(a, 1, 256, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
-        cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb))
-        return 2;
+    int64_t n, slots;
+    double kv_gb;
+    cli_sampling(a, &s, &n);
+    cli_int(a, "max-slots", &slots);
+    cli_double(a, "kv-cache-gb", &kv_gb);
     cli_model cm;
     if (cli_model_open(&cm, dir, device)) return 1;
     const or1_model *m = &cm.m;
@@ -179,3 +190,8 @@ int cmd_generate(cli_args *a) {
     cli_model_close(&cm);
     return rc;
 }
+
+const cli_command cli_cmd_generate = CLI_COMMAND(
+    "generate", cmd_generate,
+    "sample M responses per prompt with a KV cache (continuous batching); JSON lines on stdout", generate_flags,
+    "or1 generate --model models/arith-base --input prompts.jsonl --n 4 --temperature 1 --max-new-tokens 64");

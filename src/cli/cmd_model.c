@@ -61,20 +61,24 @@ static void seq_list_push(seq_list *l, int32_t *ids, int n, int n_prompt) {
     l->tokens += n;
 }
 
-/* Validates the sampling temperature flag. */
-static int read_temperature(cli_args *a, float *t) {
-    double d = 1.0;
-    if (cli_double(a, "temperature", 1e-4, 1e4, &d)) return -1;
-    *t = (float)d;
-    return 0;
-}
+/* The log-prob temperature flag of logprobs and grad. */
+#define FLAG_LOGIT_TEMPERATURE FLAG_NUM("temperature", "1", 1e-4, 1e4, "divides the logits before the softmax")
+
+/* The flags of `or1 logprobs`. */
+static const cli_flag_spec logprobs_flags[] = {
+    FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),
+    FLAG_NEED("input", "JSONL rows {\"ids\": [...]}"),
+    FLAG_LOGIT_TEMPERATURE,
+    FLAG_DEVICE,
+};
 
 /* or1 logprobs --model DIR --input FILE [--temperature T] [--device cpu|cuda] */
-int cmd_logprobs(cli_args *a) {
-    const char *dir = cli_need(a, "model"), *input = dir ? cli_need(a, "input") : NULL;
-    float temperature;
-    const char *device = input ? cli_device(a) : NULL;
-    if (!device || read_temperature(a, &temperature) || cli_check_unused(a)) return 2;
+static int cmd_logprobs(cli_args *a) {
+    const char *dir = cli_str(a, "model"), *input = cli_str(a, "input"), *device = cli_str(a, "device");
+    double t = 1.0;
+    cli_double(a, "temperature", &t);
+    float temperature = (float)t;
+    if (cli_check_unused(a)) return 2;
     cli_model cm;
     if (cli_model_open(&cm, dir, device)) return 1;
     or1_jsonl_reader r;
@@ -110,6 +114,10 @@ int cmd_logprobs(cli_args *a) {
     cli_model_close(&cm);
     return status;
 }
+
+const cli_command cli_cmd_logprobs = CLI_COMMAND(
+    "logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences (JSON lines on stdout)",
+    logprobs_flags, "or1 logprobs --model models/arith-base --input ids.jsonl");
 
 /* A grad batch held in memory (the loss needs the global token count first). */
 typedef struct {
@@ -207,26 +215,56 @@ typedef struct {
     or1_dtype save_dtype;
 } grad_opts;
 
-/* Parses and checks the flags of `or1 grad`. */
+/* The flags of `or1 grad`. */
+static const cli_flag_spec grad_flag_table[] = {
+    FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),
+    FLAG_NEED("batch", "JSONL samples {prompt_ids, response_ids, advantage, old_logprobs?, rollout_logprobs?}"),
+    FLAG_PATH("out", NULL, "write the gradient of every parameter (safetensors)"),
+    FLAG_PATH("save", NULL, "with --step: save the stepped model and optimizer state here"),
+    FLAG_SWITCH("step", "take one AdamW step (continuing the model folder's optimizer state)"),
+    FLAG_SAVE_DTYPE,
+    FLAG_LOGIT_TEMPERATURE,
+    FLAG_NUM("clip-low", "0.2", 0, 1, "PPO ratio clip below: 1 - clip-low"),
+    FLAG_NUM("clip-high", "0.2", 0, 100, "PPO ratio clip above: 1 + clip-high"),
+    FLAG_NUM("entropy-coef", "0", -10, 10, "entropy bonus coefficient"),
+    FLAG_INT("micro-batch-tokens", "1073741824", 1, 1 << 30, "tokens per forward/backward micro-batch"),
+    FLAG_INT("bench-iters", NULL, 1, 100000, "time this many forward+backward passes instead (JSON on stdout)"),
+    FLAG_NUM("lr", "0", 0, 10, "AdamW learning rate"),
+    FLAG_NUM("weight-decay", "0.01", 0, 10, "AdamW weight decay"),
+    FLAG_NUM("max-grad-norm", "1", 0, 1e30, "global gradient-norm clip before the step; 0: off"),
+    FLAG_STR("rollout-is", "none|tis|mis", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
+    FLAG_NUM("rollout-is-low", "0.5", 0, 1e30, "MIS: lowest ratio kept"),
+    FLAG_NUM("rollout-is-high", "2", 1e-9, 1e30, "TIS: the weight's cap; MIS: highest ratio kept"),
+    FLAG_DEVICE,
+};
+
+/* Reads and checks the flags of `or1 grad`. */
 static int grad_flags(cli_args *a, grad_opts *o) {
-    double lo = 0.2, hi = 0.2, coef = 0.0, lr = 0, wd = 0.01, is_low = 0.5, is_high = 2.0;
+    double lo, hi, coef, lr, wd, is_low, is_high, t;
     const char *is = NULL;
-    *o = (grad_opts){.micro_tokens = 1 << 30, .max_grad_norm = 1.0};
-    o->dir = cli_need(a, "model");
-    o->batch = o->dir ? cli_need(a, "batch") : NULL;
-    if (!o->batch) return -1;
+    *o = (grad_opts){0};
+    o->dir = cli_str(a, "model");
+    o->batch = cli_str(a, "batch");
     o->out = cli_str(a, "out");
     o->save = cli_str(a, "save");
     o->step = cli_flag(a, "step");
-    if (cli_save_dtype(a, &o->save_dtype) || read_temperature(a, &o->loss.temperature) || cli_double(a, "clip-low", 0, 1, &lo) ||
-        cli_double(a, "clip-high", 0, 100, &hi) || cli_double(a, "entropy-coef", -10, 10, &coef) ||
-        cli_int(a, "micro-batch-tokens", 1, 1 << 30, &o->micro_tokens) ||
-        cli_int(a, "bench-iters", 1, 100000, &o->bench_iters) || cli_double(a, "lr", 0, 10, &lr) ||
-        cli_double(a, "weight-decay", 0, 10, &wd) || cli_double(a, "max-grad-norm", 0, 1e30, &o->max_grad_norm) ||
-        cli_double(a, "rollout-is-low", 0, 1e30, &is_low) || cli_double(a, "rollout-is-high", 1e-9, 1e30, &is_high) ||
+    o->device = cli_str(a, "device");
+    cli_double(a, "temperature", &t);
+    cli_double(a, "clip-low", &lo);
+    cli_double(a, "clip-high", &hi);
+    cli_double(a, "entropy-coef", &coef);
+    cli_int(a, "micro-batch-tokens", &o->micro_tokens);
+    cli_int(a, "bench-iters", &o->bench_iters);
+    cli_double(a, "lr", &lr);
+    cli_double(a, "weight-decay", &wd);
+    cli_double(a, "max-grad-norm", &o->max_grad_norm);
+    cli_double(a, "rollout-is-low", &is_low);
+    cli_double(a, "rollout-is-high", &is_high);
+    if (cli_save_dtype(a, &o->save_dtype) ||
         ((is = cli_str(a, "rollout-is")) && or1_rollout_is_parse(is, &o->loss.is, "grad: --rollout-is")) ||
-        !(o->device = cli_device(a)) || cli_check_unused(a))
+        cli_check_unused(a))
         return -1;
+    o->loss.temperature = (float)t;
     o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
     o->loss.is_low = (float)is_low, o->loss.is_high = (float)is_high;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
@@ -276,7 +314,7 @@ static int write_grads(const or1_model *m, const char *path) {
 }
 
 /* or1 grad --model DIR --batch FILE [--out G] [--step --lr X --save DIR] [...] */
-int cmd_grad(cli_args *a) {
+static int cmd_grad(cli_args *a) {
     grad_opts o;
     if (grad_flags(a, &o)) return 2;
     cli_model cm;
@@ -307,16 +345,29 @@ int cmd_grad(cli_args *a) {
     return rc ? 1 : 0;
 }
 
+const cli_command cli_cmd_grad = CLI_COMMAND(
+    "grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step", grad_flag_table,
+    "or1 grad --model models/arith-base --batch batch.jsonl --out /tmp/grads.safetensors");
+
+/* The flags of `or1 init`. */
+static const cli_flag_spec init_flags[] = {
+    FLAG_NEED("config", "the model's config.json (Qwen2 / Llama shape)"),
+    FLAG_NEED("out", "checkpoint folder to write (created)"),
+    FLAG_INT("seed", "0", 0, INT64_MAX, "weight seed"),
+    FLAG_NUM("std", "0.02", 0, 10, "standard deviation of the normal weights"),
+    FLAG_SAVE_DTYPE,
+};
+
 /* or1 init --config FILE --out DIR [--seed S] [--std X] [--save-dtype f32|bf16]:
  * a checkpoint with random weights for a config.json, e.g. for tests and benchmarks. */
-int cmd_init(cli_args *a) {
-    const char *cfg_path = cli_need(a, "config"), *out = cfg_path ? cli_need(a, "out") : NULL;
-    int64_t seed = 0;
-    double std = 0.02;
+static int cmd_init(cli_args *a) {
+    const char *cfg_path = cli_str(a, "config"), *out = cli_str(a, "out");
+    int64_t seed;
+    double std;
     or1_dtype dtype;
-    if (!out || cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_double(a, "std", 0, 10, &std) ||
-        cli_save_dtype(a, &dtype) || cli_check_unused(a))
-        return 2;
+    cli_int(a, "seed", &seed);
+    cli_double(a, "std", &std);
+    if (cli_save_dtype(a, &dtype) || cli_check_unused(a)) return 2;
     or1_model_config cfg;
     if (or1_model_config_load(&cfg, cfg_path) || or1_mkdir_p(out)) return 1;
     or1_model m;
@@ -329,3 +380,7 @@ int cmd_init(cli_args *a) {
     or1_model_free(&m);
     return rc ? 1 : 0;
 }
+
+const cli_command cli_cmd_init = CLI_COMMAND(
+    "init", cmd_init, "a checkpoint with random weights for a config.json", init_flags,
+    "or1 init --config models/arith-base/config.json --out /tmp/random --seed 1");

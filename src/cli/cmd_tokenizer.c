@@ -28,18 +28,21 @@ static void write_text(FILE *f, const char *s, size_t len) {
     fputc('"', f);
 }
 
+/* The flags the three commands share. */
+#define TOKENIZER_IO_FLAGS                                                                                    \
+    FLAG_NEED("tokenizer", "tokenizer.json or its folder (with tokenizer_config.json)"),                     \
+        FLAG_PATH("input", "-", "JSONL input; -: stdin"), FLAG_PATH("output", "-", "JSONL output; -: stdout")
+
 /* Opens --tokenizer and the --input / --output streams shared by the three commands. */
 static int open_io(cli_args *a, or1_tokenizer **t, or1_jsonl_reader *r, FILE **out) {
-    const char *path = cli_need(a, "tokenizer");
-    if (!path) return -1;
-    const char *in = cli_str(a, "input"), *outp = cli_str(a, "output");
+    const char *path = cli_str(a, "tokenizer"), *in = cli_str(a, "input"), *outp = cli_str(a, "output");
     *t = or1_tokenizer_load(path);
     if (!*t) return -1;
-    if (or1_jsonl_open(r, in ? in : "-") != 0) {
+    if (or1_jsonl_open(r, in) != 0) {
         or1_tokenizer_free(*t);
         return -1;
     }
-    *out = outp ? fopen(outp, "w") : stdout;
+    *out = strcmp(outp, "-") != 0 ? fopen(outp, "w") : stdout;
     if (!*out) {
         or1_jsonl_close(r);
         or1_tokenizer_free(*t);
@@ -57,8 +60,15 @@ static int close_io(or1_tokenizer *t, or1_jsonl_reader *r, FILE *out, int rc) {
     return rc == 0 ? 0 : 1;
 }
 
+/* The flags of `or1 tokenize`. */
+static const cli_flag_spec tokenize_flags[] = {
+    TOKENIZER_IO_FLAGS,
+    FLAG_SWITCH("add-special", "add the tokenizer's BOS/EOS as its post-processor says"),
+    FLAG_SWITCH("split-special", "read special-token text in the input as those tokens"),
+};
+
 /* {"text": "..."} -> {"ids": [...]} per line. */
-int cmd_tokenize(cli_args *a) {
+static int cmd_tokenize(cli_args *a) {
     bool add = cli_flag(a, "add-special"), split = cli_flag(a, "split-special");
     or1_tokenizer *t;
     or1_jsonl_reader r;
@@ -85,8 +95,18 @@ int cmd_tokenize(cli_args *a) {
     return close_io(t, &r, out, got);
 }
 
+const cli_command cli_cmd_tokenize = CLI_COMMAND(
+    "tokenize", cmd_tokenize, "JSONL {\"text\"} -> {\"ids\"} with a tokenizer.json", tokenize_flags,
+    "or1 tokenize --tokenizer models/arith-base --input texts.jsonl --output ids.jsonl");
+
+/* The flags of `or1 detokenize`. */
+static const cli_flag_spec detokenize_flags[] = {
+    TOKENIZER_IO_FLAGS,
+    FLAG_SWITCH("skip-special", "leave special tokens out of the text"),
+};
+
 /* {"ids": [...]} -> {"text": "..."} per line. */
-int cmd_detokenize(cli_args *a) {
+static int cmd_detokenize(cli_args *a) {
     bool skip = cli_flag(a, "skip-special");
     or1_tokenizer *t;
     or1_jsonl_reader r;
@@ -114,6 +134,10 @@ int cmd_detokenize(cli_args *a) {
     return close_io(t, &r, out, got);
 }
 
+const cli_command cli_cmd_detokenize = CLI_COMMAND(
+    "detokenize", cmd_detokenize, "JSONL {\"ids\"} -> {\"text\"} (--skip-special)", detokenize_flags,
+    "or1 detokenize --tokenizer models/arith-base --input ids.jsonl --skip-special");
+
 /* Reads a row's "messages" array into msgs (pointing into row). */
 static int read_messages(const cJSON *row, const char *where, or1_chat_message **msgs, size_t *n) {
     const cJSON *list = cJSON_IsObject(row) ? cJSON_GetObjectItemCaseSensitive(row, "messages") : NULL;
@@ -137,8 +161,15 @@ static int read_messages(const cJSON *row, const char *where, or1_chat_message *
     return 0;
 }
 
+/* The flags of `or1 chat`. */
+static const cli_flag_spec chat_flags[] = {
+    TOKENIZER_IO_FLAGS,
+    FLAG_STR("template", "NAME", NULL, "deepseek-r1 | deepseek | chatml | llama3 | plain; default: the tokenizer's"),
+    FLAG_SWITCH("no-generation-prompt", "end after the last message (no assistant turn opened)"),
+};
+
 /* {"messages": [...]} -> {"text": prompt, "ids": [...]} per line. */
-int cmd_chat(cli_args *a) {
+static int cmd_chat(cli_args *a) {
     const char *tpl = cli_str(a, "template");
     bool no_gen = cli_flag(a, "no-generation-prompt");
     or1_tokenizer *t;
@@ -174,3 +205,7 @@ int cmd_chat(cli_args *a) {
     }
     return close_io(t, &r, out, got);
 }
+
+const cli_command cli_cmd_chat = CLI_COMMAND(
+    "chat", cmd_chat, "JSONL {\"messages\"} -> chat-template prompt {\"text\", \"ids\"}", chat_flags,
+    "or1 chat --tokenizer models/arith-base --template chatml --input messages.jsonl");

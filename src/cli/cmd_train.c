@@ -21,26 +21,24 @@ static or1_dist dist = {0, 1};
 /* Lets main hand over the MPI ranks. */
 void cli_set_dist(const or1_dist *d) { dist = *d; }
 
-/* Collects every "--set key=value" of the command line. */
-static const char **overrides(cli_args *a, size_t *n) {
-    const char **o = or1_calloc((size_t)a->argc + 1, sizeof *o);
-    *n = 0;
-    for (int i = 0; i + 1 < a->argc; i++)
-        if (strcmp(a->argv[i], "--set") == 0) {
-            a->used[i] = a->used[i + 1] = true;
-            o[(*n)++] = a->argv[++i];
-        }
-    return o;
-}
+/* The flags of `or1 train`. */
+static const cli_flag_spec train_flags[] = {
+    FLAG_NEED("config", "the run's YAML config (or1 train --help-config lists its keys)"),
+    {.name = "set", .kind = CLI_REPEAT, .meta = "KEY=VALUE", .help = "override one config key (YAML value), e.g. train.lr=2e-6"},
+    FLAG_STR("resume", "auto|DIR", NULL, "continue a run: auto (output.dir's latest checkpoint), a run folder or a checkpoint"),
+    FLAG_SWITCH("overwrite", "start afresh in a used output.dir, removing the run there first"),
+    {.name = "help-config", .kind = CLI_QUERY, .help = "print the config schema (key, type, default, description) and exit"},
+};
 
 /* or1 train --config FILE.yaml [--set key=value ...] [--resume auto|RUN_DIR|CHECKPOINT_DIR]
  * [--overwrite] */
-int cmd_train(cli_args *a) {
+static int cmd_train(cli_args *a) {
+    if (cli_flag(a, "help-config")) return cli_help_config(stdout), 0;
     size_t n_set;
-    const char **set = overrides(a, &n_set);
-    const char *path = cli_need(a, "config");
+    const char **set = cli_list(a, "set", &n_set);
+    const char *path = cli_str(a, "config");
     or1_train_start start = {cli_str(a, "resume"), cli_flag(a, "overwrite")};
-    if (!path || cli_check_unused(a)) {
+    if (cli_check_unused(a)) {
         free(set);
         return 2;
     }
@@ -54,31 +52,46 @@ int cmd_train(cli_args *a) {
     return rc;
 }
 
+const cli_command cli_cmd_train = CLI_COMMAND(
+    "train", cmd_train, "run the MAGIC recipe: --config FILE.yaml [--set k=v ...] [--resume auto|DIR]", train_flags,
+    "or1 train --config demo/demo.yaml --set train.steps=5 --set output.dir=/tmp/run --overwrite");
+
 /* Flags shared by eval and difficulty: model, data, sampling. */
 typedef struct {
     const char *model, *data, *tokenizer, *template_name, *dump, *device;
     or1_eval_opts o;
 } eval_flags;
 
-/* Parses the eval/difficulty flags with their defaults. */
-static int parse_eval_flags(cli_args *a, eval_flags *f, int default_n) {
-    double timeout = 6;
-    int64_t n, slots = 256;
-    double kv_gb = 8.0;
+/* The flags eval and difficulty share; n_def: their default samples per prompt. */
+#define EVAL_FLAGS(n_def)                                                                                          \
+    FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),                                     \
+        FLAG_NEED("data", "JSONL rows in the Skywork-OR1-RL-Data shape"),                                          \
+        FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's"),                 \
+        FLAG_STR("chat-template", "NAME", NULL, "deepseek-r1 | deepseek | chatml | llama3 | plain; default: the tokenizer's"), \
+        FLAG_PATH("dump", NULL, "write every sample (JSONL) to this file"),                                        \
+        FLAG_SAMPLING(n_def, "0", 0, "response length limit (tokens); 0: what the context leaves after the longest prompt"), \
+        FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences the engine decodes together"),                         \
+        FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),                                           \
+        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), FLAG_DEVICE
+
+/* Reads the eval/difficulty flags (defaults from the command's table). */
+static void parse_eval_flags(cli_args *a, eval_flags *f) {
+    double timeout, kv_gb;
+    int64_t n, slots;
     or1_sampling s;
     memset(f, 0, sizeof *f);
-    f->model = cli_need(a, "model");
-    f->data = f->model ? cli_need(a, "data") : NULL;
+    f->model = cli_str(a, "model");
+    f->data = cli_str(a, "data");
     f->tokenizer = cli_str(a, "tokenizer");
     f->template_name = cli_str(a, "chat-template");
     f->dump = cli_str(a, "dump");
-    f->device = cli_device(a);
-    if (!f->data || cli_sampling(a, default_n, 0, &s, &n) || cli_int(a, "max-slots", 1, 1 << 16, &slots) ||
-        cli_double(a, "kv-cache-gb", 1e-6, 1e6, &kv_gb) || cli_double(a, "code-timeout", 0.001, 3600, &timeout))
-        return -1;
+    f->device = cli_str(a, "device");
+    cli_sampling(a, &s, &n);
+    cli_int(a, "max-slots", &slots);
+    cli_double(a, "kv-cache-gb", &kv_gb);
+    cli_double(a, "code-timeout", &timeout);
     f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, kv_gb, s.seed,
                            timeout};
-    return 0;
 }
 
 /* Everything an evaluation needs, loaded. */
@@ -138,10 +151,14 @@ static cJSON *eval_run(eval_env *e, const eval_flags *f, int *correct, int *scor
     return rep;
 }
 
+/* The flags of `or1 eval`. */
+static const cli_flag_spec eval_flag_table[] = {EVAL_FLAGS("8")};
+
 /* or1 eval --model DIR --data FILE --n K [--temperature T] [--top-p P] [--max-new-tokens L] [--dump FILE] */
-int cmd_eval(cli_args *a) {
+static int cmd_eval(cli_args *a) {
     eval_flags f;
-    if (parse_eval_flags(a, &f, 8) || cli_check_unused(a)) return 2;
+    parse_eval_flags(a, &f);
+    if (cli_check_unused(a)) return 2;
     eval_env e;
     cJSON *rep = eval_open(&e, &f) == 0 ? eval_run(&e, &f, NULL, NULL) : NULL;
     if (rep && dist.rank == 0) {
@@ -153,6 +170,10 @@ int cmd_eval(cli_args *a) {
     eval_close(&e);
     return rep ? 0 : 1;
 }
+
+const cli_command cli_cmd_eval = CLI_COMMAND(
+    "eval", cmd_eval, "avg@k and pass@k of a model on a dataset (a JSON report on stdout)", eval_flag_table,
+    "or1 eval --model models/arith-base --data /tmp/test.jsonl --n 8 --temperature 1 --max-new-tokens 64");
 
 /* What the difficulty rewrite needs: the model's name and each row's counts, in order. */
 typedef struct {
@@ -194,13 +215,33 @@ static int write_difficulty(const char *in, const char *out, const char *name, c
     return or1_jsonl_rewrite(in, out, set_difficulty, &d);
 }
 
-/* or1 difficulty --model DIR --data FILE --n N [--name NAME] [--out FILE] [sampling flags]:
- * each row's number of correct samples goes to extra_info.model_difficulty[NAME]. */
-int cmd_difficulty(cli_args *a) {
+/* The flags of `or1 difficulty`. */
+static const cli_flag_spec difficulty_flags[] = {
+    EVAL_FLAGS("16"),
+    FLAG_PATH("out", NULL, "write the scored rows here (one of --out and --in-place is needed)"),
+    FLAG_SWITCH("in-place", "rewrite the --data file itself"),
+    FLAG_STR("name", "NAME", NULL, "key under extra_info.model_difficulty; default: the model folder's name"),
+};
+
+/* The file the scored rows go to: --out or, with --in-place, the data file; exactly one. */
+static const char *difficulty_out(cli_args *a, const char *data) {
+    const char *out = cli_str(a, "out");
+    bool in_place = cli_flag(a, "in-place");
+    if (out && in_place) return or1_fail("difficulty: --out and --in-place exclude each other; give one"), NULL;
+    if (!out && !in_place)
+        return or1_fail("difficulty: give --out FILE for the scored rows, or --in-place to rewrite --data %s", data),
+               NULL;
+    return out ? out : data;
+}
+
+/* or1 difficulty --model DIR --data FILE (--out FILE | --in-place) [--n N] [--name NAME]
+ * [sampling flags]: each row's number of correct samples goes to
+ * extra_info.model_difficulty[NAME]. */
+static int cmd_difficulty(cli_args *a) {
     eval_flags f;
-    if (parse_eval_flags(a, &f, 16)) return 2;
-    const char *out = cli_str(a, "out"), *name = cli_str(a, "name");
-    if (cli_check_unused(a)) return 2;
+    parse_eval_flags(a, &f);
+    const char *out = difficulty_out(a, f.data), *name = cli_str(a, "name");
+    if (!out || cli_check_unused(a)) return 2;
     if (!name) {
         name = strrchr(f.model, '/') ? strrchr(f.model, '/') + 1 : f.model;
         if (!*name) name = f.model;
@@ -212,8 +253,7 @@ int cmd_difficulty(cli_args *a) {
         int *correct = or1_calloc(n ? n : 1, sizeof *correct), *scored = or1_calloc(n ? n : 1, sizeof *scored);
         cJSON *rep = eval_run(&e, &f, correct, scored);
         rc = rep ? 0 : -1;
-        if (rc == 0 && dist.rank == 0)
-            rc = write_difficulty(f.data, out ? out : f.data, name, correct, scored, n, f.o.n);
+        if (rc == 0 && dist.rank == 0) rc = write_difficulty(f.data, out, name, correct, scored, n, f.o.n);
         if (rc == 0 && dist.rank == 0) fprintf(stderr, "difficulty: %zu rows scored with %d samples as \"%s\"\n", n, f.o.n, name);
         cJSON_Delete(rep);
         free(correct);
@@ -222,3 +262,8 @@ int cmd_difficulty(cli_args *a) {
     eval_close(&e);
     return rc ? 1 : 0;
 }
+
+const cli_command cli_cmd_difficulty = CLI_COMMAND(
+    "difficulty", cmd_difficulty, "write each row's correct-sample count to extra_info.model_difficulty",
+    difficulty_flags,
+    "or1 difficulty --model DIR --data rows.jsonl --n 16 --name DeepSeek-R1-Distill-Qwen-7B --out rows.scored.jsonl");

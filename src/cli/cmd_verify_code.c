@@ -57,20 +57,27 @@ static int flush_chunk(or1_sandbox_pool *pool, row *rows, or1_code_job *jobs, or
     return rc;
 }
 
+/* The flags of `or1 verify-code`. */
+static const cli_flag_spec verify_code_flags[] = {
+    FLAG_PATH("input", "-", "JSONL rows {\"response\", \"tests\", \"time_limit_s\"?}; -: stdin"),
+    FLAG_PATH("output", "-", "JSONL verdicts; -: stdout"),
+    FLAG_INT("workers", NULL, 1, 1024, "sandboxed worker processes; default: one per CPU"),
+    FLAG_NUM("memory-mb", "1024", 64, 1 << 20, "memory limit of each program, MiB"),
+    FLAG_SWITCH("all-tests", "run every test (default: stop at the first failure)"),
+};
+
 /* or1 verify-code --input F [--output F] [--workers N] [--memory-mb M] [--all-tests] */
-int cmd_verify_code(cli_args *a) {
-    const char *in = cli_str(a, "input");
-    const char *out_path = cli_str(a, "output");
+static int cmd_verify_code(cli_args *a) {
+    const char *in = cli_str(a, "input"), *out_path = cli_str(a, "output");
     int64_t workers = 0;
-    double memory_mb = 1024;
+    double memory_mb;
     bool all = cli_flag(a, "all-tests");
-    if (!in) in = "-";
-    if (cli_int(a, "workers", 1, 1024, &workers) != 0 ||
-        cli_double(a, "memory-mb", 64, 1 << 20, &memory_mb) != 0 || cli_check_unused(a) != 0)
-        return 1;
+    cli_int(a, "workers", &workers);
+    cli_double(a, "memory-mb", &memory_mb);
+    if (cli_check_unused(a) != 0) return 2;
     or1_jsonl_reader r;
     if (or1_jsonl_open(&r, in) != 0) return 1;
-    FILE *out = out_path ? fopen(out_path, "w") : stdout;
+    FILE *out = strcmp(out_path, "-") != 0 ? fopen(out_path, "w") : stdout;
     if (!out) {
         or1_jsonl_close(&r);
         return or1_fail("verify-code: cannot open %s for writing", out_path), 1;
@@ -117,3 +124,7 @@ int cmd_verify_code(cli_args *a) {
     if (out != stdout && fclose(out) != 0 && rc == 0) rc = or1_fail("verify-code: writing %s failed", out_path);
     return rc == 0 ? 0 : 1;
 }
+
+const cli_command cli_cmd_verify_code = CLI_COMMAND(
+    "verify-code", cmd_verify_code, "JSONL {\"response\", \"tests\"} -> sandboxed code verdicts", verify_code_flags,
+    "or1 verify-code --input responses.jsonl --workers 4 --all-tests");

@@ -11,12 +11,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Scores one row; fails (naming path:line) when a field is missing or of the wrong type. */
-static int score_row(const cJSON *row, const char *where, const or1_math_limits *lim,
-                     or1_math_result *res) {
+/* The answers of a "gold" string: the list when the text is a JSON list of strings (a row's
+ * reward_model.ground_truth as the data stores it, e.g. "[\"25\"]", scored as the trainer
+ * scores it), else the string itself (an interval "[1,2]" stays one answer). *parsed owns
+ * the list (NULL when the string is the answer). A \u0000 escape in the list is refused,
+ * as the trainer refuses it. */
+static int gold_of_string(const cJSON *gold, const char *where, cJSON **parsed, const cJSON **out) {
+    const char *text = gold->valuestring;
+    *out = gold;
+    *parsed = NULL;
+    if (text[0] != '[') return 0;
+    if (or1_json_nul_at(text, strlen(text)) >= 0)
+        return or1_fail("%s: \"gold\": a \\u0000 escape (U+0000) would truncate a gold answer", where);
+    *parsed = cJSON_Parse(text);
+    bool list = cJSON_IsArray(*parsed) && cJSON_GetArraySize(*parsed) > 0;
+    const cJSON *it;
+    if (list) cJSON_ArrayForEach(it, *parsed) list = list && cJSON_IsString(it);
+    if (list) {
+        *out = *parsed;
+        return 0;
+    }
+    cJSON_Delete(*parsed);
+    *parsed = NULL;
+    return 0;
+}
+
+/* Scores one row against a gold string or list of strings; fails (naming path:line) when a
+ * field is missing or of the wrong type. */
+static int score_row(const cJSON *row, const char *where, const or1_math_limits *lim, or1_math_result *res) {
     const char *response = or1_json_str(row, "response", where);
     if (!response) return -1;
+    cJSON *parsed = NULL;
     const cJSON *gold = cJSON_GetObjectItemCaseSensitive(row, "gold");
+    if (cJSON_IsString(gold) && gold_of_string(gold, where, &parsed, &gold)) return -1;
     if (cJSON_IsString(gold)) {
         const char *one = gold->valuestring;
         return or1_math_verify(response, &one, 1, lim, res);
@@ -25,15 +52,17 @@ static int score_row(const cJSON *row, const char *where, const or1_math_limits 
     size_t n = (size_t)cJSON_GetArraySize(gold), k = 0;
     const char **list = or1_malloc((n ? n : 1) * sizeof *list);
     const cJSON *it;
+    int rc = 0;
     cJSON_ArrayForEach(it, gold) {
         if (!cJSON_IsString(it)) {
-            free(list);
-            return or1_fail("%s: \"gold\"[%zu] is not a string", where, k);
+            rc = or1_fail("%s: \"gold\"[%zu] is not a string", where, k);
+            break;
         }
         list[k++] = it->valuestring;
     }
-    int rc = or1_math_verify(response, list, n, lim, res);
+    if (rc == 0) rc = or1_math_verify(response, list, n, lim, res);
     free(list);
+    cJSON_Delete(parsed);
     return rc;
 }
 
@@ -44,19 +73,26 @@ static void write_result(FILE *f, const or1_math_result *res) {
     fputs("}\n", f);
 }
 
+/* The flags of `or1 verify-math`. */
+static const cli_flag_spec verify_math_flags[] = {
+    FLAG_PATH("input", "-", "JSONL rows {\"response\", \"gold\"}: gold a string, a list, or a JSON-encoded list"),
+    FLAG_PATH("output", "-", "JSONL verdicts {\"correct\", \"extracted\"}; -: stdout"),
+    FLAG_NUM("time-limit", "2", 0.001, 600, "seconds per response"),
+};
+
 /* The verify-math command: --input FILE|- (default -), --output FILE|- (default -),
  * --time-limit SECONDS per response. */
-int cmd_verify_math(cli_args *a) {
-    const char *in = cli_str(a, "input");
-    const char *outp = cli_str(a, "output");
+static int cmd_verify_math(cli_args *a) {
+    const char *in = cli_str(a, "input"), *outp = cli_str(a, "output");
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
-    if (cli_double(a, "time-limit", 0.001, 600, &lim.time_limit_s) != 0 || cli_check_unused(a) != 0) return 1;
+    cli_double(a, "time-limit", &lim.time_limit_s);
+    if (cli_check_unused(a) != 0) return 2;
     FILE *out = stdout;
-    if (outp && strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))
+    if (strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))
         return or1_fail("%s: cannot open for writing", outp), 1;
     or1_jsonl_reader r;
-    if (or1_jsonl_open(&r, in ? in : "-") != 0) {
+    if (or1_jsonl_open(&r, in) != 0) {
         if (out != stdout) fclose(out);
         return 1;
     }
@@ -91,3 +127,7 @@ int cmd_verify_math(cli_args *a) {
                 or1_now() - t0);
     return rc;
 }
+
+const cli_command cli_cmd_verify_math = CLI_COMMAND(
+    "verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}",
+    verify_math_flags, "or1 verify-math --input responses.jsonl --output verdicts.jsonl --time-limit 5");

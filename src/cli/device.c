@@ -7,12 +7,6 @@
 
 #include <string.h>
 
-/* The --device flag, "cpu" when absent. */
-const char *cli_device(cli_args *a) {
-    const char *d = cli_str(a, "device");
-    return d ? d : "cpu";
-}
-
 /* Loads dir and places it on device; on failure nothing is left open. */
 int cli_model_open(cli_model *cm, const char *dir, const char *device) {
     memset(cm, 0, sizeof *cm);

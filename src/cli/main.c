@@ -9,63 +9,70 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-    const char *name;
-    int (*run)(cli_args *a);
-    const char *help;
-} command;
-
 /* Every subcommand, in the order `or1 help` lists them. */
-static const command commands[] = {
-    {"logprobs", cmd_logprobs, "per-token log-probs and entropies of id sequences"},
-    {"init", cmd_init, "a checkpoint with random weights for a config.json"},
-    {"generate", cmd_generate, "sample M responses per prompt with a KV cache (continuous batching)"},
-    {"train", cmd_train, "run the MAGIC recipe: --config FILE.yaml [--set k=v ...] [--resume DIR]"},
-    {"eval", cmd_eval, "avg@k and pass@k of a model on a dataset"},
-    {"difficulty", cmd_difficulty, "write each row's correct-sample count to extra_info.model_difficulty"},
-    {"grad", cmd_grad, "gradient of the MAGIC loss (eq. 3.1) on a batch; --step takes an AdamW step"},
-    {"verify-math", cmd_verify_math, "JSONL {\"response\", \"gold\"} -> math verdicts {\"correct\", \"extracted\"}"},
-    {"verify-code", cmd_verify_code, "JSONL {\"response\", \"tests\"} -> sandboxed code verdicts"},
-    {"tokenize", cmd_tokenize, "JSONL {\"text\"} -> {\"ids\"} with a tokenizer.json"},
-    {"detokenize", cmd_detokenize, "JSONL {\"ids\"} -> {\"text\"} (--skip-special)"},
-    {"chat", cmd_chat, "JSONL {\"messages\"} -> chat-template prompt {\"text\", \"ids\"}"},
-    {"gen-arith", cmd_gen_arith, "the demo task: arithmetic rows (--traces: SFT traces with a tokenizer)"},
-    {"sft", cmd_sft, "supervised fine-tuning on prompt/response rows (NLL of the response)"},
+static const cli_command *const commands[] = {
+    &cli_cmd_logprobs, &cli_cmd_init,     &cli_cmd_generate,    &cli_cmd_train,    &cli_cmd_eval,
+    &cli_cmd_difficulty, &cli_cmd_grad,   &cli_cmd_verify_math, &cli_cmd_verify_code, &cli_cmd_tokenize,
+    &cli_cmd_detokenize, &cli_cmd_chat,   &cli_cmd_gen_arith,   &cli_cmd_sft,
 };
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
-/* Prints the command list. */
-static void usage(FILE *f) {
-    fprintf(f, "usage: or1 <command> [--flag value ...]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\ncommon flags: --threads N\n");
+/* The command called name, or NULL after an error naming it and the closest command. */
+static const cli_command *find_command(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i]->name) == 0) return commands[i];
+    const char *names[N_COMMANDS];
+    for (size_t i = 0; i < N_COMMANDS; i++) names[i] = commands[i]->name;
+    const char *best = or1_closest_name(name, names, N_COMMANDS, sizeof *names);
+    if (best) or1_fail("unknown command '%s' (did you mean '%s'?)", name, best);
+    else or1_fail("unknown command '%s' ('or1 help' lists the commands)", name);
+    return NULL;
+}
+
+/* `or1`, `or1 help [CMD]`, `or1 --help`, `or1 --version`: what is asked for, on stdout (the
+ * usage goes to stderr when no command was given). Returns the exit status, or -1 when
+ * argv names a command to run. */
+static int run_info(int argc, char **argv) {
+    if (argc < 2) return cli_usage(stderr, commands, N_COMMANDS), 2;
+    const char *w = argv[1];
+    if (strcmp(w, "--version") == 0) return cli_version(stdout), 0;
+    bool help = strcmp(w, "help") == 0 || strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0;
+    if (!help) return -1;
+    if (argc < 3) return cli_usage(stdout, commands, N_COMMANDS), 0;
+    const cli_command *c = find_command(argv[2]);
+    if (!c || argc > 3) {
+        if (c) or1_fail("help: one command at a time (got '%s' after '%s')", argv[3], argv[2]);
+        return fprintf(stderr, "or1: %s\n", or1_error()), 2;
+    }
+    return cli_help(stdout, c) ? (fprintf(stderr, "or1: %s\n", or1_error()), 1) : 0;
+}
+
+/* Parses the command's flags and runs it; a flag error exits 2 before any work. */
+static int run_parsed(const cli_command *c, int argc, char **argv) {
+    cli_args a;
+    int rc = cli_parse(c, argc, argv, &a);
+    if (rc == 1) rc = cli_help(stdout, c) ? 1 : 0;
+    else if (rc < 0) rc = 2;
+    else {
+        int64_t threads = 0;
+        cli_int(&a, "threads", &threads);
+        or1_set_threads((int)threads);
+        rc = c->run(&a);
+    }
+    cli_args_free(&a);
+    return rc;
 }
 
 /* Dispatches argv[1] to its subcommand with the remaining flags. A command that fails on one
  * rank of several stops them all: the others would otherwise wait forever in a collective. */
 static int run_command(int argc, char **argv, const or1_dist *d) {
-    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (!commands[i].run || strcmp(argv[1], commands[i].name) != 0) continue;
-        cli_args a = {argv[1], argc - 2, argv + 2, calloc((size_t)argc, sizeof(bool))};
-        int64_t threads = 0;
-        int rc;
-        if (cli_int(&a, "threads", 1, 1024, &threads) != 0) rc = 2;
-        else {
-            or1_set_threads((int)threads);
-            rc = commands[i].run(&a);
-        }
-        if (rc != 0 && d->size > 1) or1_dist_abort(d, or1_error());
-        if (rc != 0) fprintf(stderr, "or1: %s\n", or1_error());
-        free(a.used);
-        return rc;
-    }
-    fprintf(stderr, "or1: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+    int rc = run_info(argc, argv);
+    if (rc >= 0) return rc;
+    const cli_command *c = find_command(argv[1]);
+    rc = c ? run_parsed(c, argc - 2, argv + 2) : 2;
+    if (rc != 0 && d->size > 1) or1_dist_abort(d, or1_error());
+    if (rc != 0) fprintf(stderr, "or1: %s\n", or1_error());
+    return rc;
 }
 
 /* OpenMP threads that spin at barriers burn the cores the working threads need whenever the

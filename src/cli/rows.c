@@ -19,26 +19,26 @@ int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok) 
     return (path || *tok) && !*tok ? -1 : 0;
 }
 
-/* The sampling flags with the command's defaults for --n and --max-new-tokens. */
-int cli_sampling(cli_args *a, int64_t default_n, int64_t default_max_new, or1_sampling *s, int64_t *n) {
+/* The FLAG_SAMPLING flags, defaults from the command's table. */
+void cli_sampling(cli_args *a, or1_sampling *s, int64_t *n) {
     double t = 1.0, top_p = 1.0;
-    int64_t top_k = 0, max_new = default_max_new, seed = 0;
-    *n = default_n;
-    if (cli_double(a, "temperature", 0, 100, &t) || cli_double(a, "top-p", 1e-6, 1, &top_p) ||
-        cli_int(a, "top-k", 0, 1 << 30, &top_k) || cli_int(a, "max-new-tokens", 1, 1 << 24, &max_new) ||
-        cli_int(a, "seed", 0, INT64_MAX, &seed) || cli_int(a, "n", 1, 1 << 16, n))
-        return -1;
+    int64_t top_k = 0, max_new = 1, seed = 0;
+    cli_double(a, "temperature", &t);
+    cli_double(a, "top-p", &top_p);
+    cli_int(a, "top-k", &top_k);
+    cli_int(a, "max-new-tokens", &max_new);
+    cli_int(a, "seed", &seed);
+    cli_int(a, "n", n);
     *s = (or1_sampling){(float)t, (float)top_p, (int)top_k, (int)max_new, (uint64_t)seed, NULL, 0};
-    return 0;
 }
 
-/* --save-dtype f32|bf16 (default f32). */
+/* --save-dtype f32|bf16 (the table's default f32). */
 int cli_save_dtype(cli_args *a, or1_dtype *out) {
     const char *dt = cli_str(a, "save-dtype");
     *out = OR1_F32;
-    if (!dt || strcmp(dt, "f32") == 0) return 0;
+    if (strcmp(dt, "f32") == 0) return 0;
     if (strcmp(dt, "bf16") == 0) return *out = OR1_BF16, 0;
-    return or1_fail("%s: --save-dtype must be f32 or bf16", a->cmd);
+    return or1_fail("%s: --save-dtype must be f32 or bf16, not \"%.32s\"", a->cmd, dt);
 }
 
 /* "<side>_ids" as given, or "<side>" text through the tokenizer; every id must be below vocab,

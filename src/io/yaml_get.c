@@ -171,26 +171,6 @@ int or1_yaml_maps(const or1_yaml_node *base, const char *path, const or1_yaml_no
 
 /* ---- schema check -------------------------------------------------------------------------- */
 
-/* Edit distance of two short strings (for "did you mean"). */
-static size_t distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 200 || lb > 200) return (size_t)-1;
-    size_t row[201];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            if (up + 1 < best) best = up + 1;
-            diag = up;
-            row[j] = best;
-        }
-    }
-    return row[lb];
-}
-
 /* The schema form of a node path: list indices "[3]" become "[]". */
 static void schema_form(const char *path, char *out, size_t cap) {
     size_t o = 0;
@@ -222,15 +202,8 @@ static bool is_section(const or1_yaml_key *schema, size_t n, const char *path) {
 
 /* An unknown key: names it and the closest known key of the schema, if one is close. */
 static int unknown(const or1_yaml_node *n, const char *form, const or1_yaml_key *schema, size_t ns) {
-    const char *best = NULL;
-    size_t bd = (size_t)-1;
-    for (size_t i = 0; i < ns; i++) {
-        size_t d = distance(form, schema[i].path);
-        if (d < bd) bd = d, best = schema[i].path;
-    }
-    size_t limit = strlen(form) / 3 > 2 ? strlen(form) / 3 : 2;
-    if (best && bd <= limit)
-        return or1_fail("%s: unknown key \"%s\" (did you mean \"%s\"?)", n->where, n->path, best);
+    const char *best = or1_closest_name(form, schema, ns, sizeof *schema);
+    if (best) return or1_fail("%s: unknown key \"%s\" (did you mean \"%s\"?)", n->where, n->path, best);
     return or1_fail("%s: unknown key \"%s\"", n->where, n->path);
 }
 

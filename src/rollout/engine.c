@@ -65,6 +65,7 @@ typedef struct {
     int32_t *tokens, *pos, *kv_rows, *seg, *row_slot, *idx, *next, *table, *prompt_rows;
     float *logp;
     or1_sample_row *rows;
+    bool bar_shown; /* the progress bar is on stderr's current line */
 } engine;
 
 /* Floats of KV for n tokens of every layer. */
@@ -343,11 +344,21 @@ static int sample_all(engine *e) {
     return 0;
 }
 
-/* Prints a one-line progress bar on stderr. */
-static void progress(long done, long total, long tokens, double t0) {
+/* Draws the one-line progress bar over itself on stderr (a terminal), leaving the cursor at
+ * its end; nothing else may be printed until bar_clear. */
+static void progress(engine *e, long done, long total, long tokens, double t0) {
     int width = 30, fill = total ? (int)(width * done / total) : width;
     fprintf(stderr, "\rgenerate [%.*s%*s] %ld/%ld samples, %.0f tok/s", fill, "##############################",
             width - fill, "", done, total, tokens / (or1_now() - t0 + 1e-9));
+    e->bar_shown = true;
+}
+
+/* Erases the bar before anything else is printed, so that a caller's output (a sample's line
+ * on stdout, the same terminal) never lands on the bar's line; the next step redraws it. */
+static void bar_clear(engine *e) {
+    if (!e->bar_shown) return;
+    fputs("\r\033[K", stderr);
+    e->bar_shown = false;
 }
 
 /* Retires finished slots (stop token or length), reporting each completion. */
@@ -362,7 +373,10 @@ static long retire(engine *e, const or1_engine_cfg *cfg, long *tokens) {
         s->out->n = s->n_gen;
         s->out->stopped = stop;
         *tokens += s->n_gen;
-        if (cfg->on_done) cfg->on_done(cfg->ctx, s->req, s->sample, s->out);
+        if (cfg->on_done) {
+            bar_clear(e);
+            cfg->on_done(cfg->ctx, s->req, s->sample, s->out);
+        }
         give_blocks(e, s->blocks, s->n_blocks);
         s->n_blocks = 0;
         release_prefix(e, s->prefix);
@@ -413,9 +427,10 @@ static int run(engine *e, const or1_engine_cfg *cfg, or1_completion *out, long t
         if (rc == 0) rc = decode_step(e);
         if (rc == 0) rc = sample_all(e);
         if (rc == 0) done += retire(e, cfg, &tokens);
-        if (bar) progress(done, total, tokens, t0);
+        if (bar) progress(e, done, total, tokens, t0);
     }
-    if (bar) fputc('\n', stderr);
+    if (e->bar_shown) fputc('\n', stderr); /* the bar's last state stays, on a line of its own */
+    e->bar_shown = false;
     free(first);
     return rc;
 }

@@ -98,7 +98,7 @@ def difficulty(counts):
     check(scored[3]["extra_info"]["model_difficulty"].get("other-model") == 9, "an existing entry was lost")
     inplace = os.path.join(SCRATCH, "inplace.jsonl")
     shutil.copy(data, inplace)
-    p = C.run([OR1, "difficulty", "--model", SFT, "--data", inplace, *SAMPLING])
+    p = C.run([OR1, "difficulty", "--model", SFT, "--data", inplace, *SAMPLING, "--in-place"])
     got = [json.loads(x)["extra_info"]["model_difficulty"].get("sft") for x in open(inplace)]
     check(got == counts, f"in place, default name 'sft': {got} want {counts}")
     check(re.search(r"5 rows scored with %d samples" % K, p.stderr) is not None, f"difficulty stderr {p.stderr!r}")

@@ -72,7 +72,8 @@ def evaluate():
 def difficulty():
     """No difficulty counts are written while some rewards failed; the file stays as it was."""
     before = open(ROWS, "rb").read()
-    p = C.run([OR1, "difficulty", "--model", SFT, "--data", ROWS, "--n", str(M), "--max-new-tokens", "24"], ok=False)
+    p = C.run([OR1, "difficulty", "--model", SFT, "--data", ROWS, "--n", str(M), "--max-new-tokens", "24",
+               "--in-place"], ok=False)
     check(p.returncode != 0 and re.search(r"difficulty: row 2: \d of 4 rewards could not be decided", p.stderr),
           f"difficulty: rc {p.returncode}, stderr {p.stderr[-300:]}")
     check(open(ROWS, "rb").read() == before, "difficulty changed the data file")

@@ -1,0 +1,6 @@
+# The command line itself: help and version, flag parsing errors, difficulty's output choice,
+# verify-math's gold forms, and generate's stdout kept clean of its progress bar.
+include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
+
+or1_python_test(cli_flags ${CMAKE_CURRENT_LIST_DIR}/test_cli.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
+                TIMEOUT 600 ENV OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive)
