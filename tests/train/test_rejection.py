@@ -22,12 +22,16 @@ from or1test.files import fresh
 
 OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 INIT, SFT, ROWS = os.path.join(FX, "init"), os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
+# Golds the random model cannot hit by chance (the verifier reads the last number of free text,
+# and short random outputs do hold single digits).
+UNSOLVABLE = C.write_rows(os.path.join(SCRATCH, "unsolvable.jsonl"),
+                          [(p, 9876543210 + i, "hard") for i, p in enumerate(["1+1", "2+2", "3+3", "7*9", "5+5"])])
 
 
-def run(name, model, **over):
-    """Trains name with overrides; returns (stderr, metrics rows, output folder)."""
+def run(name, model, rows=ROWS, **over):
+    """Trains name on rows with overrides; returns (stderr, metrics rows, output folder)."""
     out = os.path.join(SCRATCH, name)
-    cfg = C.base_config(model, ROWS, out, checkpoint={"every": 0}, **over)
+    cfg = C.base_config(model, rows, out, checkpoint={"every": 0}, **over)
     p = C.train(OR1, C.write_config(os.path.join(SCRATCH, name + ".yaml"), cfg))
     return p.stderr, C.metrics(out), out
 
@@ -45,7 +49,7 @@ def unchanged(out, steps, what):
 
 def all_rejected():
     """Random model: every step skipped, loudly, with no update."""
-    err, rows, out = run("none", INIT, train={"steps": 3}, entropy={"initial": 0.001})
+    err, rows, out = run("none", INIT, UNSOLVABLE, train={"steps": 3}, entropy={"initial": 0.001})
     check(len(rows) == 3 and all(r["skipped"] and r["kept_groups"] == 0 for r in rows),
             f"random model: skipped {[r.get('skipped') for r in rows]}, kept {[r.get('kept_groups') for r in rows]}")
     check(all(r["solve_none_ratio"] == 1 and r["loss_tokens"] == 0 for r in rows), "random model: solve_none != 1")
@@ -57,7 +61,7 @@ def all_rejected():
 
 def bounded_refill():
     """max_rounds = 3 on the random model: three rounds per step, then the skip."""
-    err, rows, out = run("refill_none", INIT, rejection={"max_rounds": 3})
+    err, rows, out = run("refill_none", INIT, UNSOLVABLE, rejection={"max_rounds": 3})
     check([r["groups"] for r in rows] == [12, 12], f"refill rounds: groups {[r['groups'] for r in rows]} (want 3 x 4)")
     check(all(r["skipped"] for r in rows), "refill on the random model trained")
     check(err.count("every group was rejected") == 2, "refill: rejection warnings")
