@@ -32,6 +32,44 @@ typedef struct cJSON cJSON;
 void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
                          bool norm_by_std, double eps, float *adv);
 
+/* ---- Other outcome-advantage estimators ------------------------------------------------- */
+
+/* The estimator of a step's advantages (used samples: use[j] set, use NULL: all; others get 0):
+ *   GRPO            (s - mean_g) / (std_g + eps)           or1_grpo_advantages
+ *   DRGRPO           s - mean_g                            or1_grpo_advantages
+ *   RLOO             s - mean of the other samples of g    or1_rloo_advantages
+ *   RPP_BASELINE     s - mean_g, whitened over the batch   or1_rpp_baseline_advantages
+ *   GRPO_BATCH_STD  (s - mean_g) / (std_batch + eps)       or1_grpo_batch_std_advantages */
+typedef enum { OR1_ADV_GRPO, OR1_ADV_DRGRPO, OR1_ADV_RLOO, OR1_ADV_RPP_BASELINE, OR1_ADV_GRPO_BATCH_STD } or1_adv_estimator;
+
+int or1_adv_estimator_parse(const char *s, or1_adv_estimator *out, const char *where);
+const char *or1_adv_estimator_name(or1_adv_estimator e);
+
+/* RLOO (Ahmadian et al. 2024, arXiv 2402.14740 eq. (7); verl compute_rloo_outcome_advantage):
+ * A_j = s_j - mean of the group's other used samples = (s_j - mean_g) m / (m - 1); a group
+ * with one used sample keeps its raw score. */
+void or1_rloo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n, float *adv);
+
+/* REINFORCE++-baseline (Hu et al., arXiv 2501.03262; verl
+ * compute_reinforce_plus_plus_baseline_outcome_advantage): x_j = s_j - mean_g (mean 0 for a
+ * group with one used sample), then whitened over the batch as verl's masked_whiten does over
+ * response tokens, i.e. each sample weighted by its length len[j]:
+ *   A_j = (x_j - mu) / sqrt(var + 1e-8),  mu = sum len x / (L + 1e-8),
+ *   var = sum len (x - mu)^2 / (L + 1e-8) * L / (L - 1),  L = sum len over used samples.
+ * With L < 2 (verl raises) var is taken as 1. */
+void or1_rpp_baseline_advantages(const float *scores, const int32_t *group, const bool *use, const int *len,
+                                 size_t n, float *adv);
+
+/* Group mean, batch std (LitePPO, Liu et al. 2025, arXiv 2508.08221 §4.1):
+ * A_j = (s_j - mean_g) / (std_batch + eps), std_batch the unbiased standard deviation of the
+ * used scores of the whole batch (1 with fewer than two); mean 0 for a one-sample group. */
+void or1_grpo_batch_std_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
+                                   double eps, float *adv);
+
+/* The estimator's advantages (len: response lengths, read by RPP_BASELINE only). */
+void or1_outcome_advantages(or1_adv_estimator est, const float *scores, const int32_t *group, const bool *use,
+                            const int *len, size_t n, double eps, float *adv);
+
 /* ---- Truncated-response advantage mask (paper §3.2.3, Table 2) -------------------------- */
 
 /* What happens to responses that hit the length limit without EOS ("truncated"):
@@ -112,7 +150,7 @@ size_t or1_refill_take(const bool *group_kept, size_t n_groups, size_t need, boo
 
 /* Settings of the advantage stage of one step. */
 typedef struct {
-    bool norm_by_std;   /* GRPO (true) or Dr. GRPO (false) */
+    or1_adv_estimator estimator; /* GRPO (the recipe) or another, see above */
     double eps;         /* OR1_GRPO_EPS */
     or1_trunc_mask trunc;
     bool reject;        /* drop zero-advantage groups (paper §3.1) */
@@ -120,7 +158,8 @@ typedef struct {
 } or1_adv_cfg;
 
 /* The recipe's order for one step: truncation masks, then rejection, then advantages over
- * the kept groups' counted samples. Outputs per sample: adv (0 where not in_loss or
+ * the kept groups' counted samples (len: response lengths, for the estimators that read them).
+ * Outputs per sample: adv (0 where not in_loss or
  * rejected), in_loss (the sample's tokens count in eq. (3.1) and T_k: kept and not masked).
  * The verdicts go to *r (free with or1_rejection_free). Without cfg->reject the verdicts
  * are still reported (for the metrics) but every group enters the loss. A NaN score marks a
@@ -128,7 +167,7 @@ typedef struct {
  * group it leaves with fewer than two decided samples is rejected (reward_errors) even without
  * cfg->reject. */
 void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int32_t *group,
-                         const bool *truncated, size_t n, float *adv, bool *in_loss,
+                         const bool *truncated, const int *len, size_t n, float *adv, bool *in_loss,
                          or1_rejection *r);
 
 /* ---- Adaptive entropy control (Skywork-OR1 core_algos.py EntController) ----------------- */
@@ -272,6 +311,53 @@ void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp);
 
 /* ---- The policy loss, eq. (3.1) --------------------------------------------------------- */
 
+/* How the per-token terms of a mini-batch of N sequences (those with at least one response
+ * token), T tokens in all, sequence i having L_i tokens, add up to the loss (verl
+ * core_algos.py agg_loss, loss_agg_mode, as its dp_actor.py update_policy scales it to the
+ * mini-batch). Each token of sequence i is weighted:
+ *   TOKEN_MEAN               1 / T          (eq. (3.1); DAPO)
+ *   SEQ_MEAN_TOKEN_MEAN      1 / (N L_i)    (original GRPO)
+ *   SEQ_MEAN_TOKEN_SUM       1 / N
+ *   SEQ_MEAN_TOKEN_SUM_NORM  1 / (N C)      (Dr. GRPO; C a constant, loss_scale_factor)
+ * The entropy and KL terms are aggregated the same way (verl aggregates them with the same
+ * mode). N and T count the whole mini-batch, so any micro-batch split gives the same sum. */
+typedef enum {
+    OR1_AGG_TOKEN_MEAN,
+    OR1_AGG_SEQ_MEAN_TOKEN_MEAN,
+    OR1_AGG_SEQ_MEAN_TOKEN_SUM,
+    OR1_AGG_SEQ_MEAN_TOKEN_SUM_NORM,
+} or1_loss_agg;
+
+int or1_loss_agg_parse(const char *s, or1_loss_agg *out, const char *where);
+const char *or1_loss_agg_name(or1_loss_agg a);
+
+/* The normalisers of one mini-batch: response tokens T and sequences N (with >= 1 token). */
+typedef struct {
+    long tokens, seqs;
+} or1_loss_norm;
+
+/* The weight of each token of a sequence of len tokens under agg (scale: C). */
+double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm, double scale);
+
+/* The policy-gradient term per token (verl policy_loss.loss_mode), rho = pi/pi_old:
+ *   PPO        max(-A rho, -A clip(rho, 1-eps_low, 1+eps_high))         (eq. (3.1); "vanilla")
+ *   DUAL_CLIP  as PPO; for A < 0 then min(that, -A c)  (Ye et al. 2019; verl clip_ratio_c)
+ *   CISPO      -sg(clip(rho, 1-eps_low, 1+eps_high)) A log pi           (MiniMax-M1 eq. (4))
+ *   GSPO       PPO on the sequence ratio s_i = exp(mean_t log(pi/pi_old)) with the token-level
+ *              straight-through form s_i,t = sg(s_i) pi_t / sg(pi_t) (GSPO eq. (7)-(10)),
+ *              aggregated seq-mean-token-mean whatever the configured aggregation (verl). */
+typedef enum { OR1_PG_PPO, OR1_PG_DUAL_CLIP, OR1_PG_CISPO, OR1_PG_GSPO } or1_pg_mode;
+
+int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where);
+const char *or1_pg_mode_name(or1_pg_mode m);
+
+/* The published defaults of the modes' own settings. */
+#define OR1_DUAL_CLIP_C 3.0
+#define OR1_GSPO_CLIP_LOW 3e-4
+#define OR1_GSPO_CLIP_HIGH 4e-4
+#define OR1_CISPO_CLIP_LOW 10.0
+#define OR1_CISPO_CLIP_HIGH 0.2
+
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {
     float clip_low, clip_high; /* PPO ratio clip: [1 - clip_low, 1 + clip_high] */
@@ -281,15 +367,25 @@ typedef struct {
     or1_kl_estimator kl;       /* its estimator (k1, k2, k3, abs as verl defines them) */
     or1_rollout_is_mode is;    /* rollout correction of each token's PPO term */
     float is_low, is_high;     /* its bounds (TIS: the cap is is_high) */
+    or1_loss_agg agg;          /* aggregation of the token terms (token-mean: eq. (3.1)) */
+    double agg_scale;          /* C of SEQ_MEAN_TOKEN_SUM_NORM */
+    or1_pg_mode mode;          /* the policy-gradient term */
+    float clip_c;              /* DUAL_CLIP: c (> 1) */
+    float gspo_low, gspo_high; /* GSPO: clip of the sequence ratio */
+    float cispo_low, cispo_high; /* CISPO: clip of the (detached) weight */
 } or1_loss_cfg;
 
-/* One response token's term of the MAGIC loss, eq. (3.1), before the 1/T_k normalisation:
- *   loss_t = max(-A*rho, -A*clip(rho, 1-eps_low, 1+eps_high)) - alpha * H_t,
- *   rho = exp(logp - old_logp).
- * Returns the PPO part (pg term) and sets d(loss_t)/d(logp), d(loss_t)/d(H_t), and whether
- * the clipped branch is the larger one. Ties split the gradient as torch.maximum does. */
+/* One response token's term of the MAGIC loss, eq. (3.1), before the aggregation weight:
+ *   loss_t = pg_t - alpha * H_t,  pg_t the term of c->mode (PPO: max(-A*rho,
+ *   -A*clip(rho, 1-eps_low, 1+eps_high)), rho = exp(logp - old_logp)).
+ * Returns the pg term and sets d(loss_t)/d(logp), d(loss_t)/d(H_t), and whether the token
+ * counts as clipped. Ties split the gradient as torch.maximum / torch.minimum do. */
 double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
                             float *d_logp, float *d_entropy, bool *clipped);
+/* The pg term alone, given log_ratio: log(pi/pi_old) of the token, for GSPO the mean of it
+ * over the token's sequence. */
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, float *d_logp,
+                         bool *clipped);
 
 /* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached;
  * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0; rollout_logp: the
@@ -301,12 +397,13 @@ typedef struct {
     const float *old_logp, *ref_logp, *rollout_logp;
 } or1_sample;
 
-/* Sums over response tokens (divide by tokens for means); logp is the sum of the tokens'
- * log-probs under the current weights (its negative mean is the NLL SFT reports); mismatch
+/* Sums over response tokens (divide by tokens for means), but objective; logp is the sum of
+ * the tokens' log-probs under the current weights (its negative mean is the NLL SFT reports); mismatch
  * compares the current log-probs with rollout_logp; is_weight sums the rollout-correction
  * weights and is_masked counts the zero ones. */
 typedef struct {
     double loss, pg_loss, entropy, kl, logp;
+    double objective; /* the aggregated loss itself: each token's terms times its weight */
     long tokens, clipped;
     or1_mismatch mismatch;
     double is_weight;
@@ -315,9 +412,11 @@ typedef struct {
 
 /* The per-token terms of eq. (3.1) (plus the optional KL) for n packed samples, given the
  * scored log-probs and entropies in sample order: the gradients w.r.t. logp and entropy,
- * scaled by inv_total, go to g_logp and g_entropy; the loss sums are added into *st.
- * Shared by every backend, so each runs the same formulas. */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
-                            const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st);
+ * weighted by cfg->agg over the mini-batch whose normalisers are *norm, go to g_logp and
+ * g_entropy; the loss sums are added into *st. Shared by every backend, so each runs the
+ * same formulas. */
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent,
+                            const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
+                            or1_loss_stats *st);
 
 #endif

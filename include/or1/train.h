@@ -75,6 +75,12 @@ typedef struct {
     } rejection;
     or1_adv_cfg advantage; /* reject/keep_single mirror the rejection section */
     struct {
+        or1_loss_agg agg;
+        double scale; /* C of seq-mean-token-sum-norm; 0: the stage's T */
+        or1_pg_mode mode;
+        double clip_c, gspo_low, gspo_high, cispo_low, cispo_high;
+    } loss; /* the loss section: aggregation and policy-gradient term */
+    struct {
         or1_rollout_is_mode mode; /* a mode other than none turns train.recompute_logprobs on */
         double low, high;
     } correction; /* the rollout_correction section */
@@ -210,11 +216,11 @@ void or1_packed_samples_free(or1_packed_samples *p);
 int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens);
 
 /* Adds to the model's gradients the gradient of the eq. (3.1) loss over samples, each token
- * weighted 1/total_tokens (the global response-token count, so any micro-batch or rank split
- * gives the same sum). Samples are packed greedily into micro-batches of at most
+ * weighted as cfg->agg says with the normalisers *norm of the whole mini-batch (its response
+ * tokens and sequences over every rank, so any micro-batch or rank split gives the same sum). Samples are packed greedily into micro-batches of at most
  * micro_tokens tokens; the forward and backward run on the model's backend, the per-token
  * terms on the host. Adds this call's sums into *st. */
-int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
+int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_norm *norm, int micro_tokens,
                     const or1_loss_cfg *cfg, or1_loss_stats *st);
 
 /* ---- Supervised fine-tuning ---------------------------------------------------------------- */

@@ -225,7 +225,7 @@ static void reject_failed_groups(const float *scores, const int32_t *group, size
 /* Masks, rejection, advantages over the kept and counted samples (see algo.h). Samples whose
  * reward failed leave the statistics and the loss before anything is decided. */
 void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int32_t *group,
-                         const bool *truncated, size_t n, float *adv, bool *in_loss,
+                         const bool *truncated, const int *len, size_t n, float *adv, bool *in_loss,
                          or1_rejection *r) {
     bool *in_stats = or1_malloc((n ? n : 1) * sizeof *in_stats);
     bool *kept = or1_malloc((n ? n : 1) * sizeof *kept);
@@ -237,7 +237,7 @@ void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int3
         for (size_t i = 0; i < n; i++) kept[i] = true;
     reject_failed_groups(scores, group, n, r, kept);
     for (size_t i = 0; i < n; i++) in_stats[i] = in_stats[i] && kept[i];
-    or1_grpo_advantages(scores, group, in_stats, n, cfg->norm_by_std, cfg->eps, adv);
+    or1_outcome_advantages(cfg->estimator, scores, group, in_stats, len, n, cfg->eps, adv);
     for (size_t i = 0; i < n; i++) {
         in_loss[i] = in_loss[i] && kept[i];
         if (!in_loss[i]) adv[i] = 0.0f;

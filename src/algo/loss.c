@@ -6,57 +6,156 @@
 #include <math.h>
 #include <string.h>
 
-/* Eq. (3.1) per token: PPO-clip surrogate on the ratio, minus the entropy bonus.
- * Gradient of the surrogate w.r.t. logp: d(-A*rho)/dlogp = -A*rho on the unclipped branch;
- * on the clipped branch -A*rho only while rho lies inside the clip range (torch.clamp passes
- * the gradient on [lo, hi] inclusive), else 0. At a tie torch.maximum gives each side half. */
-double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
-                            float *d_logp, float *d_entropy, bool *clipped) {
-    double rho = exp((double)logp - (double)old_logp);
-    double lo = 1.0 - c->clip_low, hi = 1.0 + c->clip_high;
+/* The PPO-clip surrogate max(-A*rho, -A*clip(rho, lo, hi)) on a ratio whose derivative
+ * w.r.t. the token's log-prob is drho. On the unclipped branch the gradient is -A*drho; on
+ * the clipped one -A*drho only while rho lies inside [lo, hi] (torch.clamp passes the gradient
+ * on its closed range), else 0; at a tie torch.maximum gives each side half. */
+static double ppo_clip(double rho, double drho, double adv, double lo, double hi, double *g, bool *clipped) {
     double rho_c = rho < lo ? lo : rho > hi ? hi : rho;
     double l1 = -adv * rho, l2 = -adv * rho_c;
-    double g1 = -adv * rho, g2 = (rho >= lo && rho <= hi) ? -adv * rho : 0.0;
-    double g = l1 > l2 ? g1 : l2 > l1 ? g2 : 0.5 * (g1 + g2);
-    *d_logp = (float)g;
-    *d_entropy = -c->entropy_coef;
+    double g1 = -adv * drho, g2 = (rho >= lo && rho <= hi) ? -adv * drho : 0.0;
+    *g = l1 > l2 ? g1 : l2 > l1 ? g2 : 0.5 * (g1 + g2);
     *clipped = l2 > l1;
     return l1 > l2 ? l1 : l2;
 }
 
-/* Eq. (3.1) token by token: PPO-clip term, entropy bonus, optional KL; gradients scaled by
- * the global 1/T. */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, double inv_total,
-                            const or1_loss_cfg *cfg, float *g_logp, float *g_entropy, or1_loss_stats *st) {
+/* Dual-clip PPO (Ye et al. 2019, arXiv 1912.09729 eq. (5); verl compute_policy_loss_vanilla
+ * with clip_ratio_c): for A < 0 the PPO term is capped at -A*c, a constant with no gradient;
+ * at a tie torch.minimum gives each side half. */
+static double dual_clip(double rho, double adv, const or1_loss_cfg *c, double *g, bool *clipped) {
+    double v = ppo_clip(rho, rho, adv, 1.0 - c->clip_low, 1.0 + c->clip_high, g, clipped);
+    if (adv >= 0) return v;
+    double cap = -adv * c->clip_c;
+    if (v > cap) *g = 0.0;
+    else if (v == cap) *g *= 0.5;
+    return v < cap ? v : cap;
+}
+
+/* CISPO (MiniMax-M1, arXiv 2506.13585 eq. (4); verl compute_policy_loss_cispo):
+ * -sg(clip(rho, 1-eps_low, 1+eps_high)) * A * logp; the weight is detached, so every token's
+ * gradient is -weight * A. A token counts as clipped when the weight differs from rho. */
+static double cispo(double rho, float logp, double adv, const or1_loss_cfg *c, double *g, bool *clipped) {
+    double lo = 1.0 - c->cispo_low, hi = 1.0 + c->cispo_high;
+    double w = rho < lo ? lo : rho > hi ? hi : rho;
+    *g = -w * adv;
+    *clipped = w != rho;
+    return -w * adv * (double)logp;
+}
+
+/* GSPO (arXiv 2507.18071 eq. (7)-(10); verl compute_policy_loss_gspo): the token ratio
+ * s_i,t = sg(s_i) * pi_t / sg(pi_t) has the value s_i = exp(mean log-ratio of the sequence)
+ * and d s_i,t / d logp_t = s_i; its log is clamped at 10 as verl does (no gradient above). */
+static double gspo(double seq_log_ratio, double adv, const or1_loss_cfg *c, double *g, bool *clipped) {
+    double rho = exp(seq_log_ratio < 10.0 ? seq_log_ratio : 10.0);
+    double drho = seq_log_ratio <= 10.0 ? rho : 0.0;
+    return ppo_clip(rho, drho, adv, 1.0 - c->gspo_low, 1.0 + c->gspo_high, g, clipped);
+}
+
+/* One token's policy-gradient term under c->mode: log_ratio is log(pi/pi_old) of the token,
+ * or for GSPO the mean over its sequence. */
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, float *d_logp,
+                         bool *clipped) {
+    double g = 0.0, v, rho = exp(log_ratio);
+    switch (c->mode) {
+    case OR1_PG_DUAL_CLIP: v = dual_clip(rho, adv, c, &g, clipped); break;
+    case OR1_PG_CISPO: v = cispo(rho, logp, adv, c, &g, clipped); break;
+    case OR1_PG_GSPO: v = gspo(log_ratio, adv, c, &g, clipped); break;
+    default: v = ppo_clip(rho, rho, adv, 1.0 - c->clip_low, 1.0 + c->clip_high, &g, clipped); break;
+    }
+    *d_logp = (float)g;
+    return v;
+}
+
+/* Eq. (3.1) per token: the policy-gradient term of c->mode on rho = exp(logp - old_logp)
+ * (GSPO reads it as a one-token sequence), minus the entropy bonus. */
+double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
+                            float *d_logp, float *d_entropy, bool *clipped) {
+    *d_entropy = -c->entropy_coef;
+    return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, d_logp, clipped);
+}
+
+/* verl agg_loss as dp_actor.py scales it to the mini-batch: the weight of each token of a
+ * sequence of len tokens (see or1_loss_agg). */
+double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm, double scale) {
+    double n = norm->seqs > 0 ? (double)norm->seqs : 1.0;
+    switch (agg) {
+    case OR1_AGG_SEQ_MEAN_TOKEN_MEAN: return len > 0 ? 1.0 / (n * (double)len) : 0.0;
+    case OR1_AGG_SEQ_MEAN_TOKEN_SUM: return 1.0 / n;
+    case OR1_AGG_SEQ_MEAN_TOKEN_SUM_NORM: return scale > 0 ? 1.0 / (n * scale) : 0.0;
+    default: return norm->tokens > 0 ? 1.0 / (double)norm->tokens : 0.0;
+    }
+}
+
+/* The mean log(pi/pi_old) of one sequence (0 without old log-probs), GSPO's log s_i. */
+static double seq_log_ratio(const or1_sample *x, const float *logp) {
+    if (!x->old_logp || x->n_resp == 0) return 0.0;
+    double sum = 0.0;
+    for (int j = 0; j < x->n_resp; j++) sum += (double)logp[j] - (double)x->old_logp[j];
+    return sum / (double)x->n_resp;
+}
+
+/* Eq. (3.1) token by token: the policy-gradient term, entropy bonus, optional KL; gradients
+ * weighted as cfg->agg aggregates them over the mini-batch (GSPO's term seq-mean-token-mean). */
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent,
+                            const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
+                            or1_loss_stats *st) {
     for (int i = 0, k = 0; i < n; i++) {
         const or1_sample *x = &s[i];
+        double w = or1_agg_token_weight(cfg->agg, x->n_resp, norm, cfg->agg_scale);
+        double w_pg = cfg->mode == OR1_PG_GSPO ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0)
+                                               : w;
+        double seq_lr = cfg->mode == OR1_PG_GSPO ? seq_log_ratio(x, logp + k) : 0.0;
         for (int j = 0; j < x->n_resp; j++, k++) {
-            float old = x->old_logp ? x->old_logp[j] : logp[k], dlp, dh;
+            float old = x->old_logp ? x->old_logp[j] : logp[k], dlp;
             bool clipped;
-            double pg = or1_magic_token_loss(logp[k], old, x->adv, cfg, &dlp, &dh, &clipped);
+            double lr = cfg->mode == OR1_PG_GSPO ? seq_lr : (double)logp[k] - (double)old;
+            double pg = or1_pg_token_loss(cfg, lr, logp[k], x->adv, &dlp, &clipped);
             if (x->rollout_logp) {
                 or1_mismatch_add(&st->mismatch, logp[k], x->rollout_logp[j]);
                 if (cfg->is != OR1_IS_NONE) {
-                    double w = or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
-                    pg *= w, dlp = (float)(dlp * w);
-                    st->is_weight += w, st->is_masked += w == 0;
+                    double wis = or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
+                    pg *= wis, dlp = (float)(dlp * wis);
+                    st->is_weight += wis, st->is_masked += wis == 0;
                 }
             }
             double kl = 0, dkl = 0;
             if (cfg->kl_coef != 0 && x->ref_logp) kl = or1_kl_token(&cfg->kl, logp[k], x->ref_logp[j], &dkl);
-            dlp += (float)(cfg->kl_coef * dkl);
             st->pg_loss += pg;
             st->entropy += ent[k];
             st->kl += kl;
             st->logp += logp[k];
             st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
+            st->objective += w_pg * pg + w * (cfg->kl_coef * kl - cfg->entropy_coef * ent[k]);
             st->clipped += clipped;
             st->tokens++;
-            g_logp[k] = (float)(dlp * inv_total);
-            g_entropy[k] = (float)(dh * inv_total);
+            g_logp[k] = (float)(w_pg * dlp + w * cfg->kl_coef * dkl);
+            g_entropy[k] = (float)(w * -cfg->entropy_coef);
         }
     }
 }
+
+static const char *const AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                                        "seq-mean-token-sum-norm"};
+
+/* Parses an aggregation name as verl spells loss_agg_mode. */
+int or1_loss_agg_parse(const char *s, or1_loss_agg *out, const char *where) {
+    int i = algo_name_index(AGG_NAMES, 4, s, "loss aggregation", where);
+    if (i >= 0) *out = (or1_loss_agg)i;
+    return i < 0 ? -1 : 0;
+}
+
+const char *or1_loss_agg_name(or1_loss_agg a) { return AGG_NAMES[a]; }
+
+static const char *const PG_NAMES[] = {"ppo", "dual-clip", "cispo", "gspo"};
+
+/* Parses a policy-loss mode name. */
+int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where) {
+    int i = algo_name_index(PG_NAMES, 4, s, "policy loss mode", where);
+    if (i >= 0) *out = (or1_pg_mode)i;
+    return i < 0 ? -1 : 0;
+}
+
+const char *or1_pg_mode_name(or1_pg_mode m) { return PG_NAMES[m]; }
 
 static const char *const IS_NAMES[] = {"none", "tis", "mis"};
 

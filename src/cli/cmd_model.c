@@ -123,7 +123,8 @@ const cli_command cli_cmd_logprobs = CLI_COMMAND(
 typedef struct {
     or1_sample *s;
     int n, cap;
-    long tokens, packed;
+    long tokens, packed, seqs; /* response tokens, all tokens, sequences with a response token */
+    int max_resp;              /* the longest response */
 } sample_list;
 
 /* Frees the samples' arrays. */
@@ -194,6 +195,8 @@ static int read_batch(const char *path, int vocab, sample_list *l) {
         cJSON_Delete(row);
         if (rc) break;
         l->tokens += l->s[l->n].n_resp;
+        l->seqs += l->s[l->n].n_resp > 0;
+        if (l->s[l->n].n_resp > l->max_resp) l->max_resp = l->s[l->n].n_resp;
         l->packed += l->s[l->n].n_prompt + l->s[l->n].n_resp;
         l->n++;
     }
@@ -235,12 +238,21 @@ static const cli_flag_spec grad_flag_table[] = {
     FLAG_STR("rollout-is", "none|tis|mis", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
     FLAG_NUM("rollout-is-low", "0.5", 0, 1e30, "MIS: lowest ratio kept"),
     FLAG_NUM("rollout-is-high", "2", 1e-9, 1e30, "TIS: the weight's cap; MIS: highest ratio kept"),
+    FLAG_STR("loss-agg", "token-mean|seq-mean-token-mean|seq-mean-token-sum|seq-mean-token-sum-norm", "token-mean",
+             "how the token terms add up to the loss"),
+    FLAG_NUM("loss-scale", "0", 0, 1e30, "seq-mean-token-sum-norm: the constant C; 0: the longest response"),
+    FLAG_STR("loss-mode", "ppo|dual-clip|cispo|gspo", "ppo", "the policy-gradient term"),
+    FLAG_NUM("clip-ratio-c", "3", 1, 1e30, "dual-clip: cap -A*c of the term when A < 0"),
+    FLAG_NUM("gspo-clip-low", "3e-4", 0, 1, "gspo: sequence ratio clip below, 1 - this"),
+    FLAG_NUM("gspo-clip-high", "4e-4", 0, 100, "gspo: sequence ratio clip above, 1 + this"),
+    FLAG_NUM("cispo-clip-low", "10", 0, 1e30, "cispo: weight clip below, 1 - this (large: none)"),
+    FLAG_NUM("cispo-clip-high", "0.2", 0, 1e30, "cispo: weight clip above, 1 + this"),
     FLAG_DEVICE,
 };
 
 /* Reads and checks the flags of `or1 grad`. */
 static int grad_flags(cli_args *a, grad_opts *o) {
-    double lo, hi, coef, lr, wd, is_low, is_high, t;
+    double lo, hi, coef, lr, wd, is_low, is_high, t, c, gl, gh, cl, ch;
     const char *is = NULL;
     *o = (grad_opts){0};
     o->dir = cli_str(a, "model");
@@ -260,10 +272,19 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     cli_double(a, "max-grad-norm", &o->max_grad_norm);
     cli_double(a, "rollout-is-low", &is_low);
     cli_double(a, "rollout-is-high", &is_high);
+    cli_double(a, "loss-scale", &o->loss.agg_scale);
+    cli_double(a, "clip-ratio-c", &c);
+    cli_double(a, "gspo-clip-low", &gl);
+    cli_double(a, "gspo-clip-high", &gh);
+    cli_double(a, "cispo-clip-low", &cl);
+    cli_double(a, "cispo-clip-high", &ch);
     if (cli_save_dtype(a, &o->save_dtype) ||
         ((is = cli_str(a, "rollout-is")) && or1_rollout_is_parse(is, &o->loss.is, "grad: --rollout-is")) ||
-        cli_check_unused(a))
+        or1_loss_agg_parse(cli_str(a, "loss-agg"), &o->loss.agg, "grad: --loss-agg") ||
+        or1_pg_mode_parse(cli_str(a, "loss-mode"), &o->loss.mode, "grad: --loss-mode") || cli_check_unused(a))
         return -1;
+    o->loss.clip_c = (float)c, o->loss.gspo_low = (float)gl, o->loss.gspo_high = (float)gh;
+    o->loss.cispo_low = (float)cl, o->loss.cispo_high = (float)ch;
     o->loss.temperature = (float)t;
     o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
     o->loss.is_low = (float)is_low, o->loss.is_high = (float)is_high;
@@ -288,7 +309,10 @@ static int grad_step(cli_model *cm, const grad_opts *o) {
 /* The batch's gradient, from zero, on the model's device. */
 static int batch_grad(cli_model *cm, const sample_list *l, const grad_opts *o, or1_loss_stats *st) {
     or1_dmodel_zero_grad(cm->dm);
-    return or1_policy_grad(cm->dm, l->s, l->n, l->tokens, (int)o->micro_tokens, &o->loss, st);
+    or1_loss_norm norm = {l->tokens, l->seqs};
+    or1_loss_cfg lc = o->loss;
+    if (lc.agg_scale == 0) lc.agg_scale = l->max_resp;
+    return or1_policy_grad(cm->dm, l->s, l->n, &norm, (int)o->micro_tokens, &lc, st);
 }
 
 /* Times forward+backward over the batch: one warm-up, then iters timed runs. */
@@ -333,7 +357,7 @@ static int cmd_grad(cli_args *a) {
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
                "\"grad_norm\":%.17g,\"mismatch_abs_mean\":%.17g,\"mismatch_abs_max\":%.17g,\"mismatch_k3\":%.17g,"
                "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g}\n",
-               st.loss / nt, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm,
+               st.objective, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm,
                mm->abs_sum / nm, mm->abs_max, mm->k3_sum / nm, o.loss.is ? st.is_weight / nt : 1.0,
                (double)st.is_masked / nt);
         fflush(stdout);

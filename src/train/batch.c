@@ -89,7 +89,7 @@ void batch_decide(step_batch *b, const trainer *t) {
     int32_t *group = or1_malloc(b->n_samples * sizeof *group);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
     or1_rejection_free(&b->rej);
-    or1_step_advantages(&t->cfg->advantage, b->score, group, b->trunc, b->n_samples, b->adv, b->in_loss, &b->rej);
+    or1_step_advantages(&t->cfg->advantage, b->score, group, b->trunc, b->len, b->n_samples, b->adv, b->in_loss, &b->rej);
     b->kept_groups = b->rej.kept;
     free(group);
 }
@@ -130,7 +130,7 @@ double batch_entropy_estimate(const step_batch *b, const trainer *t) {
 }
 
 /* Groups [c*G/n, (c+1)*G/n) of the groups in the loss; T over all ranks, samples own only. */
-int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens) {
+int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, or1_loss_norm *norm) {
     size_t G = 0, M = (size_t)b->M;
     size_t *groups = or1_malloc((b->n_groups ? b->n_groups : 1) * sizeof *groups);
     for (size_t g = 0; g < b->n_groups; g++)
@@ -141,13 +141,14 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
             }
     size_t g0 = G * (size_t)c / (size_t)n, g1 = G * (size_t)(c + 1) / (size_t)n;
     *s = or1_malloc(((g1 - g0) * M + 1) * sizeof **s);
-    *tokens = 0;
+    *norm = (or1_loss_norm){0, 0};
     int k = 0;
     for (size_t q = g0; q < g1; q++)
         for (size_t j = 0; j < M; j++) {
             size_t i = groups[q] * M + j;
             if (!b->in_loss[i]) continue;
-            *tokens += b->len[i];
+            norm->tokens += b->len[i];
+            norm->seqs += b->len[i] > 0;
             if (!b->owned[i]) continue;
             const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
             const float *rollout = b->c[i].logprobs, *old = b->old_logp ? b->old_logp[i] : rollout;

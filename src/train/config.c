@@ -75,7 +75,15 @@ const or1_yaml_key or1_train_schema[] = {
     BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
     BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
     INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
-    STR_KEY("advantage.estimator", "grpo", "grpo | drgrpo (no division by the group std)"),
+    STR_KEY("loss.agg", "token-mean", "token-mean | seq-mean-token-mean | seq-mean-token-sum | seq-mean-token-sum-norm"),
+    NUM_KEY("loss.scale", "0", 0, BIG, "seq-mean-token-sum-norm: the constant C; 0: the stage's T"),
+    STR_KEY("loss.mode", "ppo", "ppo | dual-clip | cispo | gspo"),
+    NUM_KEY("loss.clip_ratio_c", TEXT(OR1_DUAL_CLIP_C), 1, BIG, "dual-clip: cap -A*c of the term when A < 0 (c > 1)"),
+    NUM_KEY("loss.gspo_clip_low", TEXT(OR1_GSPO_CLIP_LOW), 0, 1, "gspo: sequence ratio clip below, 1 - this"),
+    NUM_KEY("loss.gspo_clip_high", TEXT(OR1_GSPO_CLIP_HIGH), 0, BIG, "gspo: sequence ratio clip above, 1 + this"),
+    NUM_KEY("loss.cispo_clip_low", TEXT(OR1_CISPO_CLIP_LOW), 0, BIG, "cispo: weight clip below, 1 - this (large: none)"),
+    NUM_KEY("loss.cispo_clip_high", TEXT(OR1_CISPO_CLIP_HIGH), 0, BIG, "cispo: weight clip above, 1 + this"),
+    STR_KEY("advantage.estimator", "grpo", "grpo | drgrpo | rloo | reinforce++-baseline | grpo-batch-std"),
     NUM_KEY("advantage.eps", "1e-6", 0, 1, "added to the group std"),
     STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
     INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
@@ -128,7 +136,9 @@ static const struct {
     F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("rollout_correction.low", correction.low),
     F("rollout_correction.high", correction.high), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
-    F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
+    F("advantage.eps", advantage.eps), F("loss.scale", loss.scale), F("loss.clip_ratio_c", loss.clip_c),
+    F("loss.gspo_clip_low", loss.gspo_low), F("loss.gspo_clip_high", loss.gspo_high),
+    F("loss.cispo_clip_low", loss.cispo_low), F("loss.cispo_clip_high", loss.cispo_high), F("reward.workers", reward.workers),
     F("reward.code_timeout", reward.code_timeout), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
     F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("output.dir", output_dir), F("seed", seed),
@@ -205,8 +215,8 @@ static const char *where_of(const or1_yaml *cfg, const char *path, char *buf, si
     return buf;
 }
 
-/* The enumerated keys: entropy mode, KL estimator, advantage estimator and mask, missing
- * difficulty policy. */
+/* The enumerated keys: entropy mode, KL estimator, rollout correction, advantage estimator
+ * and mask, loss aggregation and mode, missing difficulty policy, checkpoint dtype. */
 static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     const or1_yaml_node *root = or1_yaml_root(cfg);
     char w[700];
@@ -215,12 +225,13 @@ static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
         or1_rollout_is_parse(str_of(root, "rollout_correction.mode"), &c->correction.mode,
                              where_of(cfg, "rollout_correction.mode", w, sizeof w)) ||
         or1_trunc_mask_parse(str_of(root, "advantage.truncation_mask"), &c->advantage.trunc,
-                             where_of(cfg, "advantage.truncation_mask", w, sizeof w)))
+                             where_of(cfg, "advantage.truncation_mask", w, sizeof w)) ||
+        or1_loss_agg_parse(str_of(root, "loss.agg"), &c->loss.agg, where_of(cfg, "loss.agg", w, sizeof w)) ||
+        or1_pg_mode_parse(str_of(root, "loss.mode"), &c->loss.mode, where_of(cfg, "loss.mode", w, sizeof w)))
         return -1;
-    const char *est = str_of(root, "advantage.estimator");
-    if (strcmp(est, "grpo") != 0 && strcmp(est, "drgrpo") != 0)
-        return or1_fail("%s: \"%.64s\" is not one of grpo, drgrpo", where_of(cfg, "advantage.estimator", w, sizeof w), est);
-    c->advantage.norm_by_std = !strcmp(est, "grpo");
+    if (or1_adv_estimator_parse(str_of(root, "advantage.estimator"), &c->advantage.estimator,
+                                where_of(cfg, "advantage.estimator", w, sizeof w)))
+        return -1;
     const char *miss = str_of(root, "data.difficulty.missing");
     if (strcmp(miss, "keep") != 0 && strcmp(miss, "drop") != 0)
         return or1_fail("%s: \"%.64s\" is not one of keep, drop", where_of(cfg, "data.difficulty.missing", w, sizeof w), miss);
@@ -323,7 +334,8 @@ static int check_optimizer(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->train.beta1 >= 1 || c->train.beta2 >= 1)
         return or1_fail("%s: beta1 and beta2 must be below 1 (the bias correction 1 - beta^t would be 0)",
                         where_of(cfg, c->train.beta1 >= 1 ? "train.beta1" : "train.beta2", w, sizeof w));
-    if (c->advantage.norm_by_std && !(c->advantage.eps > 0) && !c->rejection.enabled)
+    bool divides = c->advantage.estimator == OR1_ADV_GRPO || c->advantage.estimator == OR1_ADV_GRPO_BATCH_STD;
+    if (divides && !(c->advantage.eps > 0) && !c->rejection.enabled)
         return or1_fail("%s: eps 0 with rejection off divides a constant group's advantages by a std of 0",
                         where_of(cfg, "advantage.eps", w, sizeof w));
     return 0;
@@ -551,7 +563,11 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k)
     } else if (!strcmp(p, "kl.estimator")) {
         fprintf(f, "%s%s", or1_kl_name(c->kl.estimator.kind), c->kl.estimator.straight_through ? "+" : "");
     } else if (!strcmp(p, "advantage.estimator")) {
-        fputs(c->advantage.norm_by_std ? "grpo" : "drgrpo", f);
+        fputs(or1_adv_estimator_name(c->advantage.estimator), f);
+    } else if (!strcmp(p, "loss.agg")) {
+        fputs(or1_loss_agg_name(c->loss.agg), f);
+    } else if (!strcmp(p, "loss.mode")) {
+        fputs(or1_pg_mode_name(c->loss.mode), f);
     } else if (!strcmp(p, "checkpoint.dtype")) {
         fputs(c->checkpoint.dtype == OR1_BF16 ? "bf16" : "f32", f);
     } else if (!strcmp(p, "advantage.truncation_mask")) {

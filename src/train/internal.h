@@ -61,8 +61,9 @@ void batch_decide(step_batch *b, const trainer *t);
 void batch_finalize(step_batch *b, const trainer *t, size_t need);
 /* e_k: the mean negative log-prob of the sampled tokens in the loss, before the update. */
 double batch_entropy_estimate(const step_batch *b, const trainer *t);
-/* The own loss samples of mini-batch c of n (groups split in order) and its global T. */
-int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, long *tokens);
+/* The own loss samples of mini-batch c of n (groups split in order) and its global T and
+ * sequence count (the loss normalisers). */
+int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, or1_loss_norm *norm);
 /* Reference log-probs of the own loss samples (KL term). */
 int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
 /* Log-probs of the own loss samples under the current weights before the update, and their

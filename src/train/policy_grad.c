@@ -31,7 +31,7 @@ void or1_packed_samples_free(or1_packed_samples *p) {
 
 
 /* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
-static int micro_step(or1_dmodel *dm, const or1_sample *s, int i0, int i1, double inv_total,
+static int micro_step(or1_dmodel *dm, const or1_sample *s, int i0, int i1, const or1_loss_norm *norm,
                       const or1_loss_cfg *cfg, or1_loss_stats *st) {
     or1_packed_samples p;
     or1_pack_samples(&p, s + i0, i1 - i0);
@@ -39,7 +39,7 @@ static int micro_step(or1_dmodel *dm, const or1_sample *s, int i0, int i1, doubl
     float *buf = or1_malloc((size_t)4 * (ns + 1) * sizeof *buf);
     float *logp = buf, *ent = logp + ns, *g_lp = ent + ns, *g_h = g_lp + ns;
     int rc = or1_dmodel_forward(dm, &p.b, true) || or1_dmodel_head(dm, &p.b, cfg->temperature, logp, ent);
-    if (!rc) or1_policy_token_grads(s + i0, i1 - i0, logp, ent, inv_total, cfg, g_lp, g_h, st);
+    if (!rc) or1_policy_token_grads(s + i0, i1 - i0, logp, ent, norm, cfg, g_lp, g_h, st);
     if (!rc) rc = or1_dmodel_backward(dm, &p.b, cfg->temperature, g_lp, g_h);
     free(buf);
     or1_packed_samples_free(&p);
@@ -57,12 +57,11 @@ int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens) {
 }
 
 /* Micro-batch by micro-batch over the greedy packing. */
-int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, long total_tokens, int micro_tokens,
+int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_norm *norm, int micro_tokens,
                     const or1_loss_cfg *cfg, or1_loss_stats *st) {
-    double inv_total = total_tokens > 0 ? 1.0 / (double)total_tokens : 0.0;
     for (int i0 = 0, i1; i0 < n; i0 = i1) {
         i1 = or1_micro_batch_end(s, n, i0, micro_tokens);
-        if (micro_step(dm, s, i0, i1, inv_total, cfg, st)) return -1;
+        if (micro_step(dm, s, i0, i1, norm, cfg, st)) return -1;
     }
     return 0;
 }

@@ -100,7 +100,8 @@ static int finite_weights(trainer *t, int mini_batch) {
 }
 
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
- * chunk's loss is normalised by its global kept-token count (eq. 3.1). *grad_norm gets the
+ * chunk's loss is aggregated with its global kept-token and sequence counts (eq. 3.1 for
+ * token-mean; loss.scale 0 is the stage's T). *grad_norm gets the
  * mean pre-clip norm over the updates. */
 static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_stats *total, double *grad_norm) {
     const or1_stage_cfg *st = &t->cfg->stages[si];
@@ -113,7 +114,15 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                        t->cfg->kl.estimator,
                        t->cfg->correction.mode,
                        (float)t->cfg->correction.low,
-                       (float)t->cfg->correction.high};
+                       (float)t->cfg->correction.high,
+                       t->cfg->loss.agg,
+                       t->cfg->loss.scale > 0 ? t->cfg->loss.scale : (double)st->context_length,
+                       t->cfg->loss.mode,
+                       (float)t->cfg->loss.clip_c,
+                       (float)t->cfg->loss.gspo_low,
+                       (float)t->cfg->loss.gspo_high,
+                       (float)t->cfg->loss.cispo_low,
+                       (float)t->cfg->loss.cispo_high};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
@@ -121,15 +130,15 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
     for (int e = 0; e < t->cfg->train.epochs; e++)
         for (int c = 0; c < n_sgd; c++) {
             or1_sample *s;
-            long tokens;
-            int n = batch_chunk(b, t, c, n_sgd, &s, &tokens);
-            if (tokens == 0) {
+            or1_loss_norm ln;
+            int n = batch_chunk(b, t, c, n_sgd, &s, &ln);
+            if (ln.tokens == 0) {
                 free(s);
                 continue;
             }
             or1_dmodel_zero_grad(t->dm);
             or1_loss_stats ls = {0};
-            int rc = or1_policy_grad(t->dm, s, n, tokens, micro, &lc, &ls);
+            int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
             free(s);
             if (rc) return -1;
             double sums[8] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,

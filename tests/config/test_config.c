@@ -83,11 +83,14 @@ static void test_defaults(void) {
     CHECK(!c.kl.enabled && c.kl.coef == 0.001 && c.kl.estimator.kind == OR1_KL_K3 && !c.kl.estimator.straight_through,
           "kl defaults");
     CHECK(c.rejection.enabled && !c.rejection.keep_single && c.rejection.max_rounds == 1 && c.advantage.reject &&
-              c.advantage.norm_by_std && c.advantage.eps == 1e-6 && c.advantage.trunc == OR1_TRUNC_NONE,
+              c.advantage.estimator == OR1_ADV_GRPO && c.advantage.eps == 1e-6 && c.advantage.trunc == OR1_TRUNC_NONE,
           "rejection/advantage defaults");
     CHECK(c.n_stages == 1 && c.stages[0].context_length == 16384 && c.stages[0].prompts == 256 &&
               c.stages[0].samples == 16 && c.stages[0].mini_batch == 256 && c.stages[0].steps == 1000,
           "one stage from the top-level keys");
+    CHECK(c.loss.agg == OR1_AGG_TOKEN_MEAN && c.loss.scale == 0 && c.loss.mode == OR1_PG_PPO && c.loss.clip_c == 3 &&
+              c.loss.gspo_low == 3e-4 && c.loss.gspo_high == 4e-4 && c.loss.cispo_low == 10 && c.loss.cispo_high == 0.2,
+          "loss defaults");
     CHECK(c.eval.n_files == 0 && c.eval.every == 20 && c.eval.n == 8 && c.eval.n_temperatures == 2 &&
               c.eval.temperatures[0] == 0.6 && c.eval.temperatures[1] == 1.0, "eval defaults");
     CHECK(c.checkpoint.every == 20 && !strcmp(c.output_dir, "runs/train") && c.seed == 1, "output defaults");
@@ -132,6 +135,40 @@ static void test_overrides(void) {
     }
 }
 
+/* The loss and advantage variants: each name loads, and the dump loads back to itself. */
+static void test_variants(void) {
+    static const char *const est[] = {"grpo", "drgrpo", "rloo", "reinforce++-baseline", "grpo-batch-std"};
+    static const char *const agg[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"};
+    static const char *const mode[] = {"ppo", "dual-clip", "cispo", "gspo"};
+    for (int i = 0; i < 5; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "%sadvantage: {estimator: %s}\nloss: {agg: %s, mode: %s, scale: 512, clip_ratio_c: 2.5,"
+                 " gspo_clip_low: 0.001, gspo_clip_high: 0.002, cispo_clip_low: 0.5, cispo_clip_high: 4}\n",
+                 MIN, est[i], agg[i % 4], mode[(i + 1) % 4]);
+        or1_train_config c, c2;
+        if (!CHECK(load_text(text, NULL, 0, &c) == 0, "variant %d: %s", i, or1_error())) continue;
+        CHECK(c.advantage.estimator == (or1_adv_estimator)i && c.loss.agg == (or1_loss_agg)(i % 4) &&
+                  c.loss.mode == (or1_pg_mode)((i + 1) % 4) && c.loss.scale == 512 && c.loss.clip_c == 2.5 &&
+                  c.loss.gspo_low == 0.001 && c.loss.gspo_high == 0.002 && c.loss.cispo_low == 0.5 &&
+                  c.loss.cispo_high == 4,
+              "variant %d: values", i);
+        char *y1 = or1_train_config_yaml(&c);
+        CHECK(strstr(y1, est[i]) && strstr(y1, agg[i % 4]) && strstr(y1, mode[(i + 1) % 4]), "variant %d: dump\n%s", i, y1);
+        if (CHECK(or1_train_config_load(put("dump.yaml", y1), NULL, 0, &c2) == 0, "variant %d: reload: %s", i,
+                  or1_error())) {
+            char *y2 = or1_train_config_yaml(&c2);
+            CHECK(!strcmp(y1, y2) && c2.advantage.estimator == c.advantage.estimator && c2.loss.agg == c.loss.agg &&
+                      c2.loss.mode == c.loss.mode,
+                  "variant %d: dump/reload differs", i);
+            free(y2);
+            or1_train_config_free(&c2);
+        }
+        free(y1);
+        or1_train_config_free(&c);
+    }
+}
+
 /* Unknown keys, wrong types, bad relations: errors name the file, line and key path. */
 static void test_bad_configs(void) {
     struct {
@@ -157,7 +194,16 @@ static void test_bad_configs(void) {
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nkl: {estimator: k4}\n", "key \"kl.estimator\"", "k4"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {truncation_mask: middle}\n",
          "key \"advantage.truncation_mask\"", "middle"},
-        {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {estimator: rloo}\n", "key \"advantage.estimator\"", "rloo"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {estimator: loo}\n", "key \"advantage.estimator\"",
+         "\"loo\" is not one of grpo, drgrpo, rloo, reinforce++-baseline, grpo-batch-std"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {agg: seq-mean}\n", "key \"loss.agg\"",
+         "\"seq-mean\" is not one of token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss:\n  mode: vanilla\n", "t.yaml:5: key \"loss.mode\"",
+         "\"vanilla\" is not one of ppo, dual-clip, cispo, gspo"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {clip_ratio_c: 0.5}\n", "key \"loss.clip_ratio_c\"",
+         "outside"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {estimator: grpo-batch-std, eps: 0}\n"
+         "rejection: {enabled: false}\n", "key \"advantage.eps\"", "std of 0"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nentropy: {c_min: 0.1, c_max: 0.01}\n", "entropy.c_min", "above"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\neval: {temperatures: [1.0, hot]}\n", "eval.temperatures[1]",
          "expected a number"},
@@ -483,6 +529,7 @@ int main(int argc, char **argv) {
     }
     test_defaults();
     test_overrides();
+    test_variants();
     test_bad_configs();
     test_hostile();
     test_getters();

@@ -288,6 +288,60 @@ def ppo_clip_term(logp, old, adv, clip_low, clip_high):
     return torch.where(wins, clipped, unclipped), wins
 
 
+def dual_clip_term(logp, old, adv, clip_low, clip_high, clip_c):
+    """Dual-clip PPO (Ye et al. 2019, eq. 5): for A < 0, min(PPO term, -A * c)."""
+    term, wins = ppo_clip_term(logp, old, adv, clip_low, clip_high)
+    if adv < 0:
+        term = torch.minimum(term, torch.full_like(term, -adv * clip_c))
+    return term, wins
+
+
+def cispo_term(logp, old, adv, eps_low, eps_high):
+    """CISPO (MiniMax-M1 eq. 4): -sg(clip(rho, 1-eps_low, 1+eps_high)) * A * log pi; a token
+    counts as clipped when the weight is not rho."""
+    rho = torch.exp(logp - old).detach()
+    weight = rho.clamp(1 - eps_low, 1 + eps_high)
+    return -weight * adv * logp, weight != rho
+
+
+def gspo_term(logp, old, adv, eps_low, eps_high):
+    """GSPO (eq. 7-10): s_i = exp(mean_t log(pi/pi_old)), token form
+    s_i,t = sg(s_i) * pi_t / sg(pi_t) (log clamped at 10), PPO-clipped with GSPO's epsilons."""
+    log_s = (logp - old).mean().detach()
+    s = torch.exp(torch.clamp(log_s + logp - logp.detach(), max=10.0))
+    unclipped = -adv * s
+    clipped = -adv * s.clamp(1 - eps_low, 1 + eps_high)
+    return torch.maximum(unclipped, clipped), clipped > unclipped
+
+
+def pg_term(logp, old, adv, mode, kw):
+    """The per-token policy-gradient term of a loss mode, and which tokens count as clipped."""
+    if mode == "dual-clip":
+        return dual_clip_term(logp, old, adv, kw["clip_low"], kw["clip_high"], kw["clip_c"])
+    if mode == "cispo":
+        return cispo_term(logp, old, adv, kw["cispo_low"], kw["cispo_high"])
+    if mode == "gspo":
+        return gspo_term(logp, old, adv, kw["gspo_low"], kw["gspo_high"])
+    return ppo_clip_term(logp, old, adv, kw["clip_low"], kw["clip_high"])
+
+
+def aggregate(per_seq, agg, scale):
+    """verl's loss_agg_mode over a mini-batch of per-sequence token tensors: token-mean (all
+    tokens / T), seq-mean-token-mean (mean over sequences of token means), seq-mean-token-sum
+    (mean over sequences of token sums), seq-mean-token-sum-norm (all tokens / (N * scale));
+    N counts the sequences with at least one token."""
+    seqs = [t for t in per_seq if t.numel() > 0]
+    if agg == "token-mean":
+        return torch.cat(seqs).sum() / sum(t.numel() for t in seqs)
+    if agg == "seq-mean-token-mean":
+        return sum(t.mean() for t in seqs) / len(seqs)
+    if agg == "seq-mean-token-sum":
+        return sum(t.sum() for t in seqs) / len(seqs)
+    if agg == "seq-mean-token-sum-norm":
+        return torch.cat(seqs).sum() / (len(seqs) * scale)
+    raise ValueError(agg)
+
+
 def rollout_is_weight(old, rollout, mode, low, high):
     """verl's token-level rollout correction: r = exp(old - rollout); TIS min(r, high), MIS
     1 inside [low, high] and 0 outside, none 1. Detached (a weight, not a path for gradients)."""
@@ -307,10 +361,13 @@ def mismatch_stats(logp, rollout):
 
 
 def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0, rollout_is="none",
-              rollout_is_low=0.5, rollout_is_high=2.0):
-    """Eq. 3.1: token-mean over the whole batch of the clipped surrogate minus alpha * entropy,
-    each token's surrogate weighted by the rollout correction when rows carry
-    rollout_logprobs.
+              rollout_is_low=0.5, rollout_is_high=2.0, agg="token-mean", agg_scale=0, mode="ppo", clip_c=3.0,
+              gspo_low=3e-4, gspo_high=4e-4, cispo_low=10.0, cispo_high=0.2):
+    """Eq. 3.1 by default: token-mean over the whole batch of the clipped surrogate minus
+    alpha * entropy, each token's surrogate weighted by the rollout correction when rows carry
+    rollout_logprobs. `mode` picks the policy-gradient term and `agg` how the terms add up
+    (GSPO's term always seq-mean-token-mean, the entropy always `agg`); agg_scale 0 is the
+    longest response of the batch.
 
     Returns the scalar loss tensor and the printed statistics (pg_loss, entropy, tokens,
     clip_frac, and with rollout log-probs the mismatch and the weights) as floats."""
@@ -322,7 +379,9 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
         logp, ent = token_logprobs(logits, resp, temperature)
         old = (torch.as_tensor(row["old_logprobs"], dtype=logp.dtype)
                if "old_logprobs" in row else logp.detach())
-        term, wins = ppo_clip_term(logp, old, float(row["advantage"]), clip_low, clip_high)
+        kw = dict(clip_low=clip_low, clip_high=clip_high, clip_c=clip_c, gspo_low=gspo_low, gspo_high=gspo_high,
+                  cispo_low=cispo_low, cispo_high=cispo_high)
+        term, wins = pg_term(logp, old, float(row["advantage"]), mode, kw)
         if "rollout_logprobs" in row:
             rollout = torch.as_tensor(row["rollout_logprobs"], dtype=logp.dtype)
             w = rollout_is_weight(old, rollout, rollout_is, rollout_is_low, rollout_is_high)
@@ -335,7 +394,9 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
         clips.append(wins)
     pg, ent, clip = torch.cat(terms), torch.cat(ents), torch.cat(clips)
     tokens = pg.numel()
-    loss = (pg - ent_coef * ent).sum() / tokens
+    scale = agg_scale or max(t.numel() for t in terms)
+    loss = (aggregate(terms, "seq-mean-token-mean" if mode == "gspo" else agg, scale) -
+            ent_coef * aggregate(ents, agg, scale))
     stats = {"loss": loss.item(), "pg_loss": pg.mean().item(), "entropy": ent.mean().item(),
              "tokens": tokens, "clip_frac": clip.double().mean().item()}
     if weights:

@@ -214,13 +214,18 @@ static void batch_free(batch *b) {
 
 /* Advantage-stage settings of a case. */
 static int adv_cfg(const cJSON *c, or1_adv_cfg *cfg) {
-    *cfg = (or1_adv_cfg){true, OR1_GRPO_EPS, OR1_TRUNC_NONE, true, false};
+    *cfg = (or1_adv_cfg){OR1_ADV_GRPO, OR1_GRPO_EPS, OR1_TRUNC_NONE, true, false};
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "mode");
     if (m && or1_trunc_mask_parse(m->valuestring, &cfg->trunc, "case") != 0) return -1;
-    if (or1_json_bool_opt(c, "norm_by_std", &cfg->norm_by_std, "case") ||
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "estimator");
+    if (e && or1_adv_estimator_parse(e->valuestring, &cfg->estimator, "case") != 0) return -1;
+    bool norm_by_std = cfg->estimator != OR1_ADV_DRGRPO;
+    if (or1_json_bool_opt(c, "norm_by_std", &norm_by_std, "case") ||
         or1_json_num_opt(c, "eps", &cfg->eps, "case") || or1_json_bool_opt(c, "reject", &cfg->reject, "case") ||
         or1_json_bool_opt(c, "keep_single", &cfg->keep_single, "case"))
         return -1;
+    if (cfg->estimator == OR1_ADV_GRPO || cfg->estimator == OR1_ADV_DRGRPO)
+        cfg->estimator = norm_by_std ? OR1_ADV_GRPO : OR1_ADV_DRGRPO;
     return 0;
 }
 
@@ -233,10 +238,15 @@ static int run_batch(const char *fn, const cJSON *c, cJSON *out) {
     size_t n = b.n;
     float *adv = or1_malloc((n ? n : 1) * sizeof *adv);
     bool *m1 = or1_malloc((n ? n : 1) * sizeof *m1), *m2 = or1_malloc((n ? n : 1) * sizeof *m2);
+    int *len = or1_malloc((n ? n : 1) * sizeof *len);
+    for (size_t i = 0; i < n; i++) len[i] = b.l ? (int)b.l[i] : 0;
     or1_rejection r;
     if (rc != 0) {
     } else if (!strcmp(fn, "adv")) {
-        or1_grpo_advantages(b.scores, b.group, b.use, n, cfg.norm_by_std, cfg.eps, adv);
+        or1_grpo_advantages(b.scores, b.group, b.use, n, cfg.estimator == OR1_ADV_GRPO, cfg.eps, adv);
+        cJSON_AddItemToObject(out, "adv", jf(adv, n));
+    } else if (!strcmp(fn, "outcome")) {
+        or1_outcome_advantages(cfg.estimator, b.scores, b.group, b.use, len, n, cfg.eps, adv);
         cJSON_AddItemToObject(out, "adv", jf(adv, n));
     } else if (!strcmp(fn, "trunc")) {
         or1_trunc_masks(b.trunc, n, cfg.trunc, m1, m2);
@@ -248,22 +258,19 @@ static int run_batch(const char *fn, const cJSON *c, cJSON *out) {
         add_rejection(out, &r);
         or1_rejection_free(&r);
     } else if (!strcmp(fn, "step") || !strcmp(fn, "stats")) {
-        or1_step_advantages(&cfg, b.scores, b.group, b.trunc, n, adv, m1, &r);
+        or1_step_advantages(&cfg, b.scores, b.group, b.trunc, len, n, adv, m1, &r);
         cJSON_AddItemToObject(out, "adv", jf(adv, n));
         cJSON_AddItemToObject(out, "in_loss", jb(m1, n));
         add_rejection(out, &r);
         if (!strcmp(fn, "stats")) {
-            int *len = or1_malloc((n ? n : 1) * sizeof *len);
-            for (size_t i = 0; i < n; i++) len[i] = (int)b.l[i];
             or1_batch_stats st;
             or1_batch_stats_compute(b.scores, b.group, len, b.trunc, m1, n, &r, &st);
             cJSON *row = cJSON_AddObjectToObject(out, "stats");
             or1_batch_stats_json(&st, row);
-            free(len);
         }
         or1_rejection_free(&r);
     }
-    free(adv), free(m1), free(m2);
+    free(adv), free(m1), free(m2), free(len);
     batch_free(&b);
     return rc;
 }

@@ -46,6 +46,86 @@ def ref_grpo(scores, group, use, norm_by_std, eps):
     return adv
 
 
+def f32(x):
+    """A score as the C side holds it (float32), widened."""
+    return float(torch.tensor(x, dtype=torch.float32))
+
+
+def used_groups(group, use):
+    """{group id: [used sample indices]}."""
+    by = {}
+    for i, g in enumerate(group):
+        if use is None or use[i]:
+            by.setdefault(g, []).append(i)
+    return by
+
+
+def ref_rloo(scores, group, use):
+    """RLOO (arXiv 2402.14740): each used sample minus the mean of the other used samples of
+    its group; a sample alone in its group keeps its score."""
+    adv = [0.0] * len(scores)
+    for idx in used_groups(group, use).values():
+        total = sum(f32(scores[i]) for i in idx)
+        for i in idx:
+            adv[i] = f32(scores[i]) - (total - f32(scores[i])) / (len(idx) - 1) if len(idx) > 1 else f32(scores[i])
+    return adv
+
+
+def group_centered(scores, group, use):
+    """Score minus its group's mean over used samples (0 for a group of one)."""
+    x = [0.0] * len(scores)
+    for idx in used_groups(group, use).values():
+        mean = sum(f32(scores[i]) for i in idx) / len(idx) if len(idx) > 1 else 0.0
+        for i in idx:
+            x[i] = f32(scores[i]) - mean
+    return x
+
+
+def ref_rpp_baseline(scores, group, use, lens):
+    """REINFORCE++-baseline as verl computes it: group-centred scores broadcast over each
+    response's tokens, then whitened over all response tokens of the batch (torch masked mean
+    with +1e-8, Bessel-corrected variance, rsqrt(var + 1e-8))."""
+    x = group_centered(scores, group, use)
+    rows = [i for i in range(len(scores)) if use is None or use[i]]
+    width = max([lens[i] for i in rows] + [1])
+    vals = torch.zeros(len(rows), width)
+    mask = torch.zeros(len(rows), width)
+    for r, i in enumerate(rows):
+        vals[r, :lens[i]] = x[i]
+        mask[r, :lens[i]] = 1.0
+    m = mask.sum()
+    mean = (vals * mask).sum() / (m + 1e-8)
+    var = (((vals - mean) ** 2) * mask).sum() / (m + 1e-8) * (m / (m - 1)) if m >= 2 else torch.tensor(1.0)
+    white = (vals - mean) * torch.rsqrt(var + 1e-8)
+    adv = [0.0] * len(scores)
+    for r, i in enumerate(rows):
+        adv[i] = float(white[r, 0]) if lens[i] > 0 else float((x[i] - mean) * torch.rsqrt(var + 1e-8))
+    return adv
+
+
+def ref_grpo_batch_std(scores, group, use, eps):
+    """LitePPO (arXiv 2508.08221): group-centred scores over the batch std (torch.std, unbiased)
+    of the used scores plus eps."""
+    x = group_centered(scores, group, use)
+    used = torch.tensor([f32(scores[i]) for i in range(len(scores)) if use is None or use[i]])
+    std = float(used.std()) if used.numel() >= 2 else 1.0
+    return [x[i] / (std + eps) if use is None or use[i] else 0.0 for i in range(len(scores))]
+
+
+def ref_outcome(c, use):
+    """The advantages of c["estimator"] over the used samples."""
+    est, eps = c.get("estimator", "grpo"), c.get("eps", 1e-6)
+    if est in ("grpo", "drgrpo"):
+        return ref_grpo(c["scores"], c["group"], use, est == "grpo" and c.get("norm_by_std", True), eps)
+    if est == "rloo":
+        return ref_rloo(c["scores"], c["group"], use)
+    if est == "reinforce++-baseline":
+        return ref_rpp_baseline(c["scores"], c["group"], use, c["len"])
+    if est == "grpo-batch-std":
+        return ref_grpo_batch_std(c["scores"], c["group"], use, eps)
+    raise ValueError(est)
+
+
 def ref_trunc(trunc, mode):
     in_stats = [not t if mode == "before" else True for t in trunc]
     in_loss = [True if mode == "none" else not t for t in trunc]
@@ -95,7 +175,7 @@ def ref_step(c):
             for i in members:
                 kept[i] = False
     use = [a and b for a, b in zip(in_stats, kept)]
-    adv = ref_grpo(c["scores"], c["group"], use, c.get("norm_by_std", True), c.get("eps", 1e-6))
+    adv = ref_outcome(c, use)
     in_loss = [a and b for a, b in zip(in_loss, kept)]
     adv = [a if l else 0.0 for a, l in zip(adv, in_loss)]
     return adv, in_loss, verdicts, order
@@ -173,6 +253,33 @@ def build_cases(rng):
     cases.append({"fn": "adv", "scores": [0.7, 0.7, 0.7], "group": [1, 1, 1], "expect": [0, 0, 0]})
     cases.append({"fn": "adv", "scores": [1, 0, 1, 0], "group": [5, 6, 6, 5], "norm_by_std": False,
                   "expect": [0.5, -0.5, 0.5, -0.5]})
+    # The other estimators: random groups of every size (1 and 2 included), binary (so some
+    # groups are all equal) and continuous, with and without a mask, lengths 1..40.
+    ests = ("rloo", "reinforce++-baseline", "grpo-batch-std", "drgrpo", "grpo")
+    for t in range(75):
+        scores, group = random_batch(rng, rng.randint(1, 10), rng.choice([1, 2, 3, 4, 8]), binary=t % 3 != 2)
+        c = {"fn": "outcome", "estimator": ests[t % 5], "scores": scores, "group": group,
+             "len": [rng.randint(1, 40) for _ in scores]}
+        if t % 4 == 0:
+            c["use"] = [rng.random() < 0.8 for _ in scores]
+        cases.append(c)
+    # Labelled: RLOO [1,0,0,0] -> 1 - 0, 0 - 1/3; alone -> its score; all equal -> 0.
+    cases.append({"fn": "outcome", "estimator": "rloo", "scores": [1, 0, 0, 0, 0.7, 0.5, 0.5], "group": [1, 1, 1, 1, 2, 3, 3],
+                  "expect": [1, -1 / 3, -1 / 3, -1 / 3, 0.7, 0, 0]})
+    # Labelled: group means removed -> [0.5, -0.5, 0, 0]; batch std of [1, 0, 2, 2] is sqrt(11/12).
+    sd = math.sqrt(11 / 12)
+    cases.append({"fn": "outcome", "estimator": "grpo-batch-std", "scores": [1, 0, 2, 2], "group": [1, 1, 2, 2],
+                  "expect": [0.5 / (sd + 1e-6), -0.5 / (sd + 1e-6), 0, 0]})
+    # Labelled: REINFORCE++-baseline, centred [0.5, -0.5] with lengths 3 and 1: token mean
+    # 0.25, token variance (3 * 0.0625 + 0.5625) / 4 * 4 / 3 = 0.25 -> (x - 0.25) / 0.5.
+    cases.append({"fn": "outcome", "estimator": "reinforce++-baseline", "scores": [1, 0], "group": [4, 4],
+                  "len": [3, 1], "expect": [0.5, -1.5]})
+    # The pipeline with each estimator (rejection, masks).
+    for t in range(30):
+        scores, group = random_batch(rng, rng.randint(1, 6), rng.choice([1, 2, 4]))
+        cases.append({"fn": "step", "scores": scores, "group": group, "estimator": ests[t % 5],
+                      "mode": ("none", "before", "after")[t % 3], "truncated": [rng.random() < 0.3 for _ in scores],
+                      "reject": t % 4 != 3, "keep_single": t % 5 == 0, "len": [rng.randint(1, 30) for _ in scores]})
     # Truncation masks.
     for mode in ("none", "before", "after"):
         tr = [rng.random() < 0.4 for _ in range(20)]
@@ -301,6 +408,13 @@ def compare(i, c, r):
         if "expect" in c:
             check(all(close(a, b, 1e-5, 1e-6) for a, b in zip(r["adv"], c["expect"])),
                   f"{tag}: adv {r['adv']} != labelled {c['expect']}")
+    elif fn == "outcome":
+        want = ref_outcome(c, c.get("use"))
+        check(len(r["adv"]) == len(want) and all(close(a, b, 1e-5, 1e-6) for a, b in zip(r["adv"], want)),
+              f"{tag}: {c['estimator']} adv {r['adv']} != torch {want}")
+        if "expect" in c:
+            check(all(close(a, b, 1e-5, 1e-6) for a, b in zip(r["adv"], c["expect"])),
+                  f"{tag}: {c['estimator']} adv {r['adv']} != labelled {c['expect']}")
     elif fn == "trunc":
         s, l = ref_trunc(c["truncated"], c["mode"])
         check(r["in_stats"] == s and r["in_loss"] == l, f"{tag}: masks {r} != {s}, {l}")
