@@ -1,6 +1,8 @@
-/* Shared by the libFuzzer targets: the input as a NUL-terminated string, and as a file (for
- * the parsers that take a path). Each target's LLVMFuzzerTestOneInput feeds one parser, which
- * must return an error or a value for any input, never crash, leak or read out of bounds. */
+/* Shared by the fuzz targets: the input as a NUL-terminated string, as a file in a private
+ * scratch folder (for the parsers that take a path), and cut into lines. Each target's
+ * LLVMFuzzerTestOneInput feeds one parser, which must return an error or a value for any
+ * input, never crash, hang, leak or read out of bounds. The same targets run under libFuzzer
+ * (make fuzz) and under fuzz/replay.c, which replays the committed corpora in the test suite. */
 #ifndef OR1_FUZZ_H
 #define OR1_FUZZ_H
 
@@ -11,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
+
 /* A malloc'd copy of the input with a terminating NUL. */
 static inline char *fuzz_text(const uint8_t *data, size_t n) {
     char *s = malloc(n + 1);
@@ -20,16 +24,39 @@ static inline char *fuzz_text(const uint8_t *data, size_t n) {
     return s;
 }
 
-/* Writes the input to this process's scratch file (made once, removed at exit) and returns
- * its path with the given suffix. */
-static inline const char *fuzz_file(const uint8_t *data, size_t n, const char *suffix) {
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/or1-fuzz-%d%s", (int)getpid(), suffix);
+/* This process's scratch folder (made once under /tmp; a folder of its own, so a parser that
+ * reads files beside its input, such as tokenizer_config.json, sees only what the target put
+ * there). */
+static inline const char *fuzz_dir(void) {
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/or1-fuzz-XXXXXX");
+        if (!mkdtemp(dir)) abort();
+    }
+    return dir;
+}
+
+/* Writes n bytes to the file `name` of the scratch folder and returns its path (valid until
+ * the next call with another name). */
+static inline const char *fuzz_file(const uint8_t *data, size_t n, const char *name) {
+    static char path[128];
+    snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
     FILE *f = fopen(path, "wb");
     if (!f) abort();
     if (n && fwrite(data, 1, n, f) != n) abort();
     fclose(f);
     return path;
+}
+
+/* Cuts text (modified in place) at each newline into at most max lines; returns how many. */
+static inline size_t fuzz_lines(char *text, const char **lines, size_t max) {
+    size_t k = 0;
+    for (char *p = text; p && k < max; k++) {
+        lines[k] = p;
+        p = strchr(p, '\n');
+        if (p) *p++ = '\0';
+    }
+    return k;
 }
 
 #endif
