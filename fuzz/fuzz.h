@@ -6,6 +6,7 @@
 #ifndef OR1_FUZZ_H
 #define OR1_FUZZ_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,16 +25,29 @@ static inline char *fuzz_text(const uint8_t *data, size_t n) {
     return s;
 }
 
-/* This process's scratch folder (made once under /tmp; a folder of its own, so a parser that
- * reads files beside its input, such as tokenizer_config.json, sees only what the target put
- * there). */
+static char fuzz_scratch[64];
+
+/* Removes the scratch folder and what is left in it (at exit). */
+static inline void fuzz_dir_remove(void) {
+    DIR *d = opendir(fuzz_scratch);
+    struct dirent *e;
+    char path[128];
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' && snprintf(path, sizeof path, "%s/%s", fuzz_scratch, e->d_name) > 0) unlink(path);
+    if (d) closedir(d);
+    rmdir(fuzz_scratch);
+}
+
+/* This process's scratch folder (made once under /tmp, removed at exit; a folder of its own,
+ * so a parser that reads files beside its input, such as tokenizer_config.json, sees only
+ * what the target put there). */
 static inline const char *fuzz_dir(void) {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/or1-fuzz-XXXXXX");
-        if (!mkdtemp(dir)) abort();
+    if (!fuzz_scratch[0]) {
+        snprintf(fuzz_scratch, sizeof fuzz_scratch, "/tmp/or1-fuzz-XXXXXX");
+        if (!mkdtemp(fuzz_scratch)) abort();
+        atexit(fuzz_dir_remove);
     }
-    return dir;
+    return fuzz_scratch;
 }
 
 /* Writes n bytes to the file `name` of the scratch folder and returns its path (valid until
