@@ -129,8 +129,12 @@ def tokenizers():
 
 
 def seeds_tokenizer():
-    for name, t in tokenizers().items():
+    """Each tokenizer alone (the target's fixed text), and with texts of the tokenizer tests."""
+    texts = [json.loads(line)["text"] for line in jsonl(src("tests", "tokenizer", "corpus.jsonl"), 45, 4096)]
+    for i, (name, t) in enumerate(tokenizers().items()):
         put("tokenizer", name, json.dumps(t))
+        for k in range(i, len(texts), 15):
+            put("tokenizer", f"{name[:-5]}_text{k}", json.dumps(t) + "\0" + texts[k])
 
 
 def seeds_chat_template():
