@@ -310,7 +310,8 @@ static mv_node *digit_run(mv_parser *p) {
     int64_t m = 0;
     bool exact = true;
     size_t start = p->i;
-    while (p->i < p->n && isdigit((unsigned char)p->s[p->i])) exact = exact && acc_digit(&m, p->s[p->i++] - '0');
+    for (; p->i < p->n && isdigit((unsigned char)p->s[p->i]); p->i++) /* the index moves even once inexact */
+        exact = exact && acc_digit(&m, p->s[p->i] - '0');
     mv_node *x = node(p, N_NUM, NULL, NULL);
     if (!x) return NULL;
     x->exact = exact;
