@@ -44,9 +44,10 @@ bench: test-deps
 	@cmake --build build -j$(JOBS)
 	@bash bench/run.sh
 
-# The libFuzzer targets (fuzz/), built with clang in build-fuzz/, FUZZ_SECONDS each (default 60).
+# The libFuzzer targets (fuzz/), built with clang in build-fuzz/, FUZZ_SECONDS each (default 60);
+# FUZZ_TARGETS="fuzz_tokenizer ..." runs only those.
 fuzz: test-deps
-	@bash fuzz/run.sh
+	@bash fuzz/run.sh $(FUZZ_TARGETS)
 
 # Remakes the demo's base model under models/arith-base (tokenizer, init, SFT on traces, avg@8).
 base: build

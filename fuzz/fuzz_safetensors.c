@@ -7,7 +7,7 @@
 
 /* Opens the input as a safetensors file and reads each tensor as fp32. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
-    const char *path = fuzz_file(data, n, ".safetensors");
+    const char *path = fuzz_file(data, n, "model.safetensors");
     or1_st_file f;
     if (or1_st_open(&f, path) == 0) {
         for (size_t i = 0; i < f.n; i++) {

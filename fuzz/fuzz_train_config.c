@@ -8,7 +8,7 @@
 
 /* One config file (and one override) through the whole loader. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
-    const char *path = fuzz_file(data, n, ".yaml");
+    const char *path = fuzz_file(data, n, "config.yaml");
     char *text = fuzz_text(data, n), *nl = strchr(text, '\n');
     if (nl) *nl = '\0';
     const char *over[1] = {text};

@@ -66,8 +66,10 @@ static int parse_dtype(const char *s, or1_dtype *out) {
     return -1;
 }
 
-/* Reads the "__metadata__" object (string values only). */
+/* Reads the "__metadata__" object (string values only; a second one is refused, not read over
+ * the first). */
 static int parse_metadata(or1_st_file *f, const cJSON *m) {
+    if (f->meta) return or1_fail("%s: __metadata__ appears twice in the header", f->path);
     if (!cJSON_IsObject(m)) return or1_fail("%s: __metadata__ must be an object", f->path);
     size_t n = (size_t)cJSON_GetArraySize(m), i = 0;
     f->meta = or1_calloc(n, sizeof *f->meta);

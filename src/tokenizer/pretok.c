@@ -136,11 +136,21 @@ struct tok_work {
     struct tok_work *next; /* in the tokenizer's pool */
 };
 
+/* Bounds on one regex match: a catastrophic pre-tokenizer pattern (nested quantifiers such
+ * as (a+)+$) fails the encode with "match limit exceeded" in well under a second instead of
+ * backtracking for ever. Set here, not left to the library's build-time defaults, which a
+ * distribution may raise; the real tokenizers' patterns use a few steps per character. */
+enum { REGEX_MATCH_LIMIT = 10000000, REGEX_DEPTH_LIMIT = 1000000 };
+
 /* New scratch space; the JIT stack grows to 4 MiB for long pre-tokens. */
 static tok_work *work_new(void) {
     tok_work *w = or1_calloc(1, sizeof *w);
     w->md = pcre2_match_data_create(1, NULL);
     w->mc = pcre2_match_context_create(NULL);
+    if (w->mc) {
+        pcre2_set_match_limit(w->mc, REGEX_MATCH_LIMIT);
+        pcre2_set_depth_limit(w->mc, REGEX_DEPTH_LIMIT);
+    }
     w->js = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
     if (!w->md || !w->mc) {
         fprintf(stderr, "or1: out of memory for the regex engine\n");

@@ -2,8 +2,10 @@
 # model. Built only where nvcc is found; each test exits 77 (skipped) when no GPU is visible.
 include(CheckLanguage)
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
-check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
+if(NOT OR1_FUZZ) # the fuzz build is host-only (clang sanitizer flags)
+  check_language(CUDA)
+endif()
+if(CMAKE_CUDA_COMPILER AND NOT OR1_FUZZ)
   foreach(name kernels model)
     add_executable(cuda_test_${name} ${CMAKE_CURRENT_LIST_DIR}/test_${name}.c)
     set_target_properties(cuda_test_${name} PROPERTIES LINKER_LANGUAGE C)

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora fuzz/corpus/<target>/ from the repository's own configs, data rows,
+tests and the demo model (each seed under 64 KB). Run from anywhere; existing seeds of the same
+name are overwritten and reproducers added by fuzz/run.sh are left alone."""
+import json
+import os
+import struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "fuzz", "corpus")
+LIMIT = 64 * 1024
+
+
+def src(*parts):
+    """Path of a repository file."""
+    return os.path.join(ROOT, *parts)
+
+
+def put(target, name, data):
+    """Writes one seed (bytes or str), skipping those over the size limit."""
+    if isinstance(data, str):
+        data = data.encode()
+    if len(data) > LIMIT:
+        return
+    os.makedirs(os.path.join(OUT, target), exist_ok=True)
+    with open(os.path.join(OUT, target, name), "wb") as f:
+        f.write(data)
+
+
+def jsonl(path, n, max_len=LIMIT):
+    """The first n lines of a JSONL file that are under max_len bytes."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if len(line.encode()) < max_len:
+                out.append(line.rstrip("\n"))
+            if len(out) == n:
+                break
+    return out
+
+
+def safetensors(tensors, meta=None):
+    """A safetensors file: {name: (dtype, shape, raw bytes)}."""
+    header, data = {}, b""
+    if meta:
+        header["__metadata__"] = meta
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def seeds_train_config():
+    for name in sorted(os.listdir(src("configs"))):
+        put("train_config", name, open(src("configs", name)).read())
+    put("train_config", "demo.yaml", open(src("demo", "demo.yaml")).read())
+    put("train_config", "override.yaml", "# seed=3\n" + open(src("configs", "tiny.yaml")).read())
+
+
+def seeds_set_value():
+    sets = ["seed=2", "entropy.mode=off", "rollout.temperature=0.6", "train.clip_low=2", "train.epoch=2",
+            "entropy.mode=sometimes", "stages=[{steps: 1, prompts: 2, mini_batch: 1}]",
+            "stages.0.steps=20\nstages.1.steps=10", "entropy.mode=constant\nentropy.initial=0.2",
+            "device=cuda", "data.train=[{path: a.jsonl, weight: 2}]", "model=", "=1", "a.b.c.d=[1, {x: y}]"]
+    for i, s in enumerate(sets):
+        put("set_value", f"set{i}", s)
+
+
+def seeds_safetensors():
+    f32 = struct.pack("<4f", 1, -2, 3.5, 0)
+    bf16 = struct.pack("<4H", 0x3F80, 0xC000, 0x4060, 0)
+    put("safetensors", "f32.safetensors", safetensors({"a": ("F32", [2, 2], f32)}))
+    put("safetensors", "bf16.safetensors", safetensors({"w": ("BF16", [4], bf16), "b": ("F32", [1], f32[:4])},
+                                                       {"format": "pt"}))
+    put("safetensors", "f16.safetensors", safetensors({"h": ("F16", [2, 1], struct.pack("<2H", 0x3C00, 0x7C00))}))
+    put("safetensors", "empty.safetensors", safetensors({"z": ("F32", [0, 3], b"")}))
+    put("safetensors", "scalar.safetensors", safetensors({"s": ("F32", [], f32[:4])}))
+
+
+def seeds_data_row():
+    rows = jsonl(src("data", "aime24.jsonl"), 10) + jsonl(src("data", "deepscaler_first500.jsonl"), 20)
+    rows += jsonl(src("data", "code_eval.jsonl"), 5, 16384) + jsonl(src("data", "lcb_2408_2502_public_tests.jsonl"), 5, 16384)
+    for i, r in enumerate(rows):
+        put("data_row", f"row{i}.json", r)
+
+
+def seeds_math_verify():
+    for i, line in enumerate(jsonl(src("tests", "math", "cases.jsonl"), 719)):
+        if i % 4:
+            continue
+        c = json.loads(line)
+        put("math_verify", f"case{i}", c["response"] + "\0" + c["gold"][0])
+
+
+def seeds_model_config():
+    base = json.load(open(src("models", "arith-base", "config.json")))
+    put("model_config", "arith.json", json.dumps(base, indent=1))
+    llama = dict(base, model_type="llama", architectures=["LlamaForCausalLM"], attention_bias=True,
+                 eos_token_id=[1, 2, 3], tie_word_embeddings=False, head_dim=32, rope_scaling=None)
+    put("model_config", "llama.json", json.dumps(llama))
+    put("model_config", "generation.json", json.dumps({"bos_token_id": 1, "eos_token_id": [2, 270], "do_sample": True}))
+    put("model_config", "sliding.json", json.dumps(dict(base, use_sliding_window=False, sliding_window=4096,
+                                                        num_key_value_heads=4, max_window_layers=2)))
+
+
+def tokenizers():
+    """The demo tokenizer and variants with the other normalizers, pre-tokenizers and
+    post-processors the loader knows (Qwen2 and Llama-3 split regexes, digits, NFC)."""
+    base = json.load(open(src("models", "arith-base", "tokenizer.json")))
+    qwen = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    llama = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    split = lambda pat, beh="Isolated": {"type": "Split", "pattern": {"Regex": pat}, "behavior": beh, "invert": False}
+    byte = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+    out = {"arith.json": base}
+    out["qwen.json"] = dict(base, normalizer={"type": "NFC"},
+                            pre_tokenizer={"type": "Sequence", "pretokenizers": [split(qwen), byte]})
+    out["llama.json"] = dict(base, normalizer=None, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        split(llama), byte]}, post_processor={"type": "TemplateProcessing", "single": [
+            {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [267], "tokens": ["<|endoftext|>"]}}})
+    out["digits.json"] = dict(base, normalizer={"type": "Sequence", "normalizers": [{"type": "NFKC"}]},
+                              pre_tokenizer={"type": "Sequence", "pretokenizers": [
+                                  {"type": "Digits", "individual_digits": True}, split(" ", "MergedWithPrevious"),
+                                  dict(byte, add_prefix_space=True)]})
+    out["catastrophic.json"] = dict(base, pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        split("(a+)+$"), split("(a|aa)*c", "Removed"), byte]})
+    return out
+
+
+def seeds_tokenizer():
+    """Each tokenizer alone (the target's fixed text), and with texts of the tokenizer tests."""
+    texts = [json.loads(line)["text"] for line in jsonl(src("tests", "tokenizer", "corpus.jsonl"), 45, 4096)]
+    for i, (name, t) in enumerate(tokenizers().items()):
+        put("tokenizer", name, json.dumps(t))
+        for k in range(i, len(texts), 15):
+            put("tokenizer", f"{name[:-5]}_text{k}", json.dumps(t) + "\0" + texts[k])
+
+
+def seeds_chat_template():
+    msgs = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+3?"},
+                       {"role": "assistant", "content": "<think>2+3=5</think>\\boxed{5}"},
+                       {"role": "user", "content": "And 4*4?"}])
+    base = json.load(open(src("models", "arith-base", "tokenizer_config.json")))
+    templates = {
+        "plain": None,
+        "deepseek-r1": "{% set ns = namespace(system_prompt='') %}{% set ns.system_prompt = ns.system_prompt + "
+                       "message['content'] %}<｜User｜>{{c}}<｜Assistant｜><think>\\n",
+        "deepseek": "{{ bos_token }}<｜User｜>{{c}}<｜Assistant｜>",
+        "chatml": "{% if messages[0]['role'] != 'system' %}<|im_start|>system\\nYou are Qwen.<|im_end|>\\n{% endif %}"
+                  "<|im_start|>{{role}}\\n{{c}}<|im_end|>\\n<|im_start|>assistant\\n<think>\\n",
+        "llama3": "<|start_header_id|>{{role}}<|end_header_id|>\\n\\n{{c}}<|eot_id|>",
+        "unknown": "{% for m in messages %}{{ m.content }}{% endfor %}",
+    }
+    for name, tpl in templates.items():
+        cfg = dict(base, chat_template=tpl) if tpl else base
+        put("chat_template", f"{name}", json.dumps(cfg) + "\0" + msgs)
+    named = dict(base, chat_template=[{"name": "default", "template": templates["chatml"]},
+                                      {"name": "tool_use", "template": "x"}], bos_token={"content": "<think>"})
+    put("chat_template", "named", json.dumps(named) + "\0" + msgs)
+    put("chat_template", "jinja", json.dumps(base) + "\0" + msgs + "\0" + templates["llama3"])
+
+
+def seeds_code_tests():
+    for i, line in enumerate(jsonl(src("tests", "code", "hostile.jsonl"), 40)):
+        row = json.loads(line)
+        put("code_tests", f"hostile{i}", json.dumps(row["tests"]) if i % 2 else row["response"] + "\n" + json.dumps(row["tests"]))
+    for i, line in enumerate(jsonl(src("data", "code_eval.jsonl"), 6, 16384) + jsonl(src("data", "lcb_2408_2502_public_tests.jsonl"), 6, 16384)):
+        gt = json.loads(line)["reward_model"]["ground_truth"]
+        put("code_tests", f"data{i}", gt if isinstance(gt, str) else json.dumps(gt))
+    shapes = [{"inputs": ["1 2\n"], "outputs": ["3\n"], "abs_tol": 1e-6},
+              {"inputs": ["[1, 2]"], "outputs": ["3"], "fn_name": "add"},
+              {"assert_case": ["assert add(1, 2) == 3"]},
+              {"import_prefix": "import math\n", "test_code": "def check(f):\n    assert f(1) == 1\n", "entry_point": "f"},
+              {"inputs": ["x"], "outputs": ["y"], "checker": "import sys\nsys.exit(0)\n"}]
+    for i, s in enumerate(shapes):
+        put("code_tests", f"shape{i}", json.dumps(s))
+    put("code_tests", "extract", "<think>```python\nx=1\n```</think>text ```python\nprint(1)\n``` and ```python\nprint(2)\n```")
+
+
+def seeds_rows():
+    """First byte: the reader (see fuzz/fuzz_rows.c); the rest: a JSONL file."""
+    put("rows", "tokenize", "\0" + '{"text": "12+34=46"}\n{"text": "<think>a</think>\\\\boxed{5}<|endoftext|>"}\n')
+    put("rows", "tokenize_special", "\x08" + '{"text": "<|endoftext|>1+1"}\n\n{"text": ""}\n')
+    put("rows", "detokenize", "\x01" + '{"ids": [1, 2, 267, 268, 270]}\n{"ids": []}\n')
+    put("rows", "chat", "\x02" + '{"messages": [{"role": "user", "content": "1+2?"}, {"role": "assistant", "content": "3"}]}\n')
+    for i, line in enumerate(jsonl(src("tests", "math", "cases.jsonl"), 6)):
+        c = json.loads(line)
+        put("rows", f"verify_math{i}", "\x03" + json.dumps({"response": c["response"], "gold": c["gold"]}) + "\n")
+    put("rows", "model_rows", "\x04" + '{"prompt": "3+4=", "response": "7<|endoftext|>"}\n'
+        '{"prompt_ids": [1, 2], "response_ids": [3], "ids": [5, 6, 7], "advantage": 0.5, "old_logprobs": [-0.1]}\n')
+    data = jsonl(src("data", "deepscaler_first500.jsonl"), 3) + jsonl(src("data", "aime24.jsonl"), 2)
+    put("rows", "dataset", "\x05" + "\n".join(data) + "\n")
+    put("rows", "dataset_filtered", "\x06" + "\n".join(data) + "\n")
+
+
+for make in [seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
+             seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_code_tests, seeds_rows]:
+    make()
