@@ -1,7 +1,7 @@
 # or1_fuzz_harness(EXE SOURCE [extra sources...])
 #
 # One executable around a fuzz target's LLVMFuzzerTestOneInput: the library, the repository
-# root as OR1_FUZZ_ROOT (targets read the demo model's tokenizer and configs/tiny.yaml), and for
+# root as OR1_FUZZ_ROOT (targets read the demo model's tokenizer and configs/quickstart.yaml), and for
 # fuzz_rows the command sources it calls (src/cli without main.c). The libFuzzer build
 # (OR1_FUZZ) adds libFuzzer's main; the replay test (tests/fuzz) adds fuzz/replay.c.
 function(or1_fuzz_harness exe src)

@@ -1,5 +1,5 @@
 /* Fuzz target: --set overrides (one per input line, key=value with a YAML value) applied to
- * the repository's configs/tiny.yaml, then the schema check and the dump of the result. */
+ * the repository's configs/quickstart.yaml, then the schema check and the dump of the result. */
 #include "fuzz.h"
 
 #include "or1/core.h"
@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     const char *over[MAX_OVERRIDES];
     size_t k = fuzz_lines(text, over, MAX_OVERRIDES);
     or1_train_config c;
-    if (or1_train_config_load(OR1_FUZZ_ROOT "/configs/tiny.yaml", over, k, &c) == 0) {
+    if (or1_train_config_load(OR1_FUZZ_ROOT "/configs/quickstart.yaml", over, k, &c) == 0) {
         free(or1_train_config_yaml(&c));
         or1_train_config_free(&c);
     }

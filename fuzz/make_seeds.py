@@ -55,7 +55,7 @@ def seeds_train_config():
     for name in sorted(os.listdir(src("configs"))):
         put("train_config", name, open(src("configs", name)).read())
     put("train_config", "demo.yaml", open(src("demo", "demo.yaml")).read())
-    put("train_config", "override.yaml", "# seed=3\n" + open(src("configs", "tiny.yaml")).read())
+    put("train_config", "override.yaml", "# seed=3\n" + open(src("configs", "quickstart.yaml")).read())
 
 
 def seeds_set_value():
