@@ -14,10 +14,10 @@
 
 #define MODEL_DIR OR1_FUZZ_ROOT "/models/arith-base"
 
-/* Runs one command on the input file, with --tokenizer when it takes one and up to two more
- * flag words (NULL: none). */
-static void run_command(const char *cmd, int (*run)(cli_args *), const char *input, bool tokenizer,
-                        const char *flag, const char *value) {
+/* Runs one command on the input file through its flag table, as the program does, with
+ * --tokenizer when it takes one and up to two more flag words (NULL: none). */
+static void run_command(const cli_command *c, const char *input, bool tokenizer, const char *flag,
+                        const char *value) {
     char *argv[8];
     int argc = 0;
     if (tokenizer) argv[argc++] = "--tokenizer", argv[argc++] = MODEL_DIR;
@@ -25,9 +25,9 @@ static void run_command(const char *cmd, int (*run)(cli_args *), const char *inp
     argv[argc++] = "--output", argv[argc++] = "/dev/null";
     if (flag) argv[argc++] = (char *)flag;
     if (value) argv[argc++] = (char *)value;
-    bool used[8] = {false};
-    cli_args a = {cmd, argc, argv, used};
-    run(&a);
+    cli_args a;
+    if (cli_parse(c, argc, argv, &a) == 0) c->run(&a);
+    cli_args_free(&a);
 }
 
 /* Reads every row as generate, sft, logprobs and grad read their fields. */
@@ -76,14 +76,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     if (kind >= 4 && kind <= 6 && !tok) abort(); /* the demo model's tokenizer always loads */
     bool bit = data[0] & 8;
     switch (kind) {
-    case 0: run_command("tokenize", cmd_tokenize, path, true, bit ? "--add-special" : NULL, NULL); break;
-    case 1: run_command("detokenize", cmd_detokenize, path, true, bit ? "--skip-special" : NULL, NULL); break;
-    case 2: run_command("chat", cmd_chat, path, true, bit ? "--no-generation-prompt" : NULL, NULL); break;
-    case 3: run_command("verify-math", cmd_verify_math, path, false, "--time-limit", "1"); break;
+    case 0: run_command(&cli_cmd_tokenize, path, true, bit ? "--add-special" : NULL, NULL); break;
+    case 1: run_command(&cli_cmd_detokenize, path, true, bit ? "--skip-special" : NULL, NULL); break;
+    case 2: run_command(&cli_cmd_chat, path, true, bit ? "--no-generation-prompt" : NULL, NULL); break;
+    case 3: run_command(&cli_cmd_verify_math, path, false, "--time-limit", "1"); break;
     case 4: model_rows(path, tok); break;
     case 5: dataset_rows(path, tok, false); break;
     case 6: dataset_rows(path, tok, true); break;
-    default: run_command("tokenize", cmd_tokenize, path, true, "--split-special", NULL); break;
+    default: run_command(&cli_cmd_tokenize, path, true, "--split-special", NULL); break;
     }
     or1_tokenizer_free(tok);
     unlink(path);
