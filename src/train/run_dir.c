@@ -136,29 +136,30 @@ static void remove_entry(const char *root, const char *name) {
 /* See internal.h. */
 int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite) {
     if (resuming) return 0;
-    size_t n_all;
-    free(list_steps(cfg->output_dir, false, &n_all));
-    char *metrics = or1_path_join(cfg->output_dir, "metrics.jsonl");
-    bool used = or1_is_file(metrics) || n_all > 0;
-    free(metrics);
-    if (!used) return 0;
-    if (!overwrite)
-        return or1_fail("%s holds a run (metrics.jsonl, %zu checkpoints): --resume auto continues it, --overwrite "
-                        "replaces it, or set output.dir to a new folder", cfg->output_dir, n_all);
     size_t n;
     long *steps = list_steps(cfg->output_dir, false, &n);
-    for (size_t i = 0; i < n; i++) {
-        char *d = step_dir(cfg->output_dir, steps[i]);
-        checkpoint_remove(d);
-        free(d);
+    char *metrics = or1_path_join(cfg->output_dir, "metrics.jsonl");
+    bool used = or1_is_file(metrics) || n > 0;
+    free(metrics);
+    int rc = 0;
+    if (used && !overwrite)
+        rc = or1_fail("%s holds a run (metrics.jsonl, %zu checkpoints): --resume auto continues it, --overwrite "
+                      "replaces it, or set output.dir to a new folder", cfg->output_dir, n);
+    else if (used) {
+        for (size_t i = 0; i < n; i++) {
+            char *d = step_dir(cfg->output_dir, steps[i]);
+            checkpoint_remove(d);
+            free(d);
+        }
+        char *ck = or1_path_join(cfg->output_dir, "checkpoints");
+        remove_entry(ck, "latest");
+        free(ck);
+        remove_entry(cfg->output_dir, "metrics.jsonl");
+        fprintf(stderr, "train: --overwrite: removed the run in %s (%zu checkpoints and its metrics)\n",
+                cfg->output_dir, n);
     }
     free(steps);
-    char *ck = or1_path_join(cfg->output_dir, "checkpoints");
-    remove_entry(ck, "latest");
-    free(ck);
-    remove_entry(cfg->output_dir, "metrics.jsonl");
-    fprintf(stderr, "train: --overwrite: removed the run in %s (%zu checkpoints and its metrics)\n", cfg->output_dir, n);
-    return 0;
+    return rc;
 }
 
 /* See internal.h: a relative symbolic link made beside it and renamed over it, so `latest`

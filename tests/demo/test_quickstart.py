@@ -1,6 +1,6 @@
 """The README's quick start, run as written: the lines of
 its sh block run one by one in a scratch folder that holds only what a clone has (configs/,
-models/, scripts/, data/ and the built or1 as build/or1, no ../shared beside it); each must
+models/, scripts/, data/ and the built or1 as build/or1, and no data folder beside it); each must
 succeed, training must raise the held-out avg@8 by 15 points, the eval must print its report,
 and the plots must be written. Usage: test_quickstart.py OR1 REPO_ROOT SCRATCH"""
 import json
