@@ -33,10 +33,12 @@ build-asan: deps
 run: build
 	@bash demo/run.sh
 
-# The whole suite, once on the optimised build and once under ASan + UBSan.
+# The whole suite, once on the optimised build and once under ASan + UBSan. The tests' PyTorch
+# and C programs get the OpenBLAS kernels `or1` chose for this CPU (see docs/model.md).
+BLAS_CORE = $$($(CURDIR)/build/or1 --version | sed -n 's/^blas: OpenBLAS core //p')
 test: test-deps build build-asan
-	cd build && ctest --output-on-failure --timeout 1500
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 2400
+	cd build && OPENBLAS_CORETYPE=$(BLAS_CORE) ctest --output-on-failure --timeout 1500
+	cd build-asan && OPENBLAS_CORETYPE=$(BLAS_CORE) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 2400
 
 # The benchmarks (bench/*.c and, with nvcc, bench/cuda_bench.cu) build only here.
 bench: test-deps

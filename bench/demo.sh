@@ -4,5 +4,6 @@
 # OR1_BENCH_THREADS (default 2) sets --threads; the machine is shared, so timings are noisy.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/blas_env.sh"
 /usr/bin/python3 "$root/bench/demo_bench.py" "$root/build/or1" "$root/models/arith-base" \
     --threads "${OR1_BENCH_THREADS:-2}" "$@"

@@ -5,6 +5,7 @@
 # Options pass through to bench/bench_mpi.py (e.g. --steps 6 --rounds 3 --bandwidth-gbs 50).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/blas_env.sh"
 if ! command -v mpirun >/dev/null || ! command -v mpicc >/dev/null; then
   echo "bench/mpi.sh: skipped: mpirun or mpicc missing (openmpi-bin, libopenmpi-dev)" >&2
   exit 77

@@ -7,6 +7,7 @@
 # side many times slower at load averages above the core count.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/blas_env.sh"
 # The benchmark imports the tests' shared package (tests/or1test).
 export PYTHONPATH="$root/tests${PYTHONPATH:+:$PYTHONPATH}"
 threads=${OR1_BENCH_THREADS:-2}

@@ -42,6 +42,11 @@ double or1_now(void);
 void or1_set_threads(int n);
 /* The number of worker threads in use. */
 int or1_threads(void);
+/* The name of the core whose kernels OpenBLAS runs (as OPENBLAS_CORETYPE spells it). */
+const char *or1_blas_core(void);
+/* The OpenBLAS core (for OPENBLAS_CORETYPE) this CPU should use where OpenBLAS did not recognise
+ * the CPU and fell back to kernels without AVX2; NULL when its own choice stands. */
+const char *or1_blas_better_core(void);
 
 /* Counter-based random numbers: each value depends only on (seed, stream, counter), so a
  * sequence's samples never depend on batch composition, slot order or thread count. */

@@ -73,5 +73,8 @@ void cli_help_config(FILE *f) {
     }
 }
 
-/* The version and the commit it was built from. */
-void cli_version(FILE *f) { fprintf(f, "or1 %s (commit %s)\n", OR1_VERSION, OR1_COMMIT); }
+/* The version, the commit it was built from and the OpenBLAS kernels it runs. */
+void cli_version(FILE *f) {
+    fprintf(f, "or1 %s (commit %s)\n", OR1_VERSION, OR1_COMMIT);
+    fprintf(f, "blas: OpenBLAS core %s\n", or1_blas_core());
+}

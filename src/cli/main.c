@@ -4,6 +4,7 @@
 #include "or1/core.h"
 #include "or1/dist.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,19 +76,24 @@ static int run_command(int argc, char **argv, const or1_dist *d) {
     return rc;
 }
 
-/* OpenMP threads that spin at barriers burn the cores the working threads need whenever the
- * machine is shared (a 20x slowdown was measured here); libgomp reads its wait policy before
- * main runs, so without an explicit OMP_WAIT_POLICY the program re-executes itself once with
- * the passive policy. */
-static void prefer_passive_wait(char **argv) {
-    if (getenv("OMP_WAIT_POLICY")) return;
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
+/* Two settings the runtime libraries read before main runs, so the program re-executes itself
+ * once where either is missing: OpenMP threads that spin at barriers burn the cores the working
+ * threads need whenever the machine is shared (a 20x slowdown was measured), so the wait policy
+ * becomes passive; and where OpenBLAS did not recognise the CPU and took kernels without AVX2
+ * (five times slower here), OPENBLAS_CORETYPE names the core the CPU's features support. Either
+ * variable set by the user is left as it is. */
+static void prepare_runtime(char **argv) {
+    bool again = false;
+    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1), again = true;
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    const char *core = set && *set ? NULL : or1_blas_better_core();
+    if (core) setenv("OPENBLAS_CORETYPE", core, 1), again = true;
+    if (again) execv("/proc/self/exe", argv);
 }
 
 /* Starts MPI when launched by mpirun, runs the command, ends MPI. */
 int main(int argc, char **argv) {
-    prefer_passive_wait(argv);
+    prepare_runtime(argv);
     or1_dist d;
     or1_dist_init(&argc, &argv, &d);
     cli_set_dist(&d);

@@ -109,8 +109,23 @@ def version():
     cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
     want = re.search(r"project\(or1 VERSION ([0-9.]+)", cmake).group(1)
     p = or1("--version")
-    check(p.returncode == 0 and re.fullmatch(rf"or1 {re.escape(want)} \(commit ([0-9a-f]+(\+dirty)?|unknown)\)\n", p.stdout),
-          f"--version: rc {p.returncode} {p.stdout!r}, want version {want}")
+    m = re.fullmatch(rf"or1 {re.escape(want)} \(commit ([0-9a-f]+(\+dirty)?|unknown)\)\n"
+                     r"blas: OpenBLAS core (\w+)\n", p.stdout)
+    check(p.returncode == 0 and m, f"--version: rc {p.returncode} {p.stdout!r}, want version {want}")
+    blas_core()
+
+
+def blas_core():
+    """Where the CPU has AVX2 and FMA, or1 runs OpenBLAS kernels that use them, even with
+    OPENBLAS_CORETYPE unset (OpenBLAS alone falls back to SSE kernels on CPUs it does not know)."""
+    flags = open("/proc/cpuinfo").read().split()
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    p = subprocess.run([OR1, "--version"], capture_output=True, text=True, env=env)
+    got = re.search(r"blas: OpenBLAS core (\w+)", p.stdout)
+    slow = {"prescott", "core2", "penryn", "dunnington", "nehalem", "sandybridge", "atom"}
+    if "avx2" in flags and "fma" in flags:
+        check(got and got.group(1).lower() not in slow,
+              f"OpenBLAS core {got.group(1) if got else p.stdout!r} lacks AVX2 on a CPU that has it")
 
 
 def help_config():
