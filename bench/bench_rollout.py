@@ -1,11 +1,11 @@
 """Rollout throughput: `or1 generate` against a PyTorch fp32 sampler with a KV cache, same run.
 
 usage: bench_rollout.py --or1 build/or1 [--sgemm build/bench_sgemm] [--threads 2]
-                        [--shapes small,qwen] [--long auto|yes|no]
+                        [--shapes small,qwen] [--slots 64,128,256] [--long auto|yes|no]
 
 For each shape a random EOS-free F32 checkpoint and P random prompts (16 to 48 tokens) are written
 to a temporary directory; every prompt gets S samples of exactly L new tokens at temperature 1 (no
-top-p/top-k), so both sides generate P*S*L tokens. or1 runs as a process with --max-slots P*S (every
+top-p/top-k), so both sides generate P*S*L tokens; each --slots value B gives a run of B / S prompts. or1 runs as a process with --max-slots P*S (every
 sample in one decode batch); its time includes loading the checkpoint. The PyTorch side (fp32,
 torch.set_num_threads = or1's --threads) prefills each prompt once, copies its keys and values to
 its S samples' rows of a padded [B, kv_heads, max_len, head_dim] cache per layer, then decodes all
@@ -32,13 +32,13 @@ import torch
 from or1test import files, ref  # the tests' checkpoint writer and float64 reference
 from bench_common import common_args, random_checkpoint, start
 
-SHAPES = {
+SHAPES = {  # samples per prompt, new tokens, rounds; the prompt count follows --slots
     "small": dict(cfg=dict(arch="qwen2", hidden=256, inter=704, layers=6, heads=8, kv_heads=2,
                            vocab=300, tied=False),
-                  runs=[(16, 8, 128, 2)], long=(64, 8, 512, 1)),
+                  samples=8, new=128, rounds=2, long=(64, 8, 512, 1)),
     "qwen": dict(cfg=dict(arch="qwen2", hidden=896, inter=4864, layers=4, heads=14, kv_heads=2,
                           vocab=151936, tied=True),
-                 runs=[(4, 4, 32, 1)], long=None),
+                 samples=4, new=128, rounds=1, long=None),
 }
 LONG_BUDGET_S = 180
 F32 = torch.float32  # ref.py makes float64 the default dtype
@@ -233,6 +233,7 @@ def measure(args, name, cfg, model, sampler, P, S, L, rounds):
 def main():
     ap = common_args(argparse.ArgumentParser())
     ap.add_argument("--long", choices=["auto", "yes", "no"], default="auto")
+    ap.add_argument("--slots", default="64,128,256", help="decode batch sizes (samples decoding together)")
     args = ap.parse_args()
     peak = start(args, self_check)
     print(f"threads {args.threads}; OpenBLAS sgemm: {'n/a' if peak is None else f'{peak:.1f} GFLOP/s'}; "
@@ -243,8 +244,10 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             model, cfg, params = random_checkpoint(tmp, spec["cfg"])
             sampler = TorchSampler(cfg, params)
-            for P, S, L, rounds in spec["runs"]:
-                rows.append(measure(args, name, cfg, model, sampler, P, S, L, rounds))
+            S = spec["samples"]
+            for slots in (int(v) for v in args.slots.split(",")):
+                rows.append(measure(args, name, cfg, model, sampler, max(1, slots // S), S, spec["new"],
+                                    spec["rounds"]))
             if spec["long"] and args.long != "no":
                 P, S, L, rounds = spec["long"]
                 base = rows[-1]

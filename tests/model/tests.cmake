@@ -28,3 +28,10 @@ or1_model_test(malformed_batch test_malformed.py batch)
 add_executable(test_nonfinite ${OR1_MODEL_TEST_DIR}/test_nonfinite.c)
 target_link_libraries(test_nonfinite PRIVATE or1lib)
 add_test(NAME model_nonfinite COMMAND test_nonfinite)
+
+# The rollout's batch-invariant matmul: a row alone equals the row in any batch, blocked or not,
+# on one thread or two, and matches a double reference.
+add_executable(test_matmul_rows ${OR1_MODEL_TEST_DIR}/test_matmul_rows.c)
+target_link_libraries(test_matmul_rows PRIVATE or1lib)
+add_test(NAME model_matmul_rows COMMAND test_matmul_rows)
+set_tests_properties(model_matmul_rows PROPERTIES TIMEOUT 600)
