@@ -332,10 +332,12 @@ enum { QBLOCK = 64 };
 
 /* exp(x) for float, vectorisable: x = n*ln2 + r with |r| <= ln2/2 (n rounded by the 1.5*2^23 trick), a degree-6 polynomial for
  * e^r, then 2^n through the exponent bits. Relative error about 2e-7; inputs below -87 give 0, above 88 e^88. The
- * clamp runs through fmaxf/fminf, which turn a NaN into a bound, so the integer conversion and the shift always see a
- * finite n in [-126, 127] (defined behaviour); a NaN input is then returned as it came. */
+ * clamp turns a NaN into a bound (a comparison with NaN is false), so the integer conversion and the shift always see
+ * a finite n in [-126, 127] (defined behaviour); a NaN input is then returned as it came. The clamp is written as
+ * comparisons rather than fmaxf/fminf, which GCC calls in libm and which kept every loop using this from vectorising. */
 static inline float fast_exp(float x) {
-    float c = fminf(fmaxf(x, -87.0f), 88.0f);
+    float c = x > -87.0f ? x : -87.0f;
+    c = c < 88.0f ? c : 88.0f;
     float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
     float r = c - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f +
