@@ -150,7 +150,7 @@ static const cli_flag_spec generate_flags[] = {
     FLAG_SAMPLING("1", "256", 1, "response length limit (tokens)"),
     FLAG_STR("stop", "ID,ID,...", NULL, "token ids that end a response (besides the model's EOS)"),
     FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's, if any"),
-    FLAG_INT("max-slots", "64", 1, 1 << 16, "sequences decoded together (continuous batching)"),
+    FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences decoded together (continuous batching)"),
     FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),
     FLAG_DEVICE,
 };

@@ -46,7 +46,7 @@ FLAGS = {
 }
 COMMON = ["threads", "help"]
 # Defaults the commands had before their tables existed: the help must show them.
-DEFAULTS = [("generate", "n", "1"), ("generate", "max-new-tokens", "256"), ("generate", "max-slots", "64"),
+DEFAULTS = [("generate", "n", "1"), ("generate", "max-new-tokens", "256"), ("generate", "max-slots", "256"),
             ("eval", "n", "8"), ("eval", "max-new-tokens", "0"), ("eval", "max-slots", "256"),
             ("difficulty", "n", "16"), ("sft", "steps", "200"), ("sft", "lr", "1e-3"),
             ("verify-code", "memory-mb", "1024"), ("init", "std", "0.02"), ("verify-math", "input", "-")]
