@@ -236,13 +236,13 @@ static int next_unit(rows_unit *n, const float *w, int t, int g0, int g1, int t1
     return 1;
 }
 
-/* Batch-invariant y = x W^T + b: parallel over tiles of TILE_O weight rows. A tile's weights
+/* or1_matmul_rows over at most ROWS_CHUNK rows: parallel over tiles of TILE_O weight rows. A tile's weights
  * are swept over all B rows; groups of STAGE_TILES tiles go through the inputs one block at a
  * time, the block sized so that the B rows' share of it stays in the L2 cache beside the group's
  * partial sums (the weights' share sits in L1). No element's lane sums are split or reordered by
  * the blocking, so a row's result is the same bits whatever B, the tile it falls in and the
  * thread count. */
-void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
+static void matmul_rows_chunk(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
     int n_tiles = (out + TILE_O - 1) / TILE_O, n_rt = (B + TILE_R - 1) / TILE_R, kv = in - in % VL;
     int kc = ROWS_L2_FLOATS / B / VL * VL;
     kc = kc < 4 * VL ? 4 * VL : kc;
@@ -269,6 +269,17 @@ void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, i
         free(ys);
         free(part);
     }
+}
+
+enum { ROWS_CHUNK = 128 }; /* rows a weight tile is swept over: their inputs stay in L2 */
+
+/* Batch-invariant y = x W^T + b, ROWS_CHUNK rows at a time (a prompt's prefill has thousands):
+ * beyond that the rows' inputs and partial sums leave the L2 cache, and the rate halved at 512
+ * rows. Every row's result is the same bits in any chunk. */
+void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
+    for (int r = 0; r < B; r += ROWS_CHUNK)
+        matmul_rows_chunk(y + (size_t)r * out, x + (size_t)r * in, w, b, B - r < ROWS_CHUNK ? B - r : ROWS_CHUNK, in,
+                          out);
 }
 
 /* RMSNorm forward, one row per token. */

@@ -55,7 +55,8 @@ static void check_shape(int B, int in, int out, int with_bias, int threads) {
 }
 
 /* Small shapes around the tile (4 rows x 6 outputs) and vector (8 or 16) sizes, then batches
- * large enough that the inputs are processed in blocks (the block is 2^17 / B floats). */
+ * split into chunks of 128 rows and inputs long enough to be processed in blocks (2^17 / rows
+ * floats: a row alone is never blocked, a chunk of 128 rows is past 1024 inputs). */
 int main(void) {
     static const int ins[] = {1, 7, 8, 15, 16, 17, 33, 64, 100};
     static const int outs[] = {1, 5, 6, 7, 13, 48, 49};
@@ -63,8 +64,8 @@ int main(void) {
         for (size_t i = 0; i < sizeof ins / sizeof *ins; i++)
             for (size_t o = 0; o < sizeof outs / sizeof *outs; o++)
                 check_shape(B, ins[i], outs[o], (int)(i + o) % 2, 1 + (int)o % 2);
-    check_shape(300, 1000, 61, 1, 2);  /* blocks of 432 inputs: 3 blocks, a ragged last one */
-    check_shape(2049, 130, 13, 0, 2);  /* the smallest block, 64 inputs */
-    check_shape(130, 2900, 100, 1, 2); /* 2 groups of 8 tiles and a part, blocks of 1008 */
+    check_shape(300, 1000, 61, 1, 2);  /* chunks of 128, 128 and 44 rows */
+    check_shape(2049, 130, 13, 0, 2);  /* 17 chunks, the last of one row */
+    check_shape(130, 2900, 100, 1, 2); /* chunks of 128 and 2 rows; 2 groups of 8 tiles and a part; blocks of 1024 */
     return check_report();
 }
