@@ -345,8 +345,13 @@ double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm
  *   CISPO      -sg(clip(rho, 1-eps_low, 1+eps_high)) A log pi           (MiniMax-M1 eq. (4))
  *   GSPO       PPO on the sequence ratio s_i = exp(mean_t log(pi/pi_old)) with the token-level
  *              straight-through form s_i,t = sg(s_i) pi_t / sg(pi_t) (GSPO eq. (7)-(10)),
- *              aggregated seq-mean-token-mean whatever the configured aggregation (verl). */
-typedef enum { OR1_PG_PPO, OR1_PG_DUAL_CLIP, OR1_PG_CISPO, OR1_PG_GSPO } or1_pg_mode;
+ *              aggregated seq-mean-token-mean whatever the configured aggregation (verl).
+ *   CLIP_COV   as PPO, but 0 (no value, no gradient) on the tokens the mini-batch selection
+ *              marks OR1_SEL_COV_CLIP (Clip-Cov, Cui et al. 2025, arXiv 2505.22617)
+ *   KL_COV     -A rho without clipping, plus kl_cov_coef |log rho| on the tokens marked
+ *              OR1_SEL_COV_KL (KL-Cov, the same paper)
+ * See or1_select_tokens for the selections. */
+typedef enum { OR1_PG_PPO, OR1_PG_DUAL_CLIP, OR1_PG_CISPO, OR1_PG_GSPO, OR1_PG_CLIP_COV, OR1_PG_KL_COV } or1_pg_mode;
 
 int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where);
 const char *or1_pg_mode_name(or1_pg_mode m);
@@ -357,6 +362,21 @@ const char *or1_pg_mode_name(or1_pg_mode m);
 #define OR1_GSPO_CLIP_HIGH 4e-4
 #define OR1_CISPO_CLIP_LOW 10.0
 #define OR1_CISPO_CLIP_HIGH 0.2
+/* Clip-Cov and KL-Cov as the paper's Qwen2.5-7B runs and verl's recipe/entropy scripts set
+ * them (verl's PolicyLossConfig defaults kl_cov_ratio to 2e-4 and ppo_kl_coef to 0.1; the
+ * paper uses k = 2e-4 for its 32B model). */
+#define OR1_CLIP_COV_RATIO 2e-4
+#define OR1_CLIP_COV_LB 1.0
+#define OR1_CLIP_COV_UB 5.0
+#define OR1_KL_COV_RATIO 2e-3
+#define OR1_KL_COV_COEF 1.0
+
+/* Sums over the ranks that share a mini-batch: adds buf[0..n) of every rank in place on every
+ * rank (a collective). NULL where one process holds the whole mini-batch. */
+typedef struct {
+    void (*sum)(void *ctx, double *buf, size_t n);
+    void *ctx;
+} or1_reducer;
 
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {
@@ -373,6 +393,11 @@ typedef struct {
     float clip_c;              /* DUAL_CLIP: c (> 1) */
     float gspo_low, gspo_high; /* GSPO: clip of the sequence ratio */
     float cispo_low, cispo_high; /* CISPO: clip of the (detached) weight */
+    double clip_cov_ratio, clip_cov_lb, clip_cov_ub; /* CLIP_COV: share of tokens, covariance range */
+    double kl_cov_ratio, kl_cov_coef;                /* KL_COV: share of tokens, penalty coefficient */
+    double top_entropy;        /* rho of the 80/20 rule: pg only on the top rho by entropy (1: all) */
+    uint64_t seed;             /* this mini-batch's seed of the Clip-Cov draws */
+    const or1_reducer *reduce; /* the ranks sharing the mini-batch (NULL: this process alone) */
 } or1_loss_cfg;
 
 /* One response token's term of the MAGIC loss, eq. (3.1), before the aggregation weight:
@@ -384,8 +409,15 @@ double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_los
                             float *d_logp, float *d_entropy, bool *clipped);
 /* The pg term alone, given log_ratio: log(pi/pi_old) of the token, for GSPO the mean of it
  * over the token's sequence. */
-double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, float *d_logp,
-                         bool *clipped);
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
+                         float *d_logp, bool *clipped);
+
+/* Clip-Cov (Cui et al. 2025, arXiv 2505.22617; verl compute_policy_loss_clip_cov):
+ *   L_t = 0 for t in I_clip (drawn), else max(-A rho, -A clip(rho, 1-eps_low, 1+eps_high)). */
+double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov_clipped, double *g, bool *clipped);
+/* KL-Cov (the same paper; verl compute_policy_loss_kl_cov), rho = exp(log_ratio):
+ *   L_t = -A rho + coef |log rho| for t in I_KL (selected), else -A rho. */
+double or1_kl_cov_token(double log_ratio, double adv, double coef, bool selected, double *g);
 
 /* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached;
  * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0; rollout_logp: the
@@ -395,6 +427,7 @@ typedef struct {
     int n_prompt, n_resp;
     float adv;
     const float *old_logp, *ref_logp, *rollout_logp;
+    uint64_t id; /* the sample's index in its step (or batch file): keys its Clip-Cov draws */
 } or1_sample;
 
 /* Sums over response tokens (divide by tokens for means), but objective; logp is the sum of
@@ -408,14 +441,55 @@ typedef struct {
     or1_mismatch mismatch;
     double is_weight;
     long is_masked;
+    long cov_selected, low_entropy; /* tokens Clip-Cov drew or KL-Cov penalised; tokens below the
+                                     * top-entropy threshold (see or1_select_tokens) */
 } or1_loss_stats;
 
+/* ---- Mini-batch token selections ------------------------------------------------------------ */
+
+/* Flags of one response token, set over the whole mini-batch before its gradient pass. */
+enum {
+    OR1_SEL_COV_CLIP = 1,    /* Clip-Cov: its pg term is 0 */
+    OR1_SEL_COV_KL = 2,      /* KL-Cov: its term carries the |log rho| penalty */
+    OR1_SEL_LOW_ENTROPY = 4, /* below the top-rho entropy threshold: no pg term */
+};
+
+/* Whether cfg needs the selection (Clip-Cov, KL-Cov, or a top-entropy share below 1). */
+bool or1_loss_selects(const or1_loss_cfg *cfg);
+
+/* The token's centred cross-product of Cui et al. 2025 (its Cov(y_i) for Clip-Cov and KL-Cov):
+ * (log pi - mean log pi) (A - mean A), the means over the mini-batch's response tokens. */
+double or1_cov_token(double logp, double mean_logp, double adv, double mean_adv);
+
+/* An order-preserving map of floats to unsigned keys (a < b iff key(a) < key(b); -0 < +0). */
+uint32_t or1_float_key(float v);
+/* The k-th largest of the keys of every rank (k >= 1, at most their total count): bisection
+ * on the key's bits, one sum of counts over r per bit, so each rank holds only its own. */
+uint64_t or1_kth_largest_key(const uint64_t *key, size_t n, long k, const or1_reducer *r);
+
+/* Marks the tokens of a mini-batch (flags, one per response token in sample order) from the
+ * current log-probs and entropies of its tokens, with cfg->reduce summing over the ranks that
+ * hold the rest of it. Everything is computed over the whole mini-batch, T response tokens
+ * (never over a micro-batch), so a micro-batch or rank split marks the same tokens:
+ *   CLIP_COV: candidates are the tokens whose PPO clip does not already win and whose
+ *     covariance term lies strictly inside (clip_cov_lb, clip_cov_ub); max(1, floor(ratio T))
+ *     of them (all when fewer) are drawn uniformly: the ones with the largest key
+ *     or1_rand_u64(cfg->seed, sample id, token index).
+ *   KL_COV: the max(1, floor(kl_cov_ratio T)) tokens with the largest covariance term (equal
+ *     ones ordered by the high half of the same draw).
+ *   top_entropy rho < 1: tokens whose entropy is below the ceil(rho T)-th largest entropy
+ *     (Wang et al. 2025, arXiv 2506.01939: the indicator H_t >= tau_rho of the batch) are
+ *     marked LOW_ENTROPY; ties at tau are kept. */
+void or1_select_tokens(const or1_sample *s, int n, const float *logp, const float *ent, const or1_loss_cfg *cfg,
+                       uint8_t *flags);
+
 /* The per-token terms of eq. (3.1) (plus the optional KL) for n packed samples, given the
- * scored log-probs and entropies in sample order: the gradients w.r.t. logp and entropy,
+ * scored log-probs and entropies in sample order and the selection flags (sel NULL: none,
+ * see or1_select_tokens): the gradients w.r.t. logp and entropy,
  * weighted by cfg->agg over the mini-batch whose normalisers are *norm, go to g_logp and
  * g_entropy; the loss sums are added into *st. Shared by every backend, so each runs the
  * same formulas. */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent,
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, const uint8_t *sel,
                             const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
                             or1_loss_stats *st);
 

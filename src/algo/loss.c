@@ -51,17 +51,40 @@ static double gspo(double seq_log_ratio, double adv, const or1_loss_cfg *c, doub
     return ppo_clip(rho, drho, adv, 1.0 - c->gspo_low, 1.0 + c->gspo_high, g, clipped);
 }
 
+/* Clip-Cov: the PPO term, dropped (value and gradient) on a drawn token. */
+double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov_clipped, double *g, bool *clipped) {
+    double v = ppo_clip(rho, rho, adv, lo, hi, g, clipped);
+    if (!cov_clipped) return v;
+    *g = 0.0;
+    return 0.0;
+}
+
+/* KL-Cov: the unclipped surrogate, plus coef |log rho| on a selected token (its gradient
+ * coef sign(log rho), 0 at 0 as torch.abs gives). */
+double or1_kl_cov_token(double log_ratio, double adv, double coef, bool selected, double *g) {
+    double rho = exp(log_ratio);
+    *g = -adv * rho;
+    if (!selected) return -adv * rho;
+    *g += coef * (double)((log_ratio > 0) - (log_ratio < 0));
+    return -adv * rho + coef * fabs(log_ratio);
+}
+
 /* One token's policy-gradient term under c->mode: log_ratio is log(pi/pi_old) of the token,
- * or for GSPO the mean over its sequence. */
-double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, float *d_logp,
-                         bool *clipped) {
-    double g = 0.0, v, rho = exp(log_ratio);
+ * or for GSPO the mean over its sequence; sel its selection flags. A token below the
+ * top-entropy threshold has no pg term at all. */
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
+                         float *d_logp, bool *clipped) {
+    double g = 0.0, v, rho = exp(log_ratio), lo = 1.0 - c->clip_low, hi = 1.0 + c->clip_high;
+    *clipped = false;
     switch (c->mode) {
     case OR1_PG_DUAL_CLIP: v = dual_clip(rho, adv, c, &g, clipped); break;
     case OR1_PG_CISPO: v = cispo(rho, logp, adv, c, &g, clipped); break;
     case OR1_PG_GSPO: v = gspo(log_ratio, adv, c, &g, clipped); break;
-    default: v = ppo_clip(rho, rho, adv, 1.0 - c->clip_low, 1.0 + c->clip_high, &g, clipped); break;
+    case OR1_PG_CLIP_COV: v = or1_clip_cov_token(rho, adv, lo, hi, sel & OR1_SEL_COV_CLIP, &g, clipped); break;
+    case OR1_PG_KL_COV: v = or1_kl_cov_token(log_ratio, adv, c->kl_cov_coef, sel & OR1_SEL_COV_KL, &g); break;
+    default: v = ppo_clip(rho, rho, adv, lo, hi, &g, clipped); break;
     }
+    if (sel & OR1_SEL_LOW_ENTROPY) v = 0.0, g = 0.0, *clipped = false;
     *d_logp = (float)g;
     return v;
 }
@@ -71,7 +94,7 @@ double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, fl
 double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
                             float *d_logp, float *d_entropy, bool *clipped) {
     *d_entropy = -c->entropy_coef;
-    return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, d_logp, clipped);
+    return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, 0, d_logp, clipped);
 }
 
 /* verl agg_loss as dp_actor.py scales it to the mini-batch: the weight of each token of a
@@ -96,7 +119,7 @@ static double seq_log_ratio(const or1_sample *x, const float *logp) {
 
 /* Eq. (3.1) token by token: the policy-gradient term, entropy bonus, optional KL; gradients
  * weighted as cfg->agg aggregates them over the mini-batch (GSPO's term seq-mean-token-mean). */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent,
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, const uint8_t *sel,
                             const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
                             or1_loss_stats *st) {
     for (int i = 0, k = 0; i < n; i++) {
@@ -109,7 +132,10 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp;
             bool clipped;
             double lr = cfg->mode == OR1_PG_GSPO ? seq_lr : (double)logp[k] - (double)old;
-            double pg = or1_pg_token_loss(cfg, lr, logp[k], x->adv, &dlp, &clipped);
+            uint8_t f = sel ? sel[k] : 0;
+            double pg = or1_pg_token_loss(cfg, lr, logp[k], x->adv, f, &dlp, &clipped);
+            st->cov_selected += (f & (OR1_SEL_COV_CLIP | OR1_SEL_COV_KL)) != 0;
+            st->low_entropy += (f & OR1_SEL_LOW_ENTROPY) != 0;
             if (x->rollout_logp) {
                 or1_mismatch_add(&st->mismatch, logp[k], x->rollout_logp[j]);
                 if (cfg->is != OR1_IS_NONE) {
@@ -146,11 +172,11 @@ int or1_loss_agg_parse(const char *s, or1_loss_agg *out, const char *where) {
 
 const char *or1_loss_agg_name(or1_loss_agg a) { return AGG_NAMES[a]; }
 
-static const char *const PG_NAMES[] = {"ppo", "dual-clip", "cispo", "gspo"};
+static const char *const PG_NAMES[] = {"ppo", "dual-clip", "cispo", "gspo", "clip-cov", "kl-cov"};
 
 /* Parses a policy-loss mode name. */
 int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where) {
-    int i = algo_name_index(PG_NAMES, 4, s, "policy loss mode", where);
+    int i = algo_name_index(PG_NAMES, 6, s, "policy loss mode", where);
     if (i >= 0) *out = (or1_pg_mode)i;
     return i < 0 ? -1 : 0;
 }

@@ -77,12 +77,18 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
     STR_KEY("loss.agg", "token-mean", "token-mean | seq-mean-token-mean | seq-mean-token-sum | seq-mean-token-sum-norm"),
     NUM_KEY("loss.scale", "0", 0, BIG, "seq-mean-token-sum-norm: the constant C; 0: the stage's T"),
-    STR_KEY("loss.mode", "ppo", "ppo | dual-clip | cispo | gspo"),
+    STR_KEY("loss.mode", "ppo", "ppo | dual-clip | cispo | gspo | clip-cov | kl-cov"),
     NUM_KEY("loss.clip_ratio_c", TEXT(OR1_DUAL_CLIP_C), 1, BIG, "dual-clip: cap -A*c of the term when A < 0 (c > 1)"),
     NUM_KEY("loss.gspo_clip_low", TEXT(OR1_GSPO_CLIP_LOW), 0, 1, "gspo: sequence ratio clip below, 1 - this"),
     NUM_KEY("loss.gspo_clip_high", TEXT(OR1_GSPO_CLIP_HIGH), 0, BIG, "gspo: sequence ratio clip above, 1 + this"),
     NUM_KEY("loss.cispo_clip_low", TEXT(OR1_CISPO_CLIP_LOW), 0, BIG, "cispo: weight clip below, 1 - this (large: none)"),
     NUM_KEY("loss.cispo_clip_high", TEXT(OR1_CISPO_CLIP_HIGH), 0, BIG, "cispo: weight clip above, 1 + this"),
+    NUM_KEY("loss.clip_cov_ratio", TEXT(OR1_CLIP_COV_RATIO), 1e-12, 1, "clip-cov: share of the mini-batch's tokens drawn"),
+    NUM_KEY("loss.clip_cov_lb", TEXT(OR1_CLIP_COV_LB), -BIG, BIG, "clip-cov: candidates have lb < Cov < ub"),
+    NUM_KEY("loss.clip_cov_ub", TEXT(OR1_CLIP_COV_UB), -BIG, BIG, "clip-cov: candidates have lb < Cov < ub"),
+    NUM_KEY("loss.kl_cov_ratio", TEXT(OR1_KL_COV_RATIO), 1e-12, 1, "kl-cov: share of the mini-batch's tokens penalised"),
+    NUM_KEY("loss.ppo_kl_coef", TEXT(OR1_KL_COV_COEF), 0, BIG, "kl-cov: coefficient of |log(pi/pi_old)|"),
+    NUM_KEY("loss.top_entropy_quantile", "1.0", 1e-12, 1, "80/20 rule: pg only on this top share of tokens by entropy; 1: all"),
     STR_KEY("advantage.estimator", "grpo", "grpo | drgrpo | rloo | reinforce++-baseline | grpo-batch-std"),
     NUM_KEY("advantage.eps", "1e-6", 0, 1, "added to the group std"),
     STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
@@ -138,7 +144,10 @@ static const struct {
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
     F("advantage.eps", advantage.eps), F("loss.scale", loss.scale), F("loss.clip_ratio_c", loss.clip_c),
     F("loss.gspo_clip_low", loss.gspo_low), F("loss.gspo_clip_high", loss.gspo_high),
-    F("loss.cispo_clip_low", loss.cispo_low), F("loss.cispo_clip_high", loss.cispo_high), F("reward.workers", reward.workers),
+    F("loss.cispo_clip_low", loss.cispo_low), F("loss.cispo_clip_high", loss.cispo_high),
+    F("loss.clip_cov_ratio", loss.clip_cov_ratio), F("loss.clip_cov_lb", loss.clip_cov_lb),
+    F("loss.clip_cov_ub", loss.clip_cov_ub), F("loss.kl_cov_ratio", loss.kl_cov_ratio),
+    F("loss.ppo_kl_coef", loss.kl_cov_coef), F("loss.top_entropy_quantile", loss.top_entropy), F("reward.workers", reward.workers),
     F("reward.code_timeout", reward.code_timeout), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
     F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("output.dir", output_dir), F("seed", seed),
@@ -352,6 +361,9 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->correction.mode == OR1_IS_MIS && c->correction.low > c->correction.high)
         return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
                         c->correction.low, c->correction.high);
+    if (c->loss.clip_cov_lb >= c->loss.clip_cov_ub)
+        return or1_fail("%s: lb %g is not below ub %g (no covariance lies between them)",
+                        where_of(cfg, "loss.clip_cov_lb", w, sizeof w), c->loss.clip_cov_lb, c->loss.clip_cov_ub);
     if (check_optimizer(cfg, c)) return -1;
     if (c->data.difficulty_min > c->data.difficulty_max)
         return or1_fail("%s: min %d is above max %d", where_of(cfg, "data.difficulty.min", w, sizeof w),

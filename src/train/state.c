@@ -128,6 +128,9 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);
     cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
     if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
+    if (t->cfg->loss.mode == OR1_PG_CLIP_COV || t->cfg->loss.mode == OR1_PG_KL_COV)
+        cJSON_AddNumberToObject(row, "cov_selected_frac", (double)ls->cov_selected / nt);
+    if (t->cfg->loss.top_entropy < 1) cJSON_AddNumberToObject(row, "low_entropy_frac", (double)ls->low_entropy / nt);
     add_mismatch(row, t, b, ls, nt);
     add_reward_errors(row, t, b);
     cJSON_AddBoolToObject(row, "skipped", skipped);

@@ -99,6 +99,9 @@ static int finite_weights(trainer *t, int mini_batch) {
     return 0;
 }
 
+/* Sums over the ranks for the mini-batch selections (or1_reducer). */
+static void dist_sum(void *ctx, double *buf, size_t n) { or1_dist_sum_f64((const or1_dist *)ctx, buf, n); }
+
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is aggregated with its global kept-token and sequence counts (eq. 3.1 for
  * token-mean; loss.scale 0 is the stage's T). *grad_norm gets the
@@ -106,6 +109,7 @@ static int finite_weights(trainer *t, int mini_batch) {
 static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_stats *total, double *grad_norm) {
     const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
+    or1_reducer reduce = {dist_sum, (void *)t->d};
     or1_loss_cfg lc = {(float)t->cfg->train.clip_low,
                        (float)t->cfg->train.clip_high,
                        (float)alpha,
@@ -122,7 +126,15 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                        (float)t->cfg->loss.gspo_low,
                        (float)t->cfg->loss.gspo_high,
                        (float)t->cfg->loss.cispo_low,
-                       (float)t->cfg->loss.cispo_high};
+                       (float)t->cfg->loss.cispo_high,
+                       t->cfg->loss.clip_cov_ratio,
+                       t->cfg->loss.clip_cov_lb,
+                       t->cfg->loss.clip_cov_ub,
+                       t->cfg->loss.kl_cov_ratio,
+                       t->cfg->loss.kl_cov_coef,
+                       t->cfg->loss.top_entropy,
+                       0,
+                       &reduce};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
@@ -138,15 +150,18 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
             }
             or1_dmodel_zero_grad(t->dm);
             or1_loss_stats ls = {0};
+            /* Clip-Cov's draws: one seed per (run seed, step, epoch, mini-batch), the same on every rank */
+            lc.seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)(e * n_sgd + c) + 0x636f76ULL);
             int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
             free(s);
             if (rc) return -1;
-            double sums[8] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
-                              ls.is_weight, (double)ls.is_masked};
-            or1_dist_sum_f64(t->d, sums, 8);
+            double sums[10] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
+                               ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy};
+            or1_dist_sum_f64(t->d, sums, 10);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             total->is_weight += sums[6], total->is_masked += (long)sums[7];
+            total->cov_selected += (long)sums[8], total->low_entropy += (long)sums[9];
             if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
                 mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;
