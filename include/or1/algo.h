@@ -146,6 +146,26 @@ or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t 
  * truncation to the train batch size; returns how many were taken. */
 size_t or1_refill_take(const bool *group_kept, size_t n_groups, size_t need, bool *take);
 
+/* ---- Length shaping of the reward ------------------------------------------------------ */
+
+/* DAPO's soft overlong punishment (Yu et al. 2025, arXiv 2503.14476 eq. (13)) of a response of
+ * len tokens under the limit max_len (L_max) with a buffer of L_cache tokens, times factor:
+ * 0 up to L_max - L_cache, then falling linearly to -factor at L_max (-factor beyond). */
+double or1_overlong_penalty(int len, int max_len, int buffer, double factor);
+
+/* The reward settings that shape the verifier's score by length. */
+typedef struct {
+    bool overlong;             /* reward.overlong_buffer.enable */
+    int overlong_len;          /* reward.overlong_buffer.len: L_cache */
+    double overlong_penalty;   /* reward.overlong_buffer.penalty: the factor */
+    double truncation_penalty; /* reward.truncation_penalty: subtracted from a truncated response */
+} or1_length_cfg;
+
+/* out[i] = scores[i] + or1_overlong_penalty (if on) - truncation_penalty * truncated[i]
+ * (truncated NULL: none is); NaN (a failed reward) stays NaN. */
+void or1_length_rewards(const or1_length_cfg *c, const float *scores, const int *len, const bool *truncated,
+                        size_t n, int max_len, float *out);
+
 /* ---- Whole-step advantage pipeline ------------------------------------------------------ */
 
 /* Settings of the advantage stage of one step. */

@@ -90,6 +90,7 @@ typedef struct {
         int workers; /* 0 = one per CPU */
         double code_timeout;
         double max_error_ratio; /* warn above this share of failed rewards per step */
+        or1_length_cfg length;  /* overlong_buffer.* and truncation_penalty */
     } reward;
     or1_stage_cfg *stages;
     size_t n_stages;

@@ -84,13 +84,20 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
     or1_scored_free(sc);
 }
 
-/* Recipe order: truncation masks, rejection, advantages (or1_step_advantages). */
-void batch_decide(step_batch *b, const trainer *t) {
+/* Recipe order: the length-shaped rewards, then truncation masks, rejection, advantages
+ * (or1_step_advantages) on them; max_len is the stage's T. */
+void batch_decide(step_batch *b, const trainer *t, int max_len) {
     int32_t *group = or1_malloc(b->n_samples * sizeof *group);
+    float *reward = or1_malloc(b->n_samples * sizeof *reward);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
+    or1_length_rewards(&t->cfg->reward.length, b->score, b->len, b->trunc, b->n_samples, max_len, reward);
+    b->length_penalty = 0;
+    for (size_t i = 0; i < b->n_samples; i++)
+        if (!isnan(b->score[i])) b->length_penalty += (double)reward[i] - (double)b->score[i];
     or1_rejection_free(&b->rej);
-    or1_step_advantages(&t->cfg->advantage, b->score, group, b->trunc, b->len, b->n_samples, b->adv, b->in_loss, &b->rej);
+    or1_step_advantages(&t->cfg->advantage, reward, group, b->trunc, b->len, b->n_samples, b->adv, b->in_loss, &b->rej);
     b->kept_groups = b->rej.kept;
+    free(reward);
     free(group);
 }
 

@@ -95,6 +95,10 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
     NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
     NUM_KEY("reward.max_error_ratio", "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
+    BOOL_KEY("reward.overlong_buffer.enable", "false", "DAPO's soft overlong punishment of the last `len` tokens before T"),
+    INT_KEY("reward.overlong_buffer.len", "4096", 1, BIG, "L_cache: the penalty grows over the last this many tokens"),
+    NUM_KEY("reward.overlong_buffer.penalty", "1.0", 0, BIG, "the penalty at T (verl's penalty_factor)"),
+    NUM_KEY("reward.truncation_penalty", "0", 0, BIG, "subtracted from the reward of a response truncated at T"),
     {"stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
     STR_KEY("stages[].name", "", "label for logs"),
     INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
@@ -148,7 +152,10 @@ static const struct {
     F("loss.clip_cov_ratio", loss.clip_cov_ratio), F("loss.clip_cov_lb", loss.clip_cov_lb),
     F("loss.clip_cov_ub", loss.clip_cov_ub), F("loss.kl_cov_ratio", loss.kl_cov_ratio),
     F("loss.ppo_kl_coef", loss.kl_cov_coef), F("loss.top_entropy_quantile", loss.top_entropy), F("reward.workers", reward.workers),
-    F("reward.code_timeout", reward.code_timeout), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
+    F("reward.code_timeout", reward.code_timeout), F("reward.overlong_buffer.enable", reward.length.overlong),
+    F("reward.overlong_buffer.len", reward.length.overlong_len),
+    F("reward.overlong_buffer.penalty", reward.length.overlong_penalty),
+    F("reward.truncation_penalty", reward.length.truncation_penalty), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
     F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("output.dir", output_dir), F("seed", seed),
 #undef F
@@ -373,6 +380,10 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
         char path[32];
         snprintf(path, sizeof path, "stages.%zu", i);
         const or1_yaml_node *n = or1_yaml_get(or1_yaml_root(cfg), path);
+        if (c->reward.length.overlong && c->reward.length.overlong_len >= s->context_length)
+            return or1_fail("%s: len %d is not below stage %zu's context length %d (the penalty would start before "
+                            "the first token)", where_of(cfg, "reward.overlong_buffer.len", w, sizeof w),
+                            c->reward.length.overlong_len, i, s->context_length);
         if (s->mini_batch > s->prompts || s->prompts % s->mini_batch != 0)
             return or1_fail("%s: key \"%s\": mini_batch %d must divide prompts %d (N_SGD = N / mini_batch)",
                             n ? or1_yaml_node_where(n) : or1_yaml_file(cfg), n ? or1_yaml_node_path(n) : "train",

@@ -43,6 +43,7 @@ typedef struct {
     float **old_logp;        /* the same, from the training engine (train.recompute_logprobs) */
     or1_mismatch mismatch;   /* old_logp against the sampler's, summed over ranks */
     float *adv;
+    double length_penalty;   /* sum over decided samples of the length shaping (<= 0) */
     bool *in_loss;
     or1_rejection rej;
     size_t kept_groups;
@@ -55,8 +56,9 @@ void batch_free(step_batch *b);
 /* Appends one round's groups: own samples from sc (taken over), numbers summed over ranks. */
 void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
                      const size_t *pos, size_t mine);
-/* Truncation masks, rejection and GRPO advantages over every group so far. */
-void batch_decide(step_batch *b, const trainer *t);
+/* Length-shaped rewards, truncation masks, rejection and advantages over every group so far
+ * (max_len: the stage's T). */
+void batch_decide(step_batch *b, const trainer *t, int max_len);
 /* Keeps the first `need` kept groups (refill) and counts the loss tokens T_k. */
 void batch_finalize(step_batch *b, const trainer *t, size_t need);
 /* e_k: the mean negative log-prob of the sampled tokens in the loss, before the update. */

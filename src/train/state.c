@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,12 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);
     cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
     if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
+    const or1_length_cfg *lc = &t->cfg->reward.length;
+    if (lc->overlong || lc->truncation_penalty > 0) {
+        size_t decided = 0;
+        for (size_t i = 0; i < b->n_samples; i++) decided += !isnan(b->score[i]);
+        cJSON_AddNumberToObject(row, "length_penalty_mean", decided ? b->length_penalty / (double)decided : 0.0);
+    }
     if (t->cfg->loss.mode == OR1_PG_CLIP_COV || t->cfg->loss.mode == OR1_PG_KL_COV)
         cJSON_AddNumberToObject(row, "cov_selected_frac", (double)ls->cov_selected / nt);
     if (t->cfg->loss.top_entropy < 1) cJSON_AddNumberToObject(row, "low_entropy_frac", (double)ls->low_entropy / nt);

@@ -82,7 +82,7 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
         int rc = round_rollout(t, st, ids, (size_t)st->prompts, seed, b);
         free(ids);
         if (rc) return -1;
-        batch_decide(b, t);
+        batch_decide(b, t, st->context_length);
         or1_refill_action act = or1_refill_decide(b->kept_groups, round, (size_t)st->prompts, max_rounds);
         if (act != OR1_REFILL_MORE) return 0;
     }

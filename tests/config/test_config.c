@@ -94,6 +94,9 @@ static void test_defaults(void) {
     CHECK(c.loss.clip_cov_ratio == 2e-4 && c.loss.clip_cov_lb == 1 && c.loss.clip_cov_ub == 5 &&
               c.loss.kl_cov_ratio == 2e-3 && c.loss.kl_cov_coef == 1 && c.loss.top_entropy == 1,
           "clip-cov / kl-cov / top-entropy defaults");
+    CHECK(!c.reward.length.overlong && c.reward.length.overlong_len == 4096 && c.reward.length.overlong_penalty == 1 &&
+              c.reward.length.truncation_penalty == 0,
+          "length shaping defaults");
     CHECK(c.eval.n_files == 0 && c.eval.every == 20 && c.eval.n == 8 && c.eval.n_temperatures == 2 &&
               c.eval.temperatures[0] == 0.6 && c.eval.temperatures[1] == 1.0, "eval defaults");
     CHECK(c.checkpoint.every == 20 && !strcmp(c.output_dir, "runs/train") && c.seed == 1, "output defaults");
@@ -212,6 +215,10 @@ static void test_bad_configs(void) {
          "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {clip_cov_lb: 5}\n", "t.yaml:4: key \"loss.clip_cov_lb\"",
          "lb 5 is not below ub 5"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {overlong_buffer: {enable: true, len: 20000}}\n",
+         "key \"reward.overlong_buffer.len\"", "len 20000 is not below stage 0's context length 16384"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {truncation_penalty: -1}\n",
+         "key \"reward.truncation_penalty\"", "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {top_entropy_quantile: 0}\n",
          "key \"loss.top_entropy_quantile\"", "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {kl_cov_ratio: 1.5}\n", "key \"loss.kl_cov_ratio\"",
