@@ -311,14 +311,27 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
  * GPU in different precisions. With the training engine's log-prob of the sampling policy,
  * old_logp, and the sampler's, rollout_logp, each token gets the importance weight of
  * r = exp(old_logp - rollout_logp):
- *   NONE: 1;  TIS (truncated importance sampling): min(r, high);
+ *   NONE: 1;  TIS (truncated importance sampling, Yao et al. 2025): min(r, high);
  *   MIS (masked importance sampling): 1 when low <= r <= high, else 0 (the token stays in the
- *   token count T_k, contributing nothing). The weight multiplies the PPO term of eq. (3.1). */
-typedef enum { OR1_IS_NONE, OR1_IS_TIS, OR1_IS_MIS } or1_rollout_is_mode;
+ *   token count T_k, contributing nothing);
+ *   MIS_GEO: MIS on the sequence's geometric-mean ratio exp(mean_t log r_t): every token of a
+ *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric").
+ * The weight multiplies the policy-gradient term of eq. (3.1). */
+typedef enum { OR1_IS_NONE, OR1_IS_TIS, OR1_IS_MIS, OR1_IS_MIS_GEO } or1_rollout_is_mode;
 
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where);
 const char *or1_rollout_is_name(or1_rollout_is_mode m);
 double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp);
+/* MIS_GEO's weight of a whole sequence of n tokens: 1 when low <= exp(mean_t (old - rollout))
+ * <= high, else 0 (1 for n = 0). */
+double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n);
+
+/* DeepSeek-V3.2's off-policy sequence mask (arXiv 2512.02556, its eq. for M_i,t): a sequence
+ * with A < 0 whose mean log(pi_behaviour / pi_theta) over its n tokens exceeds delta is
+ * dropped from the policy-gradient term:
+ *   M_i = 0 if A_i < 0 and (1/|o_i|) sum_t log(pi_old(o_t) / pi_theta(o_t)) > delta, else 1,
+ * pi_old being the policy that sampled o_i (the sampler's log-probs). True when masked. */
+bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta);
 
 /* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max) and the
  * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout. */
@@ -417,6 +430,8 @@ typedef struct {
     double kl_cov_ratio, kl_cov_coef;                /* KL_COV: share of tokens, penalty coefficient */
     double top_entropy;        /* rho of the 80/20 rule: pg only on the top rho by entropy (1: all) */
     uint64_t seed;             /* this mini-batch's seed of the Clip-Cov draws */
+    bool offpolicy_mask;       /* DeepSeek-V3.2's off-policy sequence mask, with its delta */
+    double offpolicy_delta;
     const or1_reducer *reduce; /* the ranks sharing the mini-batch (NULL: this process alone) */
 } or1_loss_cfg;
 
@@ -463,6 +478,7 @@ typedef struct {
     long is_masked;
     long cov_selected, low_entropy; /* tokens Clip-Cov drew or KL-Cov penalised; tokens below the
                                      * top-entropy threshold (see or1_select_tokens) */
+    long offpolicy_masked;          /* tokens of sequences the off-policy mask dropped */
 } or1_loss_stats;
 
 /* ---- Mini-batch token selections ------------------------------------------------------------ */

@@ -85,6 +85,8 @@ typedef struct {
     struct {
         or1_rollout_is_mode mode; /* a mode other than none turns train.recompute_logprobs on */
         double low, high;
+        bool offpolicy_mask;      /* DeepSeek-V3.2's off-policy sequence mask */
+        double offpolicy_delta;
     } correction; /* the rollout_correction section */
     struct {
         int workers; /* 0 = one per CPU */

@@ -128,6 +128,13 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
         double w_pg = cfg->mode == OR1_PG_GSPO ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0)
                                                : w;
         double seq_lr = cfg->mode == OR1_PG_GSPO ? seq_log_ratio(x, logp + k) : 0.0;
+        const float *behaviour = x->rollout_logp ? x->rollout_logp : x->old_logp;
+        bool dropped = cfg->offpolicy_mask && behaviour &&
+                       or1_offpolicy_seq_masked(behaviour, logp + k, x->n_resp, x->adv, cfg->offpolicy_delta);
+        double seq_is = cfg->is == OR1_IS_MIS_GEO && x->rollout_logp
+                            ? or1_rollout_is_seq_weight(cfg->is_low, cfg->is_high, x->old_logp ? x->old_logp : logp + k,
+                                                        x->rollout_logp, x->n_resp)
+                            : 1.0;
         for (int j = 0; j < x->n_resp; j++, k++) {
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp;
             bool clipped;
@@ -139,11 +146,14 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             if (x->rollout_logp) {
                 or1_mismatch_add(&st->mismatch, logp[k], x->rollout_logp[j]);
                 if (cfg->is != OR1_IS_NONE) {
-                    double wis = or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
+                    double wis = cfg->is == OR1_IS_MIS_GEO
+                                     ? seq_is
+                                     : or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
                     pg *= wis, dlp = (float)(dlp * wis);
                     st->is_weight += wis, st->is_masked += wis == 0;
                 }
             }
+            if (dropped) pg = 0.0, dlp = 0.0f, st->offpolicy_masked++;
             double kl = 0, dkl = 0;
             if (cfg->kl_coef != 0 && x->ref_logp) kl = or1_kl_token(&cfg->kl, logp[k], x->ref_logp[j], &dkl);
             st->pg_loss += pg;
@@ -183,11 +193,11 @@ int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where) {
 
 const char *or1_pg_mode_name(or1_pg_mode m) { return PG_NAMES[m]; }
 
-static const char *const IS_NAMES[] = {"none", "tis", "mis"};
+static const char *const IS_NAMES[] = {"none", "tis", "mis", "mis-geo"};
 
-/* Parses "none" | "tis" | "mis". */
+/* Parses "none" | "tis" | "mis" | "mis-geo". */
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where) {
-    int i = algo_name_index(IS_NAMES, 3, s, "rollout correction", where);
+    int i = algo_name_index(IS_NAMES, 4, s, "rollout correction", where);
     if (i >= 0) *out = (or1_rollout_is_mode)i;
     return i < 0 ? -1 : 0;
 }
@@ -200,6 +210,23 @@ double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, 
     if (mode == OR1_IS_TIS) return r < high ? r : high;
     if (mode == OR1_IS_MIS) return r >= low && r <= high ? 1.0 : 0.0;
     return 1.0;
+}
+
+/* The geometric mean of the sequence's ratios, exp(mean log r), inside [low, high] or not. */
+double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n) {
+    if (n <= 0) return 1.0;
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)old_logp[j] - (double)rollout_logp[j];
+    double r = exp(sum / n);
+    return r >= low && r <= high ? 1.0 : 0.0;
+}
+
+/* DeepSeek-V3.2's M_i: negative advantage and a mean log ratio behaviour/current above delta. */
+bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta) {
+    if (!(adv < 0) || n <= 0) return false;
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)behaviour_logp[j] - (double)logp[j];
+    return sum / n > delta;
 }
 
 /* One token's |difference| and k3 term, d = train - rollout: exp(d) - 1 - d >= 0. */

@@ -236,9 +236,10 @@ static const cli_flag_spec grad_flag_table[] = {
     FLAG_NUM("lr", "0", 0, 10, "AdamW learning rate"),
     FLAG_NUM("weight-decay", "0.01", 0, 10, "AdamW weight decay"),
     FLAG_NUM("max-grad-norm", "1", 0, 1e30, "global gradient-norm clip before the step; 0: off"),
-    FLAG_STR("rollout-is", "none|tis|mis", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
+    FLAG_STR("rollout-is", "none|tis|mis|mis-geo", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
     FLAG_NUM("rollout-is-low", "0.5", 0, 1e30, "MIS: lowest ratio kept"),
     FLAG_NUM("rollout-is-high", "2", 1e-9, 1e30, "TIS: the weight's cap; MIS: highest ratio kept"),
+    FLAG_NUM("offpolicy-delta", NULL, 0, 1e30, "DeepSeek-V3.2 mask: drop rows with A < 0 and mean log(pi_rollout/pi) > this"),
     FLAG_STR("loss-agg", "token-mean|seq-mean-token-mean|seq-mean-token-sum|seq-mean-token-sum-norm", "token-mean",
              "how the token terms add up to the loss"),
     FLAG_NUM("loss-scale", "0", 0, 1e30, "seq-mean-token-sum-norm: the constant C; 0: the longest response"),
@@ -292,6 +293,9 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     cli_double(a, "kl-cov-ratio", &o->loss.kl_cov_ratio);
     cli_double(a, "ppo-kl-coef", &o->loss.kl_cov_coef);
     cli_double(a, "top-entropy-quantile", &o->loss.top_entropy);
+    double delta = NAN;
+    cli_double(a, "offpolicy-delta", &delta);
+    o->loss.offpolicy_mask = !isnan(delta), o->loss.offpolicy_delta = delta;
     int64_t seed;
     cli_int(a, "seed", &seed);
     o->loss.seed = (uint64_t)seed;
@@ -376,10 +380,11 @@ static int cmd_grad(cli_args *a) {
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
                "\"grad_norm\":%.17g,\"mismatch_abs_mean\":%.17g,\"mismatch_abs_max\":%.17g,\"mismatch_k3\":%.17g,"
                "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g,\"cov_selected_frac\":%.17g,"
-               "\"low_entropy_frac\":%.17g}\n",
+               "\"low_entropy_frac\":%.17g,\"offpolicy_masked_frac\":%.17g}\n",
                st.objective, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm,
                mm->abs_sum / nm, mm->abs_max, mm->k3_sum / nm, o.loss.is ? st.is_weight / nt : 1.0,
-               (double)st.is_masked / nt, (double)st.cov_selected / nt, (double)st.low_entropy / nt);
+               (double)st.is_masked / nt, (double)st.cov_selected / nt, (double)st.low_entropy / nt,
+               (double)st.offpolicy_masked / nt);
         fflush(stdout);
         if (o.out) rc = or1_dmodel_pull_grads(cm.dm) || write_grads(&cm.m, o.out);
         if (rc == 0 && o.step) rc = grad_step(&cm, &o);

@@ -69,9 +69,11 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
     STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
     PATH_KEY("kl.reference", "", "reference checkpoint; empty: model.path"),
-    STR_KEY("rollout_correction.mode", "none", "none | tis | mis: weight (TIS) or mask (MIS) each token by pi_train/pi_rollout"),
+    STR_KEY("rollout_correction.mode", "none", "none | tis | mis | mis-geo: weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout"),
     NUM_KEY("rollout_correction.low", "0.5", 0, BIG, "MIS: lowest ratio kept"),
     NUM_KEY("rollout_correction.high", "2.0", 1e-9, BIG, "TIS: the cap of the weight; MIS: highest ratio kept"),
+    BOOL_KEY("rollout_correction.offpolicy_mask", "false", "DeepSeek-V3.2: drop sequences with A < 0 and mean log(pi_rollout/pi) > offpolicy_delta"),
+    NUM_KEY("rollout_correction.offpolicy_delta", "0", 0, BIG, "delta of the off-policy mask (no published value: set it with the mask)"),
     BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
     BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
     INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
@@ -144,7 +146,9 @@ static const struct {
     F("entropy.target", entropy.target), F("entropy.delta", entropy.delta), F("entropy.c_min", entropy.c_min),
     F("entropy.c_max", entropy.c_max), F("entropy.initial", entropy.initial), F("kl.enabled", kl.enabled),
     F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("rollout_correction.low", correction.low),
-    F("rollout_correction.high", correction.high), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
+    F("rollout_correction.high", correction.high),
+    F("rollout_correction.offpolicy_mask", correction.offpolicy_mask),
+    F("rollout_correction.offpolicy_delta", correction.offpolicy_delta), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
     F("advantage.eps", advantage.eps), F("loss.scale", loss.scale), F("loss.clip_ratio_c", loss.clip_c),
     F("loss.gspo_clip_low", loss.gspo_low), F("loss.gspo_clip_high", loss.gspo_high),
@@ -365,9 +369,12 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->entropy.c_min > c->entropy.c_max)
         return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
                         c->entropy.c_max);
-    if (c->correction.mode == OR1_IS_MIS && c->correction.low > c->correction.high)
+    if ((c->correction.mode == OR1_IS_MIS || c->correction.mode == OR1_IS_MIS_GEO) && c->correction.low > c->correction.high)
         return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
                         c->correction.low, c->correction.high);
+    if (c->correction.offpolicy_mask && !or1_yaml_get(or1_yaml_root(cfg), "rollout_correction.offpolicy_delta"))
+        return or1_fail("%s: the off-policy mask needs its delta (DeepSeek-V3.2 publishes none): set it",
+                        where_of(cfg, "rollout_correction.offpolicy_delta", w, sizeof w));
     if (c->loss.clip_cov_lb >= c->loss.clip_cov_ub)
         return or1_fail("%s: lb %g is not below ub %g (no covariance lies between them)",
                         where_of(cfg, "loss.clip_cov_lb", w, sizeof w), c->loss.clip_cov_lb, c->loss.clip_cov_ub);

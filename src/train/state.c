@@ -138,6 +138,8 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     if (t->cfg->loss.mode == OR1_PG_CLIP_COV || t->cfg->loss.mode == OR1_PG_KL_COV)
         cJSON_AddNumberToObject(row, "cov_selected_frac", (double)ls->cov_selected / nt);
     if (t->cfg->loss.top_entropy < 1) cJSON_AddNumberToObject(row, "low_entropy_frac", (double)ls->low_entropy / nt);
+    if (t->cfg->correction.offpolicy_mask)
+        cJSON_AddNumberToObject(row, "offpolicy_masked_frac", (double)ls->offpolicy_masked / nt);
     add_mismatch(row, t, b, ls, nt);
     add_reward_errors(row, t, b);
     cJSON_AddBoolToObject(row, "skipped", skipped);

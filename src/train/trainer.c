@@ -134,6 +134,8 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                        t->cfg->loss.kl_cov_coef,
                        t->cfg->loss.top_entropy,
                        0,
+                       t->cfg->correction.offpolicy_mask,
+                       t->cfg->correction.offpolicy_delta,
                        &reduce};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
@@ -155,13 +157,15 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
             int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
             free(s);
             if (rc) return -1;
-            double sums[10] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
-                               ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy};
-            or1_dist_sum_f64(t->d, sums, 10);
+            double sums[11] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
+                               ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy,
+                               (double)ls.offpolicy_masked};
+            or1_dist_sum_f64(t->d, sums, 11);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             total->is_weight += sums[6], total->is_masked += (long)sums[7];
             total->cov_selected += (long)sums[8], total->low_entropy += (long)sums[9];
+            total->offpolicy_masked += (long)sums[10];
             if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
                 mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;

@@ -32,7 +32,7 @@ FLAGS = {
     "difficulty": [*EVAL, "out", "in-place", "name"],
     "grad": ["model", "batch", "out", "save", "step", "save-dtype", "temperature", "clip-low", "clip-high",
              "entropy-coef", "micro-batch-tokens", "bench-iters", "lr", "weight-decay", "max-grad-norm",
-             "rollout-is", "rollout-is-low", "rollout-is-high", "loss-agg", "loss-scale", "loss-mode", "clip-ratio-c",
+             "rollout-is", "rollout-is-low", "rollout-is-high", "offpolicy-delta", "loss-agg", "loss-scale", "loss-mode", "clip-ratio-c",
              "gspo-clip-low", "gspo-clip-high", "cispo-clip-low", "cispo-clip-high", "clip-cov-ratio", "clip-cov-lb",
              "clip-cov-ub", "kl-cov-ratio", "ppo-kl-coef", "top-entropy-quantile", "seed", "device"],
     "verify-math": ["input", "output", "time-limit"],

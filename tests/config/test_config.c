@@ -146,14 +146,15 @@ static void test_variants(void) {
     static const char *const est[] = {"grpo", "drgrpo", "rloo", "reinforce++-baseline", "grpo-batch-std"};
     static const char *const agg[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"};
     static const char *const mode[] = {"ppo", "dual-clip", "cispo", "gspo", "clip-cov", "kl-cov"};
+    static const char *const is[] = {"none", "tis", "mis", "mis-geo"};
     for (int i = 0; i < 6; i++) {
         char text[640];
         snprintf(text, sizeof text,
                  "%sadvantage: {estimator: %s}\nloss: {agg: %s, mode: %s, scale: 512, clip_ratio_c: 2.5,"
                  " gspo_clip_low: 0.001, gspo_clip_high: 0.002, cispo_clip_low: 0.5, cispo_clip_high: 4,"
                  " clip_cov_ratio: 0.01, clip_cov_lb: -1, clip_cov_ub: 2, kl_cov_ratio: 0.02, ppo_kl_coef: 0.5,"
-                 " top_entropy_quantile: 0.2}\n",
-                 MIN, est[i % 5], agg[i % 4], mode[(i + 1) % 6]);
+                 " top_entropy_quantile: 0.2}\nrollout_correction: {mode: %s, offpolicy_mask: true, offpolicy_delta: 0.05}\n",
+                 MIN, est[i % 5], agg[i % 4], mode[(i + 1) % 6], is[i % 4]);
         or1_train_config c, c2;
         if (!CHECK(load_text(text, NULL, 0, &c) == 0, "variant %d: %s", i, or1_error())) continue;
         CHECK(c.advantage.estimator == (or1_adv_estimator)(i % 5) && c.loss.agg == (or1_loss_agg)(i % 4) &&
@@ -161,7 +162,8 @@ static void test_variants(void) {
                   c.loss.gspo_low == 0.001 && c.loss.gspo_high == 0.002 && c.loss.cispo_low == 0.5 &&
                   c.loss.cispo_high == 4 && c.loss.clip_cov_ratio == 0.01 && c.loss.clip_cov_lb == -1 &&
                   c.loss.clip_cov_ub == 2 && c.loss.kl_cov_ratio == 0.02 && c.loss.kl_cov_coef == 0.5 &&
-                  c.loss.top_entropy == 0.2,
+                  c.loss.top_entropy == 0.2 && c.correction.mode == (or1_rollout_is_mode)(i % 4) &&
+                  c.correction.offpolicy_mask && c.correction.offpolicy_delta == 0.05,
               "variant %d: values", i);
         char *y1 = or1_train_config_yaml(&c);
         CHECK(strstr(y1, est[i % 5]) && strstr(y1, agg[i % 4]) && strstr(y1, mode[(i + 1) % 6]), "variant %d: dump\n%s",
@@ -217,6 +219,10 @@ static void test_bad_configs(void) {
          "lb 5 is not below ub 5"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {overlong_buffer: {enable: true, len: 20000}}\n",
          "key \"reward.overlong_buffer.len\"", "len 20000 is not below stage 0's context length 16384"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nrollout_correction: {offpolicy_mask: true}\n",
+         "key \"rollout_correction.offpolicy_delta\" (default)", "needs its delta"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nrollout_correction: {mode: mis-geo, low: 3}\n",
+         "key \"rollout_correction.low\"", "low 3 is above high 2"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {truncation_penalty: -1}\n",
          "key \"reward.truncation_penalty\"", "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {top_entropy_quantile: 0}\n",

@@ -402,9 +402,13 @@ def aggregate(per_seq, agg, scale):
 
 
 def rollout_is_weight(old, rollout, mode, low, high):
-    """verl's token-level rollout correction: r = exp(old - rollout); TIS min(r, high), MIS
-    1 inside [low, high] and 0 outside, none 1. Detached (a weight, not a path for gradients)."""
+    """verl's rollout correction: r = exp(old - rollout); TIS min(r, high), MIS 1 inside
+    [low, high] and 0 outside, none 1; mis-geo: MIS on the row's geometric mean exp(mean log r),
+    the same for all its tokens. Detached (a weight, not a path for gradients)."""
     r = torch.exp(old - rollout)
+    if mode == "mis-geo":
+        geo = torch.exp((old - rollout).mean())
+        return torch.full_like(r, 1.0 if low <= float(geo) <= high else 0.0)
     if mode == "tis":
         return torch.clamp(r, max=high)
     if mode == "mis":
@@ -417,6 +421,16 @@ def mismatch_stats(logp, rollout):
     d = (logp.detach() - rollout)
     return {"mismatch_abs_mean": d.abs().mean().item(), "mismatch_abs_max": d.abs().max().item(),
             "mismatch_k3": (torch.expm1(d) - d).mean().item()}
+
+
+def offpolicy_dropped(row, logp, old, delta):
+    """DeepSeek-V3.2's off-policy sequence mask: A < 0 and the mean of log(pi_old / pi_theta)
+    over the row's tokens above delta, pi_old the sampling policy (rollout_logprobs, else
+    old_logprobs). None: off."""
+    if delta is None or float(row["advantage"]) >= 0:
+        return False
+    behaviour = torch.as_tensor(row["rollout_logprobs"]) if "rollout_logprobs" in row else old
+    return float((behaviour - logp.detach()).mean()) > delta
 
 
 def select_terms(terms, wins, logps, olds, advs, ents, mode, kw):
@@ -444,7 +458,7 @@ def select_terms(terms, wins, logps, olds, advs, ents, mode, kw):
 def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0, rollout_is="none",
               rollout_is_low=0.5, rollout_is_high=2.0, agg="token-mean", agg_scale=0, mode="ppo", clip_c=3.0,
               gspo_low=3e-4, gspo_high=4e-4, cispo_low=10.0, cispo_high=0.2, clip_cov_ratio=2e-4, clip_cov_lb=1.0,
-              clip_cov_ub=5.0, kl_cov_ratio=2e-3, ppo_kl_coef=1.0, top_entropy=1.0, seed=0):
+              clip_cov_ub=5.0, kl_cov_ratio=2e-3, ppo_kl_coef=1.0, top_entropy=1.0, seed=0, offpolicy_delta=None):
     """Eq. 3.1 by default: token-mean over the whole batch of the clipped surrogate minus
     alpha * entropy, each token's surrogate weighted by the rollout correction when rows carry
     rollout_logprobs. `mode` picks the policy-gradient term and `agg` how the terms add up
@@ -482,6 +496,8 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
               kl_cov_ratio=kl_cov_ratio, ppo_kl_coef=ppo_kl_coef, top_entropy=top_entropy, seed=seed)
     terms, clips, n_sel, low = select_terms(terms, clips, logps, olds, advs, ents, mode, kw)
     terms = [t * w for t, w in zip(terms, is_w)]
+    dropped = [offpolicy_dropped(row, lp, old, offpolicy_delta) for row, lp, old in zip(batch, logps, olds)]
+    terms = [torch.zeros_like(t) if d else t for t, d in zip(terms, dropped)]
     pg, ent, clip = torch.cat(terms), torch.cat(ents), torch.cat(clips)
     tokens = pg.numel()
     scale = agg_scale or max(t.numel() for t in terms)
@@ -490,7 +506,8 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
     stats = {"loss": loss.item(), "pg_loss": pg.mean().item(), "entropy": ent.mean().item(),
              "tokens": tokens, "clip_frac": clip.double().mean().item(),
              "cov_selected_frac": torch.cat(n_sel).double().mean().item(),
-             "low_entropy_frac": torch.cat(low).double().mean().item()}
+             "low_entropy_frac": torch.cat(low).double().mean().item(),
+             "offpolicy_masked_frac": sum(t.numel() for t, d in zip(terms, dropped) if d) / tokens}
     if weights:
         w = torch.cat(weights)
         stats.update(mismatch_stats(torch.cat(lps), torch.cat(rolls)))

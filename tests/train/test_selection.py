@@ -1,4 +1,5 @@
-"""The mini-batch token selections (Clip-Cov, KL-Cov, the 80/20 rule) inside the trainer.
+"""The mini-batch token selections (Clip-Cov, KL-Cov, the 80/20 rule) and the sequence masks
+(MIS on the geometric mean, DeepSeek-V3.2's off-policy mask) inside the trainer.
 
 - Clip-Cov with a share that draws tokens and the 80/20 rule together, 2 steps of N_SGD 2: the
   metrics row reports the drawn and masked shares (drawn > 0; masked at most 1 - rho, and above 0).
@@ -9,9 +10,15 @@
 - KL-Cov: the penalised share is floor(k T) / T of each mini-batch (so above 0).
 - With mpirun and an MPI build: 2 ranks give the 1-process weights and metrics (the selections
   are summed over the ranks); skipped with a line otherwise.
+- mis-geo with low = high = 2 (the CPU's geometric means are 1 to rounding) masks every token
+  and, without entropy term and weight decay, moves no weight.
+- The off-policy mask with delta 0 drops some negative-advantage sequences once the first
+  mini-batch has moved the policy (the second mini-batch of each step); with a huge delta none.
+  Turning it on without a delta is refused at load.
 
 Usage: test_selection.py OR1 FIXTURE_DIR SCRATCH_DIR
 """
+import json
 import os
 import shutil
 import subprocess
@@ -91,10 +98,38 @@ def mpi_run(one):
     same_run(out, one, "2 ranks", exact=False)
 
 
+def sequence_masks():
+    """mis-geo masks all or nothing on the CPU; the off-policy mask follows its delta."""
+    cfg, out = config("geo_all", {})
+    base = json.load(open(cfg))
+    C.write_config(cfg, {**base, "rollout_correction": {"mode": "mis-geo", "low": 2.0, "high": 2.0},
+                         "entropy": {"mode": "off"}, "train": {**base["train"], "weight_decay": 0}})
+    C.train(OR1, cfg)
+    for r in C.metrics(out):
+        check(r.get("rollout_is_masked_frac") == 1.0, f"mis-geo [2, 2]: step {r['step']}: {r.get('rollout_is_masked_frac')}")
+    w0 = C.tensors(os.path.join(SFT, "model.safetensors"))
+    d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(out, 2), "model.safetensors")), w0)
+    check(d == 0, f"mis-geo [2, 2] masks everything (no entropy term, no decay), yet the weights moved by {d:g}")
+    for delta, some in ((0.0, True), (1e6, False)):
+        cfg, out = config(f"offpolicy_{delta:g}", {})
+        C.write_config(cfg, {**json.load(open(cfg)),
+                             "rollout_correction": {"offpolicy_mask": True, "offpolicy_delta": delta}})
+        C.train(OR1, cfg)
+        fracs = [r.get("offpolicy_masked_frac", -1) for r in C.metrics(out)]
+        check(all(0 <= f < 1 for f in fracs) and (max(fracs) > 0) == some,
+              f"off-policy mask delta {delta}: masked shares {fracs}")
+    cfg, _ = config("offpolicy_nodelta", {})
+    C.write_config(cfg, {**json.load(open(cfg)), "rollout_correction": {"offpolicy_mask": True}})
+    p = C.train(OR1, cfg, ok=False)
+    check(p.returncode != 0 and "rollout_correction.offpolicy_delta" in p.stderr,
+          f"mask without delta: exit {p.returncode}: {p.stderr[-300:]}")
+
+
 def main():
     one = clip_cov_runs()
     kl_cov_run()
     mpi_run(one)
+    sequence_masks()
     finish("train_selection")
 
 
