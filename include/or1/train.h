@@ -68,6 +68,8 @@ typedef struct {
         double coef;
         or1_kl_estimator estimator;
         char *reference; /* "" -> model.path */
+        int reset_every;      /* ProRL reference reset every this many steps; 0: never */
+        bool reset_optimizer; /* and the AdamW state with it */
     } kl;
     struct {
         bool enabled, keep_single;

@@ -13,6 +13,7 @@ typedef struct {
     const or1_dist *d;
     or1_model m, ref;
     bool has_ref;
+    bool ref_reset; /* the reference is a past policy (kl.reset_every), saved with checkpoints */
     or1_tokenizer *tok;
     or1_dataset *data, *eval_data;
     or1_adamw opt;
@@ -87,6 +88,9 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
                    double t_update, double t_step);
 int run_validation(trainer *t);
 int save_checkpoint(trainer *t);
+/* ProRL's reference reset after a completed step: the reference takes the current weights
+ * (and the AdamW state is zeroed with kl.reset_optimizer). */
+int reset_reference(trainer *t);
 
 /* Sets up the device's own collectives over the ranks where the backend has them. */
 int update_collectives_init(trainer *t);

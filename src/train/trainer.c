@@ -218,6 +218,7 @@ static int train_step(trainer *t) {
     track_solved(t, &b);
     write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
     batch_free(&b);
+    if (t->has_ref && t->cfg->kl.reset_every > 0 && t->step % t->cfg->kl.reset_every == 0) return reset_reference(t);
     return 0;
 }
 

@@ -80,7 +80,8 @@ static void test_defaults(void) {
           "train defaults");
     CHECK(c.entropy.mode == OR1_ENT_ADAPTIVE && c.entropy.target == 0.2 && c.entropy.delta == 1e-4 &&
               c.entropy.c_min == 0 && c.entropy.c_max == 5e-3 && c.entropy.initial == 0, "entropy defaults");
-    CHECK(!c.kl.enabled && c.kl.coef == 0.001 && c.kl.estimator.kind == OR1_KL_K3 && !c.kl.estimator.straight_through,
+    CHECK(!c.kl.enabled && c.kl.coef == 0.001 && c.kl.estimator.kind == OR1_KL_K3 && !c.kl.estimator.straight_through &&
+              c.kl.reset_every == 0 && !c.kl.reset_optimizer,
           "kl defaults");
     CHECK(c.rejection.enabled && !c.rejection.keep_single && c.rejection.max_rounds == 1 && c.advantage.reject &&
               c.advantage.estimator == OR1_ADV_GRPO && c.advantage.eps == 1e-6 && c.advantage.trunc == OR1_TRUNC_NONE,
@@ -223,6 +224,7 @@ static void test_bad_configs(void) {
          "key \"rollout_correction.offpolicy_delta\" (default)", "needs its delta"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nrollout_correction: {mode: mis-geo, low: 3}\n",
          "key \"rollout_correction.low\"", "low 3 is above high 2"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nkl: {reset_every: -2}\n", "key \"kl.reset_every\"", "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {truncation_penalty: -1}\n",
          "key \"reward.truncation_penalty\"", "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {top_entropy_quantile: 0}\n",
