@@ -333,14 +333,19 @@ double or1_rollout_is_seq_weight(double low, double high, const float *old_logp,
  * pi_old being the policy that sampled o_i (the sampler's log-probs). True when masked. */
 bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta);
 
-/* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max) and the
- * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout. */
+/* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max), the
+ * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout, and the sums
+ * of the importance weights w = exp(d) and w^2 for their effective sample size. */
 typedef struct {
     double abs_sum, abs_max, k3_sum;
+    double w_sum, w2_sum;
     long tokens;
 } or1_mismatch;
 
 void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp);
+/* The normalised effective sample size of the weights, (sum w)^2 / (n sum w^2) in (0, 1]
+ * (Kong 1992; 1 when every weight is equal; 1 with no token). */
+double or1_mismatch_ess(const or1_mismatch *m);
 
 /* ---- The policy loss, eq. (3.1) --------------------------------------------------------- */
 
@@ -411,6 +416,22 @@ typedef struct {
     void *ctx;
 } or1_reducer;
 
+/* ---- Percentiles over ranks ------------------------------------------------------------ */
+
+/* A growable list of floats (the step's token entropies, for their percentiles). */
+typedef struct {
+    float *v;
+    size_t n, cap;
+} or1_values;
+
+void or1_values_push(or1_values *l, float x);
+void or1_values_free(or1_values *l);
+/* The float whose key is k (or1_float_key's inverse). */
+float or1_key_float(uint64_t k);
+/* The nearest-rank q-quantile of the values of every rank: the ceil(q T)-th smallest of their
+ * T values (at least the first; q in [0, 1]); NaN when there is none. Collective over r. */
+double or1_quantile(const float *v, size_t n, double q, const or1_reducer *r);
+
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {
     float clip_low, clip_high; /* PPO ratio clip: [1 - clip_low, 1 + clip_high] */
@@ -479,6 +500,8 @@ typedef struct {
     long cov_selected, low_entropy; /* tokens Clip-Cov drew or KL-Cov penalised; tokens below the
                                      * top-entropy threshold (see or1_select_tokens) */
     long offpolicy_masked;          /* tokens of sequences the off-policy mask dropped */
+    long clipped_pos, clipped_neg;  /* clipped tokens with A > 0, with A < 0 */
+    or1_values *entropies;          /* when set, every token's entropy is appended (percentiles) */
 } or1_loss_stats;
 
 /* ---- Mini-batch token selections ------------------------------------------------------------ */

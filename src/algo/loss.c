@@ -163,6 +163,9 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
             st->objective += w_pg * pg + w * (cfg->kl_coef * kl - cfg->entropy_coef * ent[k]);
             st->clipped += clipped;
+            st->clipped_pos += clipped && x->adv > 0;
+            st->clipped_neg += clipped && x->adv < 0;
+            if (st->entropies) or1_values_push(st->entropies, ent[k]);
             st->tokens++;
             g_logp[k] = (float)(w_pg * dlp + w * cfg->kl_coef * dkl);
             g_entropy[k] = (float)(w * -cfg->entropy_coef);
@@ -235,5 +238,13 @@ void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp) {
     m->abs_sum += a;
     if (a > m->abs_max) m->abs_max = a;
     m->k3_sum += expm1(d) - d;
+    m->w_sum += exp(d);
+    m->w2_sum += exp(2.0 * d);
     m->tokens++;
+}
+
+/* Kong's effective sample size over n, (sum w)^2 / sum w^2, divided by n. */
+double or1_mismatch_ess(const or1_mismatch *m) {
+    if (m->tokens == 0 || !(m->w2_sum > 0)) return 1.0;
+    return m->w_sum * m->w_sum / ((double)m->tokens * m->w2_sum);
 }

@@ -122,3 +122,40 @@ void or1_select_tokens(const or1_sample *s, int n, const float *logp, const floa
     free(idx);
     free(key);
 }
+
+/* Appends one value, doubling the room when full. */
+void or1_values_push(or1_values *l, float x) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->v = or1_realloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = x;
+}
+
+void or1_values_free(or1_values *l) {
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Undoes or1_float_key. */
+float or1_key_float(uint64_t k) {
+    uint32_t u = (uint32_t)k;
+    u = (u & 0x80000000u) ? u & 0x7fffffffu : ~u;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* The ceil(q T)-th smallest is the (T - that + 1)-th largest, found over the ranks. */
+double or1_quantile(const float *v, size_t n, double q, const or1_reducer *r) {
+    double T = (double)n;
+    reduce(r, &T, 1);
+    if (T == 0) return NAN;
+    long k = (long)ceil(q * T - 1e-9);
+    k = k < 1 ? 1 : k > (long)T ? (long)T : k;
+    uint64_t *key = or1_malloc((n + 1) * sizeof *key);
+    for (size_t i = 0; i < n; i++) key[i] = or1_float_key(v[i]);
+    uint64_t kth = or1_kth_largest_key(key, n, (long)T - k + 1, r);
+    free(key);
+    return or1_key_float(kth);
+}

@@ -368,7 +368,8 @@ static int cmd_grad(cli_args *a) {
     if (cli_model_open(&cm, o.dir, o.device)) return 1;
     sample_list l = {0};
     int rc = read_batch(o.batch, cm.m.cfg.vocab, &l);
-    or1_loss_stats st = {0};
+    or1_values ents = {0};
+    or1_loss_stats st = {.entropies = &ents};
     if (rc == 0 && o.bench_iters)
         rc = grad_bench(&cm, &l, &o);
     else if (rc == 0)
@@ -380,15 +381,20 @@ static int cmd_grad(cli_args *a) {
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
                "\"grad_norm\":%.17g,\"mismatch_abs_mean\":%.17g,\"mismatch_abs_max\":%.17g,\"mismatch_k3\":%.17g,"
                "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g,\"cov_selected_frac\":%.17g,"
-               "\"low_entropy_frac\":%.17g,\"offpolicy_masked_frac\":%.17g}\n",
+               "\"low_entropy_frac\":%.17g,\"offpolicy_masked_frac\":%.17g,\"clip_frac_pos\":%.17g,"
+               "\"clip_frac_neg\":%.17g,\"entropy_p10\":%.9g,\"entropy_p50\":%.9g,\"entropy_p90\":%.9g,"
+               "\"is_ess\":%.17g}\n",
                st.objective, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm,
                mm->abs_sum / nm, mm->abs_max, mm->k3_sum / nm, o.loss.is ? st.is_weight / nt : 1.0,
                (double)st.is_masked / nt, (double)st.cov_selected / nt, (double)st.low_entropy / nt,
-               (double)st.offpolicy_masked / nt);
+               (double)st.offpolicy_masked / nt, (double)st.clipped_pos / nt, (double)st.clipped_neg / nt,
+               or1_quantile(ents.v, ents.n, 0.1, NULL), or1_quantile(ents.v, ents.n, 0.5, NULL),
+               or1_quantile(ents.v, ents.n, 0.9, NULL), or1_mismatch_ess(mm));
         fflush(stdout);
         if (o.out) rc = or1_dmodel_pull_grads(cm.dm) || write_grads(&cm.m, o.out);
         if (rc == 0 && o.step) rc = grad_step(&cm, &o);
     }
+    or1_values_free(&ents);
     sample_list_free(&l);
     cli_model_close(&cm);
     return rc ? 1 : 0;

@@ -222,8 +222,8 @@ bool recompute_logprobs(const trainer *t) {
 
 /* Sums and maxima of the mismatch over the ranks. */
 void mismatch_over_ranks(const trainer *t, or1_mismatch *m) {
-    double s[3] = {m->abs_sum, m->k3_sum, (double)m->tokens};
-    or1_dist_sum_f64(t->d, s, 3);
+    double s[5] = {m->abs_sum, m->k3_sum, (double)m->tokens, m->w_sum, m->w2_sum};
+    or1_dist_sum_f64(t->d, s, 5);
     or1_dist_max_f64(t->d, &m->abs_max, 1);
-    m->abs_sum = s[0], m->k3_sum = s[1], m->tokens = (long)s[2];
+    m->abs_sum = s[0], m->k3_sum = s[1], m->tokens = (long)s[2], m->w_sum = s[3], m->w2_sum = s[4];
 }

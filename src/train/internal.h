@@ -45,6 +45,7 @@ typedef struct {
     or1_mismatch mismatch;   /* old_logp against the sampler's, summed over ranks */
     float *adv;
     double length_penalty;   /* sum over decided samples of the length shaping (<= 0) */
+    double ent_pct[3];       /* p10, p50, p90 of the token entropies in the update (not skipped) */
     bool *in_loss;
     or1_rejection rej;
     size_t kept_groups;

@@ -63,6 +63,22 @@ static void add_mismatch(cJSON *row, const trainer *t, const step_batch *b, cons
     cJSON_AddNumberToObject(row, "rollout_is_masked_frac", (double)ls->is_masked / nt);
 }
 
+/* Per-step diagnostics: the clip fraction by advantage sign (shares of all tokens), the share
+ * of groups whose (shaped) rewards are all equal, the token entropy percentiles of the update,
+ * and the effective sample size of the train/rollout importance weights (beside the mismatch). */
+static void add_diagnostics(cJSON *row, const step_batch *b, const or1_loss_stats *ls, double nt, bool skipped) {
+    cJSON_AddNumberToObject(row, "clip_frac_pos", (double)ls->clipped_pos / nt);
+    cJSON_AddNumberToObject(row, "clip_frac_neg", (double)ls->clipped_neg / nt);
+    const or1_rejection *r = &b->rej;
+    double groups = r->n_groups ? (double)r->n_groups : 1.0;
+    cJSON_AddNumberToObject(row, "zero_variance_ratio", (double)(r->solve_none + r->solve_all + r->constant) / groups);
+    cJSON_AddNumberToObject(row, "is_ess", or1_mismatch_ess(&b->mismatch));
+    if (skipped) return;
+    cJSON_AddNumberToObject(row, "entropy_p10", b->ent_pct[0]);
+    cJSON_AddNumberToObject(row, "entropy_p50", b->ent_pct[1]);
+    cJSON_AddNumberToObject(row, "entropy_p90", b->ent_pct[2]);
+}
+
 /* The step's failed rewards by status, and a loud warning when they pass the configured share
  * (they are left out of the loss, so many of them leave the step training on a biased few). */
 static void add_reward_errors(cJSON *row, const trainer *t, const step_batch *b) {
@@ -127,6 +143,7 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "loss", ls->loss / nt);
     cJSON_AddNumberToObject(row, "pg_loss", ls->pg_loss / nt);
     cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);
+    add_diagnostics(row, b, ls, nt, skipped);
     cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
     if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
     const or1_length_cfg *lc = &t->cfg->reward.length;

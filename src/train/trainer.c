@@ -151,21 +151,22 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                 continue;
             }
             or1_dmodel_zero_grad(t->dm);
-            or1_loss_stats ls = {0};
+            or1_loss_stats ls = {.entropies = total->entropies};
             /* Clip-Cov's draws: one seed per (run seed, step, epoch, mini-batch), the same on every rank */
             lc.seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)(e * n_sgd + c) + 0x636f76ULL);
             int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
             free(s);
             if (rc) return -1;
-            double sums[11] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
+            double sums[13] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
                                ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy,
-                               (double)ls.offpolicy_masked};
-            or1_dist_sum_f64(t->d, sums, 11);
+                               (double)ls.offpolicy_masked, (double)ls.clipped_pos, (double)ls.clipped_neg};
+            or1_dist_sum_f64(t->d, sums, 13);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             total->is_weight += sums[6], total->is_masked += (long)sums[7];
             total->cov_selected += (long)sums[8], total->low_entropy += (long)sums[9];
             total->offpolicy_masked += (long)sums[10];
+            total->clipped_pos += (long)sums[11], total->clipped_neg += (long)sums[12];
             if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
                 mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;
@@ -180,6 +181,14 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
         }
     if (updates > 0) *grad_norm /= updates;
     return 0;
+}
+
+/* p10, p50 and p90 of the full-vocabulary entropy of every token the step's updates saw (each
+ * epoch's pass counted), over the ranks. */
+static void entropy_percentiles(trainer *t, const or1_values *ents, double pct[3]) {
+    or1_reducer r = {dist_sum, (void *)t->d};
+    const double q[3] = {0.1, 0.5, 0.9};
+    for (int i = 0; i < 3; i++) pct[i] = or1_quantile(ents->v, ents->n, q[i], &r);
 }
 
 /* Runs one training step: collect, advantages, update, controller, metrics. */
@@ -198,7 +207,8 @@ static int train_step(trainer *t) {
     batch_finalize(&b, t, (size_t)st->prompts);
     double e_k = batch_entropy_estimate(&b, t), alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
     bool was_enabled = t->ent.enabled;
-    or1_loss_stats ls = {0};
+    or1_values ents = {0};
+    or1_loss_stats ls = {.entropies = &ents};
     double grad_norm = 0, t_up = or1_now();
     bool skipped = b.loss_tokens == 0;
     if (!skipped) {
@@ -208,11 +218,14 @@ static int train_step(trainer *t) {
         if (rc == 0) rc = update(t, si, &b, alpha, &ls, &grad_norm);
         if (rc) {
             batch_free(&b);
+            or1_values_free(&ents);
             return or1_fail_ctx("train: step %ld: stopped; no checkpoint is written from this step (latest is the "
                                 "last good one)", t->step + 1);
         }
         or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
+        entropy_percentiles(t, &ents, b.ent_pct);
     }
+    or1_values_free(&ents);
     t_up = or1_now() - t_up;
     t->step++;
     track_solved(t, &b);

@@ -74,7 +74,7 @@ FLAG_NAMES = {"temperature": "--temperature", "entropy_coef": "--entropy-coef",
               "rollout_is_low": "--rollout-is-low", "rollout_is_high": "--rollout-is-high",
               "offpolicy_delta": "--offpolicy-delta"}
 ROLLOUT_STATS = ("mismatch_abs_mean", "mismatch_abs_max", "mismatch_k3", "is_weight_mean", "is_masked_frac",
-                 "offpolicy_masked_frac")
+                 "offpolicy_masked_frac", "is_ess")
 SEQ_MARGIN = 1e-3  # sequence-level bounds this far from every row's statistic (far above fp32 error)
 
 
@@ -103,8 +103,12 @@ def check_stats(chk, what, got, want):
             chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
     chk.ok(got.get("tokens") == want["tokens"],
            f"{what}: tokens {got.get('tokens')} != {want['tokens']}")
-    if chk.ok(isinstance(got.get("clip_frac"), (int, float)), f"{what}: no clip_frac"):
-        chk.close(f"{what}: clip_frac", got["clip_frac"], want["clip_frac"], 1e-9)
+    for key in ("clip_frac", "clip_frac_pos", "clip_frac_neg"):
+        if chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no {key}"):
+            chk.close(f"{what}: {key}", got[key], want[key], 1e-9)
+    for key in ("entropy_p10", "entropy_p50", "entropy_p90"):
+        if chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no {key}"):
+            chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
 
 
 def check_grads(chk, what, path, want):

@@ -419,8 +419,17 @@ def rollout_is_weight(old, rollout, mode, low, high):
 def mismatch_stats(logp, rollout):
     """|logp - rollout| mean and max, and the k3 estimate exp(d) - 1 - d of KL(rollout||train)."""
     d = (logp.detach() - rollout)
+    w = torch.exp(d)
     return {"mismatch_abs_mean": d.abs().mean().item(), "mismatch_abs_max": d.abs().max().item(),
-            "mismatch_k3": (torch.expm1(d) - d).mean().item()}
+            "mismatch_k3": (torch.expm1(d) - d).mean().item(),
+            "is_ess": (w.sum() ** 2 / (w.numel() * (w * w).sum())).item()}
+
+
+def nearest_rank(x, q):
+    """The nearest-rank q-quantile: the ceil(q n)-th smallest value (at least the first)."""
+    v = torch.sort(x.detach()).values
+    k = min(max(1, math.ceil(q * v.numel() - 1e-9)), v.numel())
+    return v[k - 1].item()
 
 
 def offpolicy_dropped(row, logp, old, delta):
@@ -507,7 +516,11 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
              "tokens": tokens, "clip_frac": clip.double().mean().item(),
              "cov_selected_frac": torch.cat(n_sel).double().mean().item(),
              "low_entropy_frac": torch.cat(low).double().mean().item(),
-             "offpolicy_masked_frac": sum(t.numel() for t, d in zip(terms, dropped) if d) / tokens}
+             "offpolicy_masked_frac": sum(t.numel() for t, d in zip(terms, dropped) if d) / tokens,
+             "clip_frac_pos": sum(int(w.sum()) for w, a in zip(clips, advs) if a > 0) / tokens,
+             "clip_frac_neg": sum(int(w.sum()) for w, a in zip(clips, advs) if a < 0) / tokens,
+             "entropy_p10": nearest_rank(ent, 0.1), "entropy_p50": nearest_rank(ent, 0.5),
+             "entropy_p90": nearest_rank(ent, 0.9)}
     if weights:
         w = torch.cat(weights)
         stats.update(mismatch_stats(torch.cat(lps), torch.cat(rolls)))
