@@ -146,6 +146,26 @@ or1_refill_action or1_refill_decide(size_t kept_groups, int rounds_done, size_t 
  * truncation to the train batch size; returns how many were taken. */
 size_t or1_refill_take(const bool *group_kept, size_t n_groups, size_t need, bool *take);
 
+/* ---- Length shaping of the reward ------------------------------------------------------ */
+
+/* DAPO's soft overlong punishment (Yu et al. 2025, arXiv 2503.14476 eq. (13)) of a response of
+ * len tokens under the limit max_len (L_max) with a buffer of L_cache tokens, times factor:
+ * 0 up to L_max - L_cache, then falling linearly to -factor at L_max (-factor beyond). */
+double or1_overlong_penalty(int len, int max_len, int buffer, double factor);
+
+/* The reward settings that shape the verifier's score by length. */
+typedef struct {
+    bool overlong;             /* reward.overlong_buffer.enable */
+    int overlong_len;          /* reward.overlong_buffer.len: L_cache */
+    double overlong_penalty;   /* reward.overlong_buffer.penalty: the factor */
+    double truncation_penalty; /* reward.truncation_penalty: subtracted from a truncated response */
+} or1_length_cfg;
+
+/* out[i] = scores[i] + or1_overlong_penalty (if on) - truncation_penalty * truncated[i]
+ * (truncated NULL: none is); NaN (a failed reward) stays NaN. */
+void or1_length_rewards(const or1_length_cfg *c, const float *scores, const int *len, const bool *truncated,
+                        size_t n, int max_len, float *out);
+
 /* ---- Whole-step advantage pipeline ------------------------------------------------------ */
 
 /* Settings of the advantage stage of one step. */
@@ -291,23 +311,41 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
  * GPU in different precisions. With the training engine's log-prob of the sampling policy,
  * old_logp, and the sampler's, rollout_logp, each token gets the importance weight of
  * r = exp(old_logp - rollout_logp):
- *   NONE: 1;  TIS (truncated importance sampling): min(r, high);
+ *   NONE: 1;  TIS (truncated importance sampling, Yao et al. 2025): min(r, high);
  *   MIS (masked importance sampling): 1 when low <= r <= high, else 0 (the token stays in the
- *   token count T_k, contributing nothing). The weight multiplies the PPO term of eq. (3.1). */
-typedef enum { OR1_IS_NONE, OR1_IS_TIS, OR1_IS_MIS } or1_rollout_is_mode;
+ *   token count T_k, contributing nothing);
+ *   MIS_GEO: MIS on the sequence's geometric-mean ratio exp(mean_t log r_t): every token of a
+ *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric").
+ * The weight multiplies the policy-gradient term of eq. (3.1). */
+typedef enum { OR1_IS_NONE, OR1_IS_TIS, OR1_IS_MIS, OR1_IS_MIS_GEO } or1_rollout_is_mode;
 
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where);
 const char *or1_rollout_is_name(or1_rollout_is_mode m);
 double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp);
+/* MIS_GEO's weight of a whole sequence of n tokens: 1 when low <= exp(mean_t (old - rollout))
+ * <= high, else 0 (1 for n = 0). */
+double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n);
 
-/* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max) and the
- * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout. */
+/* DeepSeek-V3.2's off-policy sequence mask (arXiv 2512.02556, its eq. for M_i,t): a sequence
+ * with A < 0 whose mean log(pi_behaviour / pi_theta) over its n tokens exceeds delta is
+ * dropped from the policy-gradient term:
+ *   M_i = 0 if A_i < 0 and (1/|o_i|) sum_t log(pi_old(o_t) / pi_theta(o_t)) > delta, else 1,
+ * pi_old being the policy that sampled o_i (the sampler's log-probs). True when masked. */
+bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta);
+
+/* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max), the
+ * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout, and the sums
+ * of the importance weights w = exp(d) and w^2 for their effective sample size. */
 typedef struct {
     double abs_sum, abs_max, k3_sum;
+    double w_sum, w2_sum;
     long tokens;
 } or1_mismatch;
 
 void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp);
+/* The normalised effective sample size of the weights, (sum w)^2 / (n sum w^2) in (0, 1]
+ * (Kong 1992; 1 when every weight is equal; 1 with no token). */
+double or1_mismatch_ess(const or1_mismatch *m);
 
 /* ---- The policy loss, eq. (3.1) --------------------------------------------------------- */
 
@@ -345,8 +383,13 @@ double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm
  *   CISPO      -sg(clip(rho, 1-eps_low, 1+eps_high)) A log pi           (MiniMax-M1 eq. (4))
  *   GSPO       PPO on the sequence ratio s_i = exp(mean_t log(pi/pi_old)) with the token-level
  *              straight-through form s_i,t = sg(s_i) pi_t / sg(pi_t) (GSPO eq. (7)-(10)),
- *              aggregated seq-mean-token-mean whatever the configured aggregation (verl). */
-typedef enum { OR1_PG_PPO, OR1_PG_DUAL_CLIP, OR1_PG_CISPO, OR1_PG_GSPO } or1_pg_mode;
+ *              aggregated seq-mean-token-mean whatever the configured aggregation (verl).
+ *   CLIP_COV   as PPO, but 0 (no value, no gradient) on the tokens the mini-batch selection
+ *              marks OR1_SEL_COV_CLIP (Clip-Cov, Cui et al. 2025, arXiv 2505.22617)
+ *   KL_COV     -A rho without clipping, plus kl_cov_coef |log rho| on the tokens marked
+ *              OR1_SEL_COV_KL (KL-Cov, the same paper)
+ * See or1_select_tokens for the selections. */
+typedef enum { OR1_PG_PPO, OR1_PG_DUAL_CLIP, OR1_PG_CISPO, OR1_PG_GSPO, OR1_PG_CLIP_COV, OR1_PG_KL_COV } or1_pg_mode;
 
 int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where);
 const char *or1_pg_mode_name(or1_pg_mode m);
@@ -357,6 +400,37 @@ const char *or1_pg_mode_name(or1_pg_mode m);
 #define OR1_GSPO_CLIP_HIGH 4e-4
 #define OR1_CISPO_CLIP_LOW 10.0
 #define OR1_CISPO_CLIP_HIGH 0.2
+/* Clip-Cov and KL-Cov as the paper's Qwen2.5-7B runs and verl's recipe/entropy scripts set
+ * them (verl's PolicyLossConfig defaults kl_cov_ratio to 2e-4 and ppo_kl_coef to 0.1; the
+ * paper uses k = 2e-4 for its 32B model). */
+#define OR1_CLIP_COV_RATIO 2e-4
+#define OR1_CLIP_COV_LB 1.0
+#define OR1_CLIP_COV_UB 5.0
+#define OR1_KL_COV_RATIO 2e-3
+#define OR1_KL_COV_COEF 1.0
+
+/* Sums over the ranks that share a mini-batch: adds buf[0..n) of every rank in place on every
+ * rank (a collective). NULL where one process holds the whole mini-batch. */
+typedef struct {
+    void (*sum)(void *ctx, double *buf, size_t n);
+    void *ctx;
+} or1_reducer;
+
+/* ---- Percentiles over ranks ------------------------------------------------------------ */
+
+/* A growable list of floats (the step's token entropies, for their percentiles). */
+typedef struct {
+    float *v;
+    size_t n, cap;
+} or1_values;
+
+void or1_values_push(or1_values *l, float x);
+void or1_values_free(or1_values *l);
+/* The float whose key is k (or1_float_key's inverse). */
+float or1_key_float(uint64_t k);
+/* The nearest-rank q-quantile of the values of every rank: the ceil(q T)-th smallest of their
+ * T values (at least the first; q in [0, 1]); NaN when there is none. Collective over r. */
+double or1_quantile(const float *v, size_t n, double q, const or1_reducer *r);
 
 /* Settings of the policy loss, eq. (3.1). */
 typedef struct {
@@ -373,6 +447,13 @@ typedef struct {
     float clip_c;              /* DUAL_CLIP: c (> 1) */
     float gspo_low, gspo_high; /* GSPO: clip of the sequence ratio */
     float cispo_low, cispo_high; /* CISPO: clip of the (detached) weight */
+    double clip_cov_ratio, clip_cov_lb, clip_cov_ub; /* CLIP_COV: share of tokens, covariance range */
+    double kl_cov_ratio, kl_cov_coef;                /* KL_COV: share of tokens, penalty coefficient */
+    double top_entropy;        /* rho of the 80/20 rule: pg only on the top rho by entropy (1: all) */
+    uint64_t seed;             /* this mini-batch's seed of the Clip-Cov draws */
+    bool offpolicy_mask;       /* DeepSeek-V3.2's off-policy sequence mask, with its delta */
+    double offpolicy_delta;
+    const or1_reducer *reduce; /* the ranks sharing the mini-batch (NULL: this process alone) */
 } or1_loss_cfg;
 
 /* One response token's term of the MAGIC loss, eq. (3.1), before the aggregation weight:
@@ -384,8 +465,15 @@ double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_los
                             float *d_logp, float *d_entropy, bool *clipped);
 /* The pg term alone, given log_ratio: log(pi/pi_old) of the token, for GSPO the mean of it
  * over the token's sequence. */
-double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, float *d_logp,
-                         bool *clipped);
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
+                         float *d_logp, bool *clipped);
+
+/* Clip-Cov (Cui et al. 2025, arXiv 2505.22617; verl compute_policy_loss_clip_cov):
+ *   L_t = 0 for t in I_clip (drawn), else max(-A rho, -A clip(rho, 1-eps_low, 1+eps_high)). */
+double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov_clipped, double *g, bool *clipped);
+/* KL-Cov (the same paper; verl compute_policy_loss_kl_cov), rho = exp(log_ratio):
+ *   L_t = -A rho + coef |log rho| for t in I_KL (selected), else -A rho. */
+double or1_kl_cov_token(double log_ratio, double adv, double coef, bool selected, double *g);
 
 /* One sampled response and its advantage (old_logp NULL: rho = 1 with logp detached;
  * ref_logp: the frozen reference's log-probs, needed when kl_coef != 0; rollout_logp: the
@@ -395,6 +483,7 @@ typedef struct {
     int n_prompt, n_resp;
     float adv;
     const float *old_logp, *ref_logp, *rollout_logp;
+    uint64_t id; /* the sample's index in its step (or batch file): keys its Clip-Cov draws */
 } or1_sample;
 
 /* Sums over response tokens (divide by tokens for means), but objective; logp is the sum of
@@ -408,14 +497,58 @@ typedef struct {
     or1_mismatch mismatch;
     double is_weight;
     long is_masked;
+    long cov_selected, low_entropy; /* tokens Clip-Cov drew or KL-Cov penalised; tokens below the
+                                     * top-entropy threshold (see or1_select_tokens) */
+    long offpolicy_masked;          /* tokens of sequences the off-policy mask dropped */
+    long clipped_pos, clipped_neg;  /* clipped tokens with A > 0, with A < 0 */
+    or1_values *entropies;          /* when set, every token's entropy is appended (percentiles) */
 } or1_loss_stats;
 
+/* ---- Mini-batch token selections ------------------------------------------------------------ */
+
+/* Flags of one response token, set over the whole mini-batch before its gradient pass. */
+enum {
+    OR1_SEL_COV_CLIP = 1,    /* Clip-Cov: its pg term is 0 */
+    OR1_SEL_COV_KL = 2,      /* KL-Cov: its term carries the |log rho| penalty */
+    OR1_SEL_LOW_ENTROPY = 4, /* below the top-rho entropy threshold: no pg term */
+};
+
+/* Whether cfg needs the selection (Clip-Cov, KL-Cov, or a top-entropy share below 1). */
+bool or1_loss_selects(const or1_loss_cfg *cfg);
+
+/* The token's centred cross-product of Cui et al. 2025 (its Cov(y_i) for Clip-Cov and KL-Cov):
+ * (log pi - mean log pi) (A - mean A), the means over the mini-batch's response tokens. */
+double or1_cov_token(double logp, double mean_logp, double adv, double mean_adv);
+
+/* An order-preserving map of floats to unsigned keys (a < b iff key(a) < key(b); -0 < +0). */
+uint32_t or1_float_key(float v);
+/* The k-th largest of the keys of every rank (k >= 1, at most their total count): bisection
+ * on the key's bits, one sum of counts over r per bit, so each rank holds only its own. */
+uint64_t or1_kth_largest_key(const uint64_t *key, size_t n, long k, const or1_reducer *r);
+
+/* Marks the tokens of a mini-batch (flags, one per response token in sample order) from the
+ * current log-probs and entropies of its tokens, with cfg->reduce summing over the ranks that
+ * hold the rest of it. Everything is computed over the whole mini-batch, T response tokens
+ * (never over a micro-batch), so a micro-batch or rank split marks the same tokens:
+ *   CLIP_COV: candidates are the tokens whose PPO clip does not already win and whose
+ *     covariance term lies strictly inside (clip_cov_lb, clip_cov_ub); max(1, floor(ratio T))
+ *     of them (all when fewer) are drawn uniformly: the ones with the largest key
+ *     or1_rand_u64(cfg->seed, sample id, token index).
+ *   KL_COV: the max(1, floor(kl_cov_ratio T)) tokens with the largest covariance term (equal
+ *     ones ordered by the high half of the same draw).
+ *   top_entropy rho < 1: tokens whose entropy is below the ceil(rho T)-th largest entropy
+ *     (Wang et al. 2025, arXiv 2506.01939: the indicator H_t >= tau_rho of the batch) are
+ *     marked LOW_ENTROPY; ties at tau are kept. */
+void or1_select_tokens(const or1_sample *s, int n, const float *logp, const float *ent, const or1_loss_cfg *cfg,
+                       uint8_t *flags);
+
 /* The per-token terms of eq. (3.1) (plus the optional KL) for n packed samples, given the
- * scored log-probs and entropies in sample order: the gradients w.r.t. logp and entropy,
+ * scored log-probs and entropies in sample order and the selection flags (sel NULL: none,
+ * see or1_select_tokens): the gradients w.r.t. logp and entropy,
  * weighted by cfg->agg over the mini-batch whose normalisers are *norm, go to g_logp and
  * g_entropy; the loss sums are added into *st. Shared by every backend, so each runs the
  * same formulas. */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent,
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, const uint8_t *sel,
                             const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
                             or1_loss_stats *st);
 

@@ -68,6 +68,8 @@ typedef struct {
         double coef;
         or1_kl_estimator estimator;
         char *reference; /* "" -> model.path */
+        int reset_every;      /* ProRL reference reset every this many steps; 0: never */
+        bool reset_optimizer; /* and the AdamW state with it */
     } kl;
     struct {
         bool enabled, keep_single;
@@ -79,15 +81,20 @@ typedef struct {
         double scale; /* C of seq-mean-token-sum-norm; 0: the stage's T */
         or1_pg_mode mode;
         double clip_c, gspo_low, gspo_high, cispo_low, cispo_high;
+        double clip_cov_ratio, clip_cov_lb, clip_cov_ub, kl_cov_ratio, kl_cov_coef;
+        double top_entropy; /* loss.top_entropy_quantile: rho of the 80/20 rule (1: off) */
     } loss; /* the loss section: aggregation and policy-gradient term */
     struct {
         or1_rollout_is_mode mode; /* a mode other than none turns train.recompute_logprobs on */
         double low, high;
+        bool offpolicy_mask;      /* DeepSeek-V3.2's off-policy sequence mask */
+        double offpolicy_delta;
     } correction; /* the rollout_correction section */
     struct {
         int workers; /* 0 = one per CPU */
         double code_timeout;
         double max_error_ratio; /* warn above this share of failed rewards per step */
+        or1_length_cfg length;  /* overlong_buffer.* and truncation_penalty */
     } reward;
     or1_stage_cfg *stages;
     size_t n_stages;
@@ -217,9 +224,13 @@ int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens);
 
 /* Adds to the model's gradients the gradient of the eq. (3.1) loss over samples, each token
  * weighted as cfg->agg says with the normalisers *norm of the whole mini-batch (its response
- * tokens and sequences over every rank, so any micro-batch or rank split gives the same sum). Samples are packed greedily into micro-batches of at most
- * micro_tokens tokens; the forward and backward run on the model's backend, the per-token
- * terms on the host. Adds this call's sums into *st. */
+ * tokens and sequences over every rank, so any micro-batch or rank split gives the same sum).
+ * Samples are packed greedily into micro-batches of at most micro_tokens tokens; the forward
+ * and backward run on the model's backend, the per-token terms on the host. When cfg selects
+ * tokens over the mini-batch (Clip-Cov, KL-Cov, top-entropy; or1_loss_selects), a forward pass
+ * without gradients over the same micro-batches comes first and or1_select_tokens marks the
+ * tokens, summing over the ranks of the mini-batch through cfg->reduce (every rank must call,
+ * with or without samples). Adds this call's sums into *st. */
 int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_norm *norm, int micro_tokens,
                     const or1_loss_cfg *cfg, or1_loss_stats *st);
 

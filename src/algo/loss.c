@@ -51,17 +51,40 @@ static double gspo(double seq_log_ratio, double adv, const or1_loss_cfg *c, doub
     return ppo_clip(rho, drho, adv, 1.0 - c->gspo_low, 1.0 + c->gspo_high, g, clipped);
 }
 
+/* Clip-Cov: the PPO term, dropped (value and gradient) on a drawn token. */
+double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov_clipped, double *g, bool *clipped) {
+    double v = ppo_clip(rho, rho, adv, lo, hi, g, clipped);
+    if (!cov_clipped) return v;
+    *g = 0.0;
+    return 0.0;
+}
+
+/* KL-Cov: the unclipped surrogate, plus coef |log rho| on a selected token (its gradient
+ * coef sign(log rho), 0 at 0 as torch.abs gives). */
+double or1_kl_cov_token(double log_ratio, double adv, double coef, bool selected, double *g) {
+    double rho = exp(log_ratio);
+    *g = -adv * rho;
+    if (!selected) return -adv * rho;
+    *g += coef * (double)((log_ratio > 0) - (log_ratio < 0));
+    return -adv * rho + coef * fabs(log_ratio);
+}
+
 /* One token's policy-gradient term under c->mode: log_ratio is log(pi/pi_old) of the token,
- * or for GSPO the mean over its sequence. */
-double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, float *d_logp,
-                         bool *clipped) {
-    double g = 0.0, v, rho = exp(log_ratio);
+ * or for GSPO the mean over its sequence; sel its selection flags. A token below the
+ * top-entropy threshold has no pg term at all. */
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
+                         float *d_logp, bool *clipped) {
+    double g = 0.0, v, rho = exp(log_ratio), lo = 1.0 - c->clip_low, hi = 1.0 + c->clip_high;
+    *clipped = false;
     switch (c->mode) {
     case OR1_PG_DUAL_CLIP: v = dual_clip(rho, adv, c, &g, clipped); break;
     case OR1_PG_CISPO: v = cispo(rho, logp, adv, c, &g, clipped); break;
     case OR1_PG_GSPO: v = gspo(log_ratio, adv, c, &g, clipped); break;
-    default: v = ppo_clip(rho, rho, adv, 1.0 - c->clip_low, 1.0 + c->clip_high, &g, clipped); break;
+    case OR1_PG_CLIP_COV: v = or1_clip_cov_token(rho, adv, lo, hi, sel & OR1_SEL_COV_CLIP, &g, clipped); break;
+    case OR1_PG_KL_COV: v = or1_kl_cov_token(log_ratio, adv, c->kl_cov_coef, sel & OR1_SEL_COV_KL, &g); break;
+    default: v = ppo_clip(rho, rho, adv, lo, hi, &g, clipped); break;
     }
+    if (sel & OR1_SEL_LOW_ENTROPY) v = 0.0, g = 0.0, *clipped = false;
     *d_logp = (float)g;
     return v;
 }
@@ -71,7 +94,7 @@ double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, fl
 double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
                             float *d_logp, float *d_entropy, bool *clipped) {
     *d_entropy = -c->entropy_coef;
-    return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, d_logp, clipped);
+    return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, 0, d_logp, clipped);
 }
 
 /* verl agg_loss as dp_actor.py scales it to the mini-batch: the weight of each token of a
@@ -96,7 +119,7 @@ static double seq_log_ratio(const or1_sample *x, const float *logp) {
 
 /* Eq. (3.1) token by token: the policy-gradient term, entropy bonus, optional KL; gradients
  * weighted as cfg->agg aggregates them over the mini-batch (GSPO's term seq-mean-token-mean). */
-void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent,
+void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, const uint8_t *sel,
                             const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
                             or1_loss_stats *st) {
     for (int i = 0, k = 0; i < n; i++) {
@@ -105,19 +128,32 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
         double w_pg = cfg->mode == OR1_PG_GSPO ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0)
                                                : w;
         double seq_lr = cfg->mode == OR1_PG_GSPO ? seq_log_ratio(x, logp + k) : 0.0;
+        const float *behaviour = x->rollout_logp ? x->rollout_logp : x->old_logp;
+        bool dropped = cfg->offpolicy_mask && behaviour &&
+                       or1_offpolicy_seq_masked(behaviour, logp + k, x->n_resp, x->adv, cfg->offpolicy_delta);
+        double seq_is = cfg->is == OR1_IS_MIS_GEO && x->rollout_logp
+                            ? or1_rollout_is_seq_weight(cfg->is_low, cfg->is_high, x->old_logp ? x->old_logp : logp + k,
+                                                        x->rollout_logp, x->n_resp)
+                            : 1.0;
         for (int j = 0; j < x->n_resp; j++, k++) {
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp;
             bool clipped;
             double lr = cfg->mode == OR1_PG_GSPO ? seq_lr : (double)logp[k] - (double)old;
-            double pg = or1_pg_token_loss(cfg, lr, logp[k], x->adv, &dlp, &clipped);
+            uint8_t f = sel ? sel[k] : 0;
+            double pg = or1_pg_token_loss(cfg, lr, logp[k], x->adv, f, &dlp, &clipped);
+            st->cov_selected += (f & (OR1_SEL_COV_CLIP | OR1_SEL_COV_KL)) != 0;
+            st->low_entropy += (f & OR1_SEL_LOW_ENTROPY) != 0;
             if (x->rollout_logp) {
                 or1_mismatch_add(&st->mismatch, logp[k], x->rollout_logp[j]);
                 if (cfg->is != OR1_IS_NONE) {
-                    double wis = or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
+                    double wis = cfg->is == OR1_IS_MIS_GEO
+                                     ? seq_is
+                                     : or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
                     pg *= wis, dlp = (float)(dlp * wis);
                     st->is_weight += wis, st->is_masked += wis == 0;
                 }
             }
+            if (dropped) pg = 0.0, dlp = 0.0f, st->offpolicy_masked++;
             double kl = 0, dkl = 0;
             if (cfg->kl_coef != 0 && x->ref_logp) kl = or1_kl_token(&cfg->kl, logp[k], x->ref_logp[j], &dkl);
             st->pg_loss += pg;
@@ -127,6 +163,9 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             st->loss += pg - cfg->entropy_coef * ent[k] + cfg->kl_coef * kl;
             st->objective += w_pg * pg + w * (cfg->kl_coef * kl - cfg->entropy_coef * ent[k]);
             st->clipped += clipped;
+            st->clipped_pos += clipped && x->adv > 0;
+            st->clipped_neg += clipped && x->adv < 0;
+            if (st->entropies) or1_values_push(st->entropies, ent[k]);
             st->tokens++;
             g_logp[k] = (float)(w_pg * dlp + w * cfg->kl_coef * dkl);
             g_entropy[k] = (float)(w * -cfg->entropy_coef);
@@ -146,22 +185,22 @@ int or1_loss_agg_parse(const char *s, or1_loss_agg *out, const char *where) {
 
 const char *or1_loss_agg_name(or1_loss_agg a) { return AGG_NAMES[a]; }
 
-static const char *const PG_NAMES[] = {"ppo", "dual-clip", "cispo", "gspo"};
+static const char *const PG_NAMES[] = {"ppo", "dual-clip", "cispo", "gspo", "clip-cov", "kl-cov"};
 
 /* Parses a policy-loss mode name. */
 int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where) {
-    int i = algo_name_index(PG_NAMES, 4, s, "policy loss mode", where);
+    int i = algo_name_index(PG_NAMES, 6, s, "policy loss mode", where);
     if (i >= 0) *out = (or1_pg_mode)i;
     return i < 0 ? -1 : 0;
 }
 
 const char *or1_pg_mode_name(or1_pg_mode m) { return PG_NAMES[m]; }
 
-static const char *const IS_NAMES[] = {"none", "tis", "mis"};
+static const char *const IS_NAMES[] = {"none", "tis", "mis", "mis-geo"};
 
-/* Parses "none" | "tis" | "mis". */
+/* Parses "none" | "tis" | "mis" | "mis-geo". */
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where) {
-    int i = algo_name_index(IS_NAMES, 3, s, "rollout correction", where);
+    int i = algo_name_index(IS_NAMES, 4, s, "rollout correction", where);
     if (i >= 0) *out = (or1_rollout_is_mode)i;
     return i < 0 ? -1 : 0;
 }
@@ -176,11 +215,36 @@ double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, 
     return 1.0;
 }
 
+/* The geometric mean of the sequence's ratios, exp(mean log r), inside [low, high] or not. */
+double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n) {
+    if (n <= 0) return 1.0;
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)old_logp[j] - (double)rollout_logp[j];
+    double r = exp(sum / n);
+    return r >= low && r <= high ? 1.0 : 0.0;
+}
+
+/* DeepSeek-V3.2's M_i: negative advantage and a mean log ratio behaviour/current above delta. */
+bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta) {
+    if (!(adv < 0) || n <= 0) return false;
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)behaviour_logp[j] - (double)logp[j];
+    return sum / n > delta;
+}
+
 /* One token's |difference| and k3 term, d = train - rollout: exp(d) - 1 - d >= 0. */
 void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp) {
     double d = (double)train_logp - (double)rollout_logp, a = fabs(d);
     m->abs_sum += a;
     if (a > m->abs_max) m->abs_max = a;
     m->k3_sum += expm1(d) - d;
+    m->w_sum += exp(d);
+    m->w2_sum += exp(2.0 * d);
     m->tokens++;
+}
+
+/* Kong's effective sample size over n, (sum w)^2 / sum w^2, divided by n. */
+double or1_mismatch_ess(const or1_mismatch *m) {
+    if (m->tokens == 0 || !(m->w2_sum > 0)) return 1.0;
+    return m->w_sum * m->w_sum / ((double)m->tokens * m->w2_sum);
 }

@@ -169,7 +169,7 @@ static int parse_sample(const cJSON *row, int vocab, const char *where, or1_samp
     if (optional_logprobs(row, "old_logprobs", nr, where, &old) ||
         optional_logprobs(row, "rollout_logprobs", nr, where, &rollout))
         goto fail;
-    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout};
+    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout, 0};
     return 0;
 fail:
     free(p);
@@ -194,6 +194,7 @@ static int read_batch(const char *path, int vocab, sample_list *l) {
         rc = parse_sample(row, vocab, where, &l->s[l->n]);
         cJSON_Delete(row);
         if (rc) break;
+        l->s[l->n].id = (uint64_t)l->n;
         l->tokens += l->s[l->n].n_resp;
         l->seqs += l->s[l->n].n_resp > 0;
         if (l->s[l->n].n_resp > l->max_resp) l->max_resp = l->s[l->n].n_resp;
@@ -235,18 +236,26 @@ static const cli_flag_spec grad_flag_table[] = {
     FLAG_NUM("lr", "0", 0, 10, "AdamW learning rate"),
     FLAG_NUM("weight-decay", "0.01", 0, 10, "AdamW weight decay"),
     FLAG_NUM("max-grad-norm", "1", 0, 1e30, "global gradient-norm clip before the step; 0: off"),
-    FLAG_STR("rollout-is", "none|tis|mis", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
+    FLAG_STR("rollout-is", "none|tis|mis|mis-geo", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
     FLAG_NUM("rollout-is-low", "0.5", 0, 1e30, "MIS: lowest ratio kept"),
     FLAG_NUM("rollout-is-high", "2", 1e-9, 1e30, "TIS: the weight's cap; MIS: highest ratio kept"),
+    FLAG_NUM("offpolicy-delta", NULL, 0, 1e30, "DeepSeek-V3.2 mask: drop rows with A < 0 and mean log(pi_rollout/pi) > this"),
     FLAG_STR("loss-agg", "token-mean|seq-mean-token-mean|seq-mean-token-sum|seq-mean-token-sum-norm", "token-mean",
              "how the token terms add up to the loss"),
     FLAG_NUM("loss-scale", "0", 0, 1e30, "seq-mean-token-sum-norm: the constant C; 0: the longest response"),
-    FLAG_STR("loss-mode", "ppo|dual-clip|cispo|gspo", "ppo", "the policy-gradient term"),
+    FLAG_STR("loss-mode", "ppo|dual-clip|cispo|gspo|clip-cov|kl-cov", "ppo", "the policy-gradient term"),
     FLAG_NUM("clip-ratio-c", "3", 1, 1e30, "dual-clip: cap -A*c of the term when A < 0"),
     FLAG_NUM("gspo-clip-low", "3e-4", 0, 1, "gspo: sequence ratio clip below, 1 - this"),
     FLAG_NUM("gspo-clip-high", "4e-4", 0, 100, "gspo: sequence ratio clip above, 1 + this"),
     FLAG_NUM("cispo-clip-low", "10", 0, 1e30, "cispo: weight clip below, 1 - this (large: none)"),
     FLAG_NUM("cispo-clip-high", "0.2", 0, 1e30, "cispo: weight clip above, 1 + this"),
+    FLAG_NUM("clip-cov-ratio", "2e-4", 1e-12, 1, "clip-cov: share of the batch's tokens drawn"),
+    FLAG_NUM("clip-cov-lb", "1", -1e30, 1e30, "clip-cov: candidates have lb < Cov < ub"),
+    FLAG_NUM("clip-cov-ub", "5", -1e30, 1e30, "clip-cov: candidates have lb < Cov < ub"),
+    FLAG_NUM("kl-cov-ratio", "2e-3", 1e-12, 1, "kl-cov: share of the batch's tokens penalised"),
+    FLAG_NUM("ppo-kl-coef", "1", 0, 1e30, "kl-cov: coefficient of |log(pi/pi_old)|"),
+    FLAG_NUM("top-entropy-quantile", "1", 1e-12, 1, "80/20 rule: pg only on this top share of tokens by entropy"),
+    FLAG_INT("seed", "0", 0, INT64_MAX, "seed of clip-cov's draws (token j of line i: rand(seed, i, j))"),
     FLAG_DEVICE,
 };
 
@@ -278,6 +287,18 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     cli_double(a, "gspo-clip-high", &gh);
     cli_double(a, "cispo-clip-low", &cl);
     cli_double(a, "cispo-clip-high", &ch);
+    cli_double(a, "clip-cov-ratio", &o->loss.clip_cov_ratio);
+    cli_double(a, "clip-cov-lb", &o->loss.clip_cov_lb);
+    cli_double(a, "clip-cov-ub", &o->loss.clip_cov_ub);
+    cli_double(a, "kl-cov-ratio", &o->loss.kl_cov_ratio);
+    cli_double(a, "ppo-kl-coef", &o->loss.kl_cov_coef);
+    cli_double(a, "top-entropy-quantile", &o->loss.top_entropy);
+    double delta = NAN;
+    cli_double(a, "offpolicy-delta", &delta);
+    o->loss.offpolicy_mask = !isnan(delta), o->loss.offpolicy_delta = delta;
+    int64_t seed;
+    cli_int(a, "seed", &seed);
+    o->loss.seed = (uint64_t)seed;
     if (cli_save_dtype(a, &o->save_dtype) ||
         ((is = cli_str(a, "rollout-is")) && or1_rollout_is_parse(is, &o->loss.is, "grad: --rollout-is")) ||
         or1_loss_agg_parse(cli_str(a, "loss-agg"), &o->loss.agg, "grad: --loss-agg") ||
@@ -289,6 +310,8 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
     o->loss.is_low = (float)is_low, o->loss.is_high = (float)is_high;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
+    if (o->loss.clip_cov_lb >= o->loss.clip_cov_ub)
+        return or1_fail("grad: --clip-cov-lb %g is not below --clip-cov-ub %g", o->loss.clip_cov_lb, o->loss.clip_cov_ub);
     if (o->step && !o->save) return or1_fail("grad: --step needs --save DIR");
     if (!o->step && !o->out && !o->bench_iters) return or1_fail("grad: give --out FILE, --step --save DIR or --bench-iters N");
     return 0;
@@ -345,7 +368,8 @@ static int cmd_grad(cli_args *a) {
     if (cli_model_open(&cm, o.dir, o.device)) return 1;
     sample_list l = {0};
     int rc = read_batch(o.batch, cm.m.cfg.vocab, &l);
-    or1_loss_stats st = {0};
+    or1_values ents = {0};
+    or1_loss_stats st = {.entropies = &ents};
     if (rc == 0 && o.bench_iters)
         rc = grad_bench(&cm, &l, &o);
     else if (rc == 0)
@@ -356,14 +380,21 @@ static int cmd_grad(cli_args *a) {
         double nm = mm->tokens > 0 ? (double)mm->tokens : 1.0;
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
                "\"grad_norm\":%.17g,\"mismatch_abs_mean\":%.17g,\"mismatch_abs_max\":%.17g,\"mismatch_k3\":%.17g,"
-               "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g}\n",
+               "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g,\"cov_selected_frac\":%.17g,"
+               "\"low_entropy_frac\":%.17g,\"offpolicy_masked_frac\":%.17g,\"clip_frac_pos\":%.17g,"
+               "\"clip_frac_neg\":%.17g,\"entropy_p10\":%.9g,\"entropy_p50\":%.9g,\"entropy_p90\":%.9g,"
+               "\"is_ess\":%.17g}\n",
                st.objective, st.pg_loss / nt, st.entropy / nt, st.tokens, (double)st.clipped / nt, norm,
                mm->abs_sum / nm, mm->abs_max, mm->k3_sum / nm, o.loss.is ? st.is_weight / nt : 1.0,
-               (double)st.is_masked / nt);
+               (double)st.is_masked / nt, (double)st.cov_selected / nt, (double)st.low_entropy / nt,
+               (double)st.offpolicy_masked / nt, (double)st.clipped_pos / nt, (double)st.clipped_neg / nt,
+               or1_quantile(ents.v, ents.n, 0.1, NULL), or1_quantile(ents.v, ents.n, 0.5, NULL),
+               or1_quantile(ents.v, ents.n, 0.9, NULL), or1_mismatch_ess(mm));
         fflush(stdout);
         if (o.out) rc = or1_dmodel_pull_grads(cm.dm) || write_grads(&cm.m, o.out);
         if (rc == 0 && o.step) rc = grad_step(&cm, &o);
     }
+    or1_values_free(&ents);
     sample_list_free(&l);
     cli_model_close(&cm);
     return rc ? 1 : 0;

@@ -84,13 +84,20 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
     or1_scored_free(sc);
 }
 
-/* Recipe order: truncation masks, rejection, advantages (or1_step_advantages). */
-void batch_decide(step_batch *b, const trainer *t) {
+/* Recipe order: the length-shaped rewards, then truncation masks, rejection, advantages
+ * (or1_step_advantages) on them; max_len is the stage's T. */
+void batch_decide(step_batch *b, const trainer *t, int max_len) {
     int32_t *group = or1_malloc(b->n_samples * sizeof *group);
+    float *reward = or1_malloc(b->n_samples * sizeof *reward);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
+    or1_length_rewards(&t->cfg->reward.length, b->score, b->len, b->trunc, b->n_samples, max_len, reward);
+    b->length_penalty = 0;
+    for (size_t i = 0; i < b->n_samples; i++)
+        if (!isnan(b->score[i])) b->length_penalty += (double)reward[i] - (double)b->score[i];
     or1_rejection_free(&b->rej);
-    or1_step_advantages(&t->cfg->advantage, b->score, group, b->trunc, b->len, b->n_samples, b->adv, b->in_loss, &b->rej);
+    or1_step_advantages(&t->cfg->advantage, reward, group, b->trunc, b->len, b->n_samples, b->adv, b->in_loss, &b->rej);
     b->kept_groups = b->rej.kept;
+    free(reward);
     free(group);
 }
 
@@ -153,7 +160,7 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
             const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
             const float *rollout = b->c[i].logprobs, *old = b->old_logp ? b->old_logp[i] : rollout;
             (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], old,
-                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout};
+                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout, (uint64_t)i};
         }
     free(groups);
     return k;
@@ -170,7 +177,7 @@ static int batch_logprobs(step_batch *b, trainer *t, or1_dmodel *dm, int micro_t
     for (size_t i = 0; i < b->n_samples; i++) {
         if (!b->owned[i] || !b->in_loss[i]) continue;
         const or1_data_row *r = or1_data_row_at(t->data, b->row[i / (size_t)b->M]);
-        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL, NULL};
+        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL, NULL, (uint64_t)i};
         (*out)[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
         owner[k++] = i;
     }
@@ -215,8 +222,8 @@ bool recompute_logprobs(const trainer *t) {
 
 /* Sums and maxima of the mismatch over the ranks. */
 void mismatch_over_ranks(const trainer *t, or1_mismatch *m) {
-    double s[3] = {m->abs_sum, m->k3_sum, (double)m->tokens};
-    or1_dist_sum_f64(t->d, s, 3);
+    double s[5] = {m->abs_sum, m->k3_sum, (double)m->tokens, m->w_sum, m->w2_sum};
+    or1_dist_sum_f64(t->d, s, 5);
     or1_dist_max_f64(t->d, &m->abs_max, 1);
-    m->abs_sum = s[0], m->k3_sum = s[1], m->tokens = (long)s[2];
+    m->abs_sum = s[0], m->k3_sum = s[1], m->tokens = (long)s[2], m->w_sum = s[3], m->w2_sum = s[4];
 }

@@ -13,6 +13,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The folder of a checkpoint that holds a reset reference. */
+#define REFERENCE_DIR "reference"
+
+/* True if path is a folder. */
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* The tokenizer path of the config (model.path when empty). */
 static const char *tokenizer_path(const or1_train_config *c) {
     return c->model.tokenizer && *c->model.tokenizer ? c->model.tokenizer : c->model.path;
@@ -55,9 +64,8 @@ static int copy_tokenizer(const trainer *t, const char *dir) {
     return 0;
 }
 
-/* Removes a checkpoint folder of plain files (an old one of the same step, or one past
- * checkpoint.keep_last). */
-void checkpoint_remove(const char *dir) {
+/* Removes a folder of the plain files a checkpoint holds. */
+static void remove_files(const char *dir) {
     static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
                                   "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                                   "trainer_state.json", "config.yaml"};
@@ -67,6 +75,48 @@ void checkpoint_remove(const char *dir) {
         free(p);
     }
     rmdir(dir);
+}
+
+/* Removes a checkpoint folder (an old one of the same step, or one past
+ * checkpoint.keep_last), its reset reference included. */
+void checkpoint_remove(const char *dir) {
+    char *ref = or1_path_join(dir, REFERENCE_DIR);
+    remove_files(ref);
+    free(ref);
+    remove_files(dir);
+}
+
+/* A reset reference (kl.reset_every) goes into the checkpoint's reference/ folder in f32, so
+ * that a resumed run compares with the same policy. */
+static int save_reference(const trainer *t, const char *dir) {
+    if (!t->ref_reset) return 0;
+    char *ref = or1_path_join(dir, REFERENCE_DIR);
+    int rc = or1_mkdir_p(ref) || or1_model_save(&t->ref, ref, OR1_F32, t->cfg->model.path);
+    free(ref);
+    return rc ? -1 : 0;
+}
+
+/* Reference reset (ProRL, arXiv 2505.24864, "reference policy reset"): the reference model becomes a copy of the
+ * current policy, so the KL term measures the distance from here on; with kl.reset_optimizer
+ * the AdamW moments and step count start over as well. Every rank does the same. */
+int reset_reference(trainer *t) {
+    if (t->ref.n_floats != t->m.n_floats)
+        return or1_fail("kl.reset_every: the reference has %zu parameters and the policy %zu", t->ref.n_floats,
+                        t->m.n_floats);
+    if (or1_dmodel_pull(t->dm)) return -1;
+    memcpy(t->ref.params, t->m.params, t->m.n_floats * sizeof(float));
+    if (or1_dmodel_push(t->ref_dm)) return -1;
+    t->ref_reset = true;
+    if (t->cfg->kl.reset_optimizer) {
+        memset(t->opt.m, 0, t->opt.n * sizeof(float));
+        memset(t->opt.v, 0, t->opt.n * sizeof(float));
+        t->opt.step = 0;
+        if (or1_dmodel_push(t->dm)) return -1;
+    }
+    if (t->d->rank == 0)
+        fprintf(stderr, "train: step %ld: the KL reference is now the current policy%s\n", t->step,
+                t->cfg->kl.reset_optimizer ? " (AdamW state reset)" : "");
+    return 0;
 }
 
 /* Rank 0's part of save_checkpoint, with the whole optimizer state. */
@@ -83,6 +133,7 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     if (rc == 0) rc = copy_tokenizer(t, tmp);
     if (rc == 0) rc = or1_adamw_save(opt, &t->m, tmp);
     if (rc == 0) rc = write_state_files(t, tmp);
+    if (rc == 0) rc = save_reference(t, tmp);
     if (rc == 0) {
         checkpoint_remove(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
@@ -217,7 +268,12 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
     t->data = or1_data_load(&o);
     if (!t->data || open_eval(t)) return -1;
     if (cfg->kl.enabled) {
-        if (or1_model_load(&t->ref, cfg->kl.reference && *cfg->kl.reference ? cfg->kl.reference : cfg->model.path)) return -1;
+        char *saved = resume_dir ? or1_path_join(resume_dir, REFERENCE_DIR) : NULL;
+        t->ref_reset = saved && is_dir(saved);
+        const char *from = t->ref_reset ? saved : *cfg->kl.reference ? cfg->kl.reference : cfg->model.path;
+        int rc = or1_model_load(&t->ref, from);
+        free(saved);
+        if (rc) return -1;
         t->has_ref = true;
     }
     update_optimizer_init(t);

@@ -69,26 +69,40 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
     STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
     PATH_KEY("kl.reference", "", "reference checkpoint; empty: model.path"),
-    STR_KEY("rollout_correction.mode", "none", "none | tis | mis: weight (TIS) or mask (MIS) each token by pi_train/pi_rollout"),
+    INT_KEY("kl.reset_every", "0", 0, BIG, "ProRL: every this many steps the reference becomes the current policy; 0: never"),
+    BOOL_KEY("kl.reset_optimizer", "false", "with a reference reset, the AdamW state is reset too"),
+    STR_KEY("rollout_correction.mode", "none", "none | tis | mis | mis-geo: weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout"),
     NUM_KEY("rollout_correction.low", "0.5", 0, BIG, "MIS: lowest ratio kept"),
     NUM_KEY("rollout_correction.high", "2.0", 1e-9, BIG, "TIS: the cap of the weight; MIS: highest ratio kept"),
+    BOOL_KEY("rollout_correction.offpolicy_mask", "false", "DeepSeek-V3.2: drop sequences with A < 0 and mean log(pi_rollout/pi) > offpolicy_delta"),
+    NUM_KEY("rollout_correction.offpolicy_delta", "0", 0, BIG, "delta of the off-policy mask (no published value: set it with the mask)"),
     BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
     BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
     INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
     STR_KEY("loss.agg", "token-mean", "token-mean | seq-mean-token-mean | seq-mean-token-sum | seq-mean-token-sum-norm"),
     NUM_KEY("loss.scale", "0", 0, BIG, "seq-mean-token-sum-norm: the constant C; 0: the stage's T"),
-    STR_KEY("loss.mode", "ppo", "ppo | dual-clip | cispo | gspo"),
+    STR_KEY("loss.mode", "ppo", "ppo | dual-clip | cispo | gspo | clip-cov | kl-cov"),
     NUM_KEY("loss.clip_ratio_c", TEXT(OR1_DUAL_CLIP_C), 1, BIG, "dual-clip: cap -A*c of the term when A < 0 (c > 1)"),
     NUM_KEY("loss.gspo_clip_low", TEXT(OR1_GSPO_CLIP_LOW), 0, 1, "gspo: sequence ratio clip below, 1 - this"),
     NUM_KEY("loss.gspo_clip_high", TEXT(OR1_GSPO_CLIP_HIGH), 0, BIG, "gspo: sequence ratio clip above, 1 + this"),
     NUM_KEY("loss.cispo_clip_low", TEXT(OR1_CISPO_CLIP_LOW), 0, BIG, "cispo: weight clip below, 1 - this (large: none)"),
     NUM_KEY("loss.cispo_clip_high", TEXT(OR1_CISPO_CLIP_HIGH), 0, BIG, "cispo: weight clip above, 1 + this"),
+    NUM_KEY("loss.clip_cov_ratio", TEXT(OR1_CLIP_COV_RATIO), 1e-12, 1, "clip-cov: share of the mini-batch's tokens drawn"),
+    NUM_KEY("loss.clip_cov_lb", TEXT(OR1_CLIP_COV_LB), -BIG, BIG, "clip-cov: candidates have lb < Cov < ub"),
+    NUM_KEY("loss.clip_cov_ub", TEXT(OR1_CLIP_COV_UB), -BIG, BIG, "clip-cov: candidates have lb < Cov < ub"),
+    NUM_KEY("loss.kl_cov_ratio", TEXT(OR1_KL_COV_RATIO), 1e-12, 1, "kl-cov: share of the mini-batch's tokens penalised"),
+    NUM_KEY("loss.ppo_kl_coef", TEXT(OR1_KL_COV_COEF), 0, BIG, "kl-cov: coefficient of |log(pi/pi_old)|"),
+    NUM_KEY("loss.top_entropy_quantile", "1.0", 1e-12, 1, "80/20 rule: pg only on this top share of tokens by entropy; 1: all"),
     STR_KEY("advantage.estimator", "grpo", "grpo | drgrpo | rloo | reinforce++-baseline | grpo-batch-std"),
     NUM_KEY("advantage.eps", "1e-6", 0, 1, "added to the group std"),
     STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
     INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
     NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
     NUM_KEY("reward.max_error_ratio", "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
+    BOOL_KEY("reward.overlong_buffer.enable", "false", "DAPO's soft overlong punishment of the last `len` tokens before T"),
+    INT_KEY("reward.overlong_buffer.len", "4096", 1, BIG, "L_cache: the penalty grows over the last this many tokens"),
+    NUM_KEY("reward.overlong_buffer.penalty", "1.0", 0, BIG, "the penalty at T (verl's penalty_factor)"),
+    NUM_KEY("reward.truncation_penalty", "0", 0, BIG, "subtracted from the reward of a response truncated at T"),
     {"stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
     STR_KEY("stages[].name", "", "label for logs"),
     INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
@@ -133,13 +147,22 @@ static const struct {
     F("train.clip_low", train.clip_low), F("train.clip_high", train.clip_high),
     F("entropy.target", entropy.target), F("entropy.delta", entropy.delta), F("entropy.c_min", entropy.c_min),
     F("entropy.c_max", entropy.c_max), F("entropy.initial", entropy.initial), F("kl.enabled", kl.enabled),
-    F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("rollout_correction.low", correction.low),
-    F("rollout_correction.high", correction.high), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
+    F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("kl.reset_every", kl.reset_every),
+    F("kl.reset_optimizer", kl.reset_optimizer), F("rollout_correction.low", correction.low),
+    F("rollout_correction.high", correction.high),
+    F("rollout_correction.offpolicy_mask", correction.offpolicy_mask),
+    F("rollout_correction.offpolicy_delta", correction.offpolicy_delta), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
     F("advantage.eps", advantage.eps), F("loss.scale", loss.scale), F("loss.clip_ratio_c", loss.clip_c),
     F("loss.gspo_clip_low", loss.gspo_low), F("loss.gspo_clip_high", loss.gspo_high),
-    F("loss.cispo_clip_low", loss.cispo_low), F("loss.cispo_clip_high", loss.cispo_high), F("reward.workers", reward.workers),
-    F("reward.code_timeout", reward.code_timeout), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
+    F("loss.cispo_clip_low", loss.cispo_low), F("loss.cispo_clip_high", loss.cispo_high),
+    F("loss.clip_cov_ratio", loss.clip_cov_ratio), F("loss.clip_cov_lb", loss.clip_cov_lb),
+    F("loss.clip_cov_ub", loss.clip_cov_ub), F("loss.kl_cov_ratio", loss.kl_cov_ratio),
+    F("loss.ppo_kl_coef", loss.kl_cov_coef), F("loss.top_entropy_quantile", loss.top_entropy), F("reward.workers", reward.workers),
+    F("reward.code_timeout", reward.code_timeout), F("reward.overlong_buffer.enable", reward.length.overlong),
+    F("reward.overlong_buffer.len", reward.length.overlong_len),
+    F("reward.overlong_buffer.penalty", reward.length.overlong_penalty),
+    F("reward.truncation_penalty", reward.length.truncation_penalty), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
     F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("output.dir", output_dir), F("seed", seed),
 #undef F
@@ -349,9 +372,15 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->entropy.c_min > c->entropy.c_max)
         return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
                         c->entropy.c_max);
-    if (c->correction.mode == OR1_IS_MIS && c->correction.low > c->correction.high)
+    if ((c->correction.mode == OR1_IS_MIS || c->correction.mode == OR1_IS_MIS_GEO) && c->correction.low > c->correction.high)
         return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
                         c->correction.low, c->correction.high);
+    if (c->correction.offpolicy_mask && !or1_yaml_get(or1_yaml_root(cfg), "rollout_correction.offpolicy_delta"))
+        return or1_fail("%s: the off-policy mask needs its delta (DeepSeek-V3.2 publishes none): set it",
+                        where_of(cfg, "rollout_correction.offpolicy_delta", w, sizeof w));
+    if (c->loss.clip_cov_lb >= c->loss.clip_cov_ub)
+        return or1_fail("%s: lb %g is not below ub %g (no covariance lies between them)",
+                        where_of(cfg, "loss.clip_cov_lb", w, sizeof w), c->loss.clip_cov_lb, c->loss.clip_cov_ub);
     if (check_optimizer(cfg, c)) return -1;
     if (c->data.difficulty_min > c->data.difficulty_max)
         return or1_fail("%s: min %d is above max %d", where_of(cfg, "data.difficulty.min", w, sizeof w),
@@ -361,6 +390,10 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
         char path[32];
         snprintf(path, sizeof path, "stages.%zu", i);
         const or1_yaml_node *n = or1_yaml_get(or1_yaml_root(cfg), path);
+        if (c->reward.length.overlong && c->reward.length.overlong_len >= s->context_length)
+            return or1_fail("%s: len %d is not below stage %zu's context length %d (the penalty would start before "
+                            "the first token)", where_of(cfg, "reward.overlong_buffer.len", w, sizeof w),
+                            c->reward.length.overlong_len, i, s->context_length);
         if (s->mini_batch > s->prompts || s->prompts % s->mini_batch != 0)
             return or1_fail("%s: key \"%s\": mini_batch %d must divide prompts %d (N_SGD = N / mini_batch)",
                             n ? or1_yaml_node_where(n) : or1_yaml_file(cfg), n ? or1_yaml_node_path(n) : "train",

@@ -13,6 +13,7 @@ typedef struct {
     const or1_dist *d;
     or1_model m, ref;
     bool has_ref;
+    bool ref_reset; /* the reference is a past policy (kl.reset_every), saved with checkpoints */
     or1_tokenizer *tok;
     or1_dataset *data, *eval_data;
     or1_adamw opt;
@@ -43,6 +44,8 @@ typedef struct {
     float **old_logp;        /* the same, from the training engine (train.recompute_logprobs) */
     or1_mismatch mismatch;   /* old_logp against the sampler's, summed over ranks */
     float *adv;
+    double length_penalty;   /* sum over decided samples of the length shaping (<= 0) */
+    double ent_pct[3];       /* p10, p50, p90 of the token entropies in the update (not skipped) */
     bool *in_loss;
     or1_rejection rej;
     size_t kept_groups;
@@ -55,8 +58,9 @@ void batch_free(step_batch *b);
 /* Appends one round's groups: own samples from sc (taken over), numbers summed over ranks. */
 void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
                      const size_t *pos, size_t mine);
-/* Truncation masks, rejection and GRPO advantages over every group so far. */
-void batch_decide(step_batch *b, const trainer *t);
+/* Length-shaped rewards, truncation masks, rejection and advantages over every group so far
+ * (max_len: the stage's T). */
+void batch_decide(step_batch *b, const trainer *t, int max_len);
 /* Keeps the first `need` kept groups (refill) and counts the loss tokens T_k. */
 void batch_finalize(step_batch *b, const trainer *t, size_t need);
 /* e_k: the mean negative log-prob of the sampled tokens in the loss, before the update. */
@@ -85,6 +89,9 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
                    double t_update, double t_step);
 int run_validation(trainer *t);
 int save_checkpoint(trainer *t);
+/* ProRL's reference reset after a completed step: the reference takes the current weights
+ * (and the AdamW state is zeroed with kl.reset_optimizer). */
+int reset_reference(trainer *t);
 
 /* Sets up the device's own collectives over the ranks where the backend has them. */
 int update_collectives_init(trainer *t);

@@ -30,16 +30,17 @@ void or1_packed_samples_free(or1_packed_samples *p) {
 }
 
 
-/* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1). */
+/* Forward, per-token loss terms (eq. 3.1) and backward for samples [i0, i1); sel: their
+ * tokens' selection flags (or NULL). */
 static int micro_step(or1_dmodel *dm, const or1_sample *s, int i0, int i1, const or1_loss_norm *norm,
-                      const or1_loss_cfg *cfg, or1_loss_stats *st) {
+                      const or1_loss_cfg *cfg, const uint8_t *sel, or1_loss_stats *st) {
     or1_packed_samples p;
     or1_pack_samples(&p, s + i0, i1 - i0);
     int ns = p.b.n_scored;
     float *buf = or1_malloc((size_t)4 * (ns + 1) * sizeof *buf);
     float *logp = buf, *ent = logp + ns, *g_lp = ent + ns, *g_h = g_lp + ns;
     int rc = or1_dmodel_forward(dm, &p.b, true) || or1_dmodel_head(dm, &p.b, cfg->temperature, logp, ent);
-    if (!rc) or1_policy_token_grads(s + i0, i1 - i0, logp, ent, norm, cfg, g_lp, g_h, st);
+    if (!rc) or1_policy_token_grads(s + i0, i1 - i0, logp, ent, sel, norm, cfg, g_lp, g_h, st);
     if (!rc) rc = or1_dmodel_backward(dm, &p.b, cfg->temperature, g_lp, g_h);
     free(buf);
     or1_packed_samples_free(&p);
@@ -56,12 +57,44 @@ int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens) {
     return i1;
 }
 
-/* Micro-batch by micro-batch over the greedy packing. */
+/* Response tokens of samples [i0, i1). */
+static long resp_tokens(const or1_sample *s, int i0, int i1) {
+    long n = 0;
+    for (int i = i0; i < i1; i++) n += s[i].n_resp;
+    return n;
+}
+
+/* The mini-batch selections (or1_select_tokens) need every token's current log-prob and
+ * entropy before any gradient: one forward pass without gradients over the same
+ * micro-batches gives them, then *sel gets the flags of every response token in order. */
+static int select_pass(or1_dmodel *dm, const or1_sample *s, int n, int micro_tokens, const or1_loss_cfg *cfg,
+                       uint8_t **sel) {
+    long total = resp_tokens(s, 0, n);
+    float *logp = or1_malloc((size_t)(2 * total + 1) * sizeof *logp), *ent = logp + total;
+    int rc = 0;
+    for (int i0 = 0, i1; i0 < n && rc == 0; i0 = i1) {
+        i1 = or1_micro_batch_end(s, n, i0, micro_tokens);
+        long off = resp_tokens(s, 0, i0);
+        or1_packed_samples p;
+        or1_pack_samples(&p, s + i0, i1 - i0);
+        rc = or1_dmodel_forward(dm, &p.b, false) || or1_dmodel_head(dm, &p.b, cfg->temperature, logp + off, ent + off);
+        or1_packed_samples_free(&p);
+    }
+    *sel = or1_malloc((size_t)total + 1);
+    if (rc == 0) or1_select_tokens(s, n, logp, ent, cfg, *sel);
+    free(logp);
+    return rc ? -1 : 0;
+}
+
+/* Micro-batch by micro-batch over the greedy packing, after the mini-batch's selections. */
 int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_norm *norm, int micro_tokens,
                     const or1_loss_cfg *cfg, or1_loss_stats *st) {
-    for (int i0 = 0, i1; i0 < n; i0 = i1) {
+    uint8_t *sel = NULL;
+    int rc = or1_loss_selects(cfg) ? select_pass(dm, s, n, micro_tokens, cfg, &sel) : 0;
+    for (int i0 = 0, i1; i0 < n && rc == 0; i0 = i1) {
         i1 = or1_micro_batch_end(s, n, i0, micro_tokens);
-        if (micro_step(dm, s, i0, i1, norm, cfg, st)) return -1;
+        rc = micro_step(dm, s, i0, i1, norm, cfg, sel ? sel + resp_tokens(s, 0, i0) : NULL, st);
     }
-    return 0;
+    free(sel);
+    return rc;
 }

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,22 @@ static void add_mismatch(cJSON *row, const trainer *t, const step_batch *b, cons
     if (t->cfg->correction.mode == OR1_IS_NONE) return;
     cJSON_AddNumberToObject(row, "rollout_is_weight_mean", ls->is_weight / nt);
     cJSON_AddNumberToObject(row, "rollout_is_masked_frac", (double)ls->is_masked / nt);
+}
+
+/* Per-step diagnostics: the clip fraction by advantage sign (shares of all tokens), the share
+ * of groups whose (shaped) rewards are all equal, the token entropy percentiles of the update,
+ * and the effective sample size of the train/rollout importance weights (beside the mismatch). */
+static void add_diagnostics(cJSON *row, const step_batch *b, const or1_loss_stats *ls, double nt, bool skipped) {
+    cJSON_AddNumberToObject(row, "clip_frac_pos", (double)ls->clipped_pos / nt);
+    cJSON_AddNumberToObject(row, "clip_frac_neg", (double)ls->clipped_neg / nt);
+    const or1_rejection *r = &b->rej;
+    double groups = r->n_groups ? (double)r->n_groups : 1.0;
+    cJSON_AddNumberToObject(row, "zero_variance_ratio", (double)(r->solve_none + r->solve_all + r->constant) / groups);
+    cJSON_AddNumberToObject(row, "is_ess", or1_mismatch_ess(&b->mismatch));
+    if (skipped) return;
+    cJSON_AddNumberToObject(row, "entropy_p10", b->ent_pct[0]);
+    cJSON_AddNumberToObject(row, "entropy_p50", b->ent_pct[1]);
+    cJSON_AddNumberToObject(row, "entropy_p90", b->ent_pct[2]);
 }
 
 /* The step's failed rewards by status, and a loud warning when they pass the configured share
@@ -126,8 +143,20 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "loss", ls->loss / nt);
     cJSON_AddNumberToObject(row, "pg_loss", ls->pg_loss / nt);
     cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);
+    add_diagnostics(row, b, ls, nt, skipped);
     cJSON_AddNumberToObject(row, "grad_norm", grad_norm);
     if (t->cfg->kl.enabled) cJSON_AddNumberToObject(row, "kl", ls->kl / nt);
+    const or1_length_cfg *lc = &t->cfg->reward.length;
+    if (lc->overlong || lc->truncation_penalty > 0) {
+        size_t decided = 0;
+        for (size_t i = 0; i < b->n_samples; i++) decided += !isnan(b->score[i]);
+        cJSON_AddNumberToObject(row, "length_penalty_mean", decided ? b->length_penalty / (double)decided : 0.0);
+    }
+    if (t->cfg->loss.mode == OR1_PG_CLIP_COV || t->cfg->loss.mode == OR1_PG_KL_COV)
+        cJSON_AddNumberToObject(row, "cov_selected_frac", (double)ls->cov_selected / nt);
+    if (t->cfg->loss.top_entropy < 1) cJSON_AddNumberToObject(row, "low_entropy_frac", (double)ls->low_entropy / nt);
+    if (t->cfg->correction.offpolicy_mask)
+        cJSON_AddNumberToObject(row, "offpolicy_masked_frac", (double)ls->offpolicy_masked / nt);
     add_mismatch(row, t, b, ls, nt);
     add_reward_errors(row, t, b);
     cJSON_AddBoolToObject(row, "skipped", skipped);

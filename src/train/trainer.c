@@ -82,7 +82,7 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
         int rc = round_rollout(t, st, ids, (size_t)st->prompts, seed, b);
         free(ids);
         if (rc) return -1;
-        batch_decide(b, t);
+        batch_decide(b, t, st->context_length);
         or1_refill_action act = or1_refill_decide(b->kept_groups, round, (size_t)st->prompts, max_rounds);
         if (act != OR1_REFILL_MORE) return 0;
     }
@@ -99,6 +99,9 @@ static int finite_weights(trainer *t, int mini_batch) {
     return 0;
 }
 
+/* Sums over the ranks for the mini-batch selections (or1_reducer). */
+static void dist_sum(void *ctx, double *buf, size_t n) { or1_dist_sum_f64((const or1_dist *)ctx, buf, n); }
+
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is aggregated with its global kept-token and sequence counts (eq. 3.1 for
  * token-mean; loss.scale 0 is the stage's T). *grad_norm gets the
@@ -106,6 +109,7 @@ static int finite_weights(trainer *t, int mini_batch) {
 static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_stats *total, double *grad_norm) {
     const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
+    or1_reducer reduce = {dist_sum, (void *)t->d};
     or1_loss_cfg lc = {(float)t->cfg->train.clip_low,
                        (float)t->cfg->train.clip_high,
                        (float)alpha,
@@ -122,7 +126,17 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                        (float)t->cfg->loss.gspo_low,
                        (float)t->cfg->loss.gspo_high,
                        (float)t->cfg->loss.cispo_low,
-                       (float)t->cfg->loss.cispo_high};
+                       (float)t->cfg->loss.cispo_high,
+                       t->cfg->loss.clip_cov_ratio,
+                       t->cfg->loss.clip_cov_lb,
+                       t->cfg->loss.clip_cov_ub,
+                       t->cfg->loss.kl_cov_ratio,
+                       t->cfg->loss.kl_cov_coef,
+                       t->cfg->loss.top_entropy,
+                       0,
+                       t->cfg->correction.offpolicy_mask,
+                       t->cfg->correction.offpolicy_delta,
+                       &reduce};
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
@@ -137,16 +151,22 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                 continue;
             }
             or1_dmodel_zero_grad(t->dm);
-            or1_loss_stats ls = {0};
+            or1_loss_stats ls = {.entropies = total->entropies};
+            /* Clip-Cov's draws: one seed per (run seed, step, epoch, mini-batch), the same on every rank */
+            lc.seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)(e * n_sgd + c) + 0x636f76ULL);
             int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
             free(s);
             if (rc) return -1;
-            double sums[8] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
-                              ls.is_weight, (double)ls.is_masked};
-            or1_dist_sum_f64(t->d, sums, 8);
+            double sums[13] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
+                               ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy,
+                               (double)ls.offpolicy_masked, (double)ls.clipped_pos, (double)ls.clipped_neg};
+            or1_dist_sum_f64(t->d, sums, 13);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             total->is_weight += sums[6], total->is_masked += (long)sums[7];
+            total->cov_selected += (long)sums[8], total->low_entropy += (long)sums[9];
+            total->offpolicy_masked += (long)sums[10];
+            total->clipped_pos += (long)sums[11], total->clipped_neg += (long)sums[12];
             if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
                 mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;
@@ -161,6 +181,14 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
         }
     if (updates > 0) *grad_norm /= updates;
     return 0;
+}
+
+/* p10, p50 and p90 of the full-vocabulary entropy of every token the step's updates saw (each
+ * epoch's pass counted), over the ranks. */
+static void entropy_percentiles(trainer *t, const or1_values *ents, double pct[3]) {
+    or1_reducer r = {dist_sum, (void *)t->d};
+    const double q[3] = {0.1, 0.5, 0.9};
+    for (int i = 0; i < 3; i++) pct[i] = or1_quantile(ents->v, ents->n, q[i], &r);
 }
 
 /* Runs one training step: collect, advantages, update, controller, metrics. */
@@ -179,7 +207,8 @@ static int train_step(trainer *t) {
     batch_finalize(&b, t, (size_t)st->prompts);
     double e_k = batch_entropy_estimate(&b, t), alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
     bool was_enabled = t->ent.enabled;
-    or1_loss_stats ls = {0};
+    or1_values ents = {0};
+    or1_loss_stats ls = {.entropies = &ents};
     double grad_norm = 0, t_up = or1_now();
     bool skipped = b.loss_tokens == 0;
     if (!skipped) {
@@ -189,16 +218,20 @@ static int train_step(trainer *t) {
         if (rc == 0) rc = update(t, si, &b, alpha, &ls, &grad_norm);
         if (rc) {
             batch_free(&b);
+            or1_values_free(&ents);
             return or1_fail_ctx("train: step %ld: stopped; no checkpoint is written from this step (latest is the "
                                 "last good one)", t->step + 1);
         }
         or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
+        entropy_percentiles(t, &ents, b.ent_pct);
     }
+    or1_values_free(&ents);
     t_up = or1_now() - t_up;
     t->step++;
     track_solved(t, &b);
     write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
     batch_free(&b);
+    if (t->has_ref && t->cfg->kl.reset_every > 0 && t->step % t->cfg->kl.reset_every == 0) return reset_reference(t);
     return 0;
 }
 

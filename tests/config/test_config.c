@@ -80,7 +80,8 @@ static void test_defaults(void) {
           "train defaults");
     CHECK(c.entropy.mode == OR1_ENT_ADAPTIVE && c.entropy.target == 0.2 && c.entropy.delta == 1e-4 &&
               c.entropy.c_min == 0 && c.entropy.c_max == 5e-3 && c.entropy.initial == 0, "entropy defaults");
-    CHECK(!c.kl.enabled && c.kl.coef == 0.001 && c.kl.estimator.kind == OR1_KL_K3 && !c.kl.estimator.straight_through,
+    CHECK(!c.kl.enabled && c.kl.coef == 0.001 && c.kl.estimator.kind == OR1_KL_K3 && !c.kl.estimator.straight_through &&
+              c.kl.reset_every == 0 && !c.kl.reset_optimizer,
           "kl defaults");
     CHECK(c.rejection.enabled && !c.rejection.keep_single && c.rejection.max_rounds == 1 && c.advantage.reject &&
               c.advantage.estimator == OR1_ADV_GRPO && c.advantage.eps == 1e-6 && c.advantage.trunc == OR1_TRUNC_NONE,
@@ -91,6 +92,12 @@ static void test_defaults(void) {
     CHECK(c.loss.agg == OR1_AGG_TOKEN_MEAN && c.loss.scale == 0 && c.loss.mode == OR1_PG_PPO && c.loss.clip_c == 3 &&
               c.loss.gspo_low == 3e-4 && c.loss.gspo_high == 4e-4 && c.loss.cispo_low == 10 && c.loss.cispo_high == 0.2,
           "loss defaults");
+    CHECK(c.loss.clip_cov_ratio == 2e-4 && c.loss.clip_cov_lb == 1 && c.loss.clip_cov_ub == 5 &&
+              c.loss.kl_cov_ratio == 2e-3 && c.loss.kl_cov_coef == 1 && c.loss.top_entropy == 1,
+          "clip-cov / kl-cov / top-entropy defaults");
+    CHECK(!c.reward.length.overlong && c.reward.length.overlong_len == 4096 && c.reward.length.overlong_penalty == 1 &&
+              c.reward.length.truncation_penalty == 0,
+          "length shaping defaults");
     CHECK(c.eval.n_files == 0 && c.eval.every == 20 && c.eval.n == 8 && c.eval.n_temperatures == 2 &&
               c.eval.temperatures[0] == 0.6 && c.eval.temperatures[1] == 1.0, "eval defaults");
     CHECK(c.checkpoint.every == 20 && !strcmp(c.output_dir, "runs/train") && c.seed == 1, "output defaults");
@@ -139,22 +146,29 @@ static void test_overrides(void) {
 static void test_variants(void) {
     static const char *const est[] = {"grpo", "drgrpo", "rloo", "reinforce++-baseline", "grpo-batch-std"};
     static const char *const agg[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"};
-    static const char *const mode[] = {"ppo", "dual-clip", "cispo", "gspo"};
-    for (int i = 0; i < 5; i++) {
-        char text[512];
+    static const char *const mode[] = {"ppo", "dual-clip", "cispo", "gspo", "clip-cov", "kl-cov"};
+    static const char *const is[] = {"none", "tis", "mis", "mis-geo"};
+    for (int i = 0; i < 6; i++) {
+        char text[640];
         snprintf(text, sizeof text,
                  "%sadvantage: {estimator: %s}\nloss: {agg: %s, mode: %s, scale: 512, clip_ratio_c: 2.5,"
-                 " gspo_clip_low: 0.001, gspo_clip_high: 0.002, cispo_clip_low: 0.5, cispo_clip_high: 4}\n",
-                 MIN, est[i], agg[i % 4], mode[(i + 1) % 4]);
+                 " gspo_clip_low: 0.001, gspo_clip_high: 0.002, cispo_clip_low: 0.5, cispo_clip_high: 4,"
+                 " clip_cov_ratio: 0.01, clip_cov_lb: -1, clip_cov_ub: 2, kl_cov_ratio: 0.02, ppo_kl_coef: 0.5,"
+                 " top_entropy_quantile: 0.2}\nrollout_correction: {mode: %s, offpolicy_mask: true, offpolicy_delta: 0.05}\n",
+                 MIN, est[i % 5], agg[i % 4], mode[(i + 1) % 6], is[i % 4]);
         or1_train_config c, c2;
         if (!CHECK(load_text(text, NULL, 0, &c) == 0, "variant %d: %s", i, or1_error())) continue;
-        CHECK(c.advantage.estimator == (or1_adv_estimator)i && c.loss.agg == (or1_loss_agg)(i % 4) &&
-                  c.loss.mode == (or1_pg_mode)((i + 1) % 4) && c.loss.scale == 512 && c.loss.clip_c == 2.5 &&
+        CHECK(c.advantage.estimator == (or1_adv_estimator)(i % 5) && c.loss.agg == (or1_loss_agg)(i % 4) &&
+                  c.loss.mode == (or1_pg_mode)((i + 1) % 6) && c.loss.scale == 512 && c.loss.clip_c == 2.5 &&
                   c.loss.gspo_low == 0.001 && c.loss.gspo_high == 0.002 && c.loss.cispo_low == 0.5 &&
-                  c.loss.cispo_high == 4,
+                  c.loss.cispo_high == 4 && c.loss.clip_cov_ratio == 0.01 && c.loss.clip_cov_lb == -1 &&
+                  c.loss.clip_cov_ub == 2 && c.loss.kl_cov_ratio == 0.02 && c.loss.kl_cov_coef == 0.5 &&
+                  c.loss.top_entropy == 0.2 && c.correction.mode == (or1_rollout_is_mode)(i % 4) &&
+                  c.correction.offpolicy_mask && c.correction.offpolicy_delta == 0.05,
               "variant %d: values", i);
         char *y1 = or1_train_config_yaml(&c);
-        CHECK(strstr(y1, est[i]) && strstr(y1, agg[i % 4]) && strstr(y1, mode[(i + 1) % 4]), "variant %d: dump\n%s", i, y1);
+        CHECK(strstr(y1, est[i % 5]) && strstr(y1, agg[i % 4]) && strstr(y1, mode[(i + 1) % 6]), "variant %d: dump\n%s",
+              i, y1);
         if (CHECK(or1_train_config_load(put("dump.yaml", y1), NULL, 0, &c2) == 0, "variant %d: reload: %s", i,
                   or1_error())) {
             char *y2 = or1_train_config_yaml(&c2);
@@ -201,6 +215,21 @@ static void test_bad_configs(void) {
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss:\n  mode: vanilla\n", "t.yaml:5: key \"loss.mode\"",
          "\"vanilla\" is not one of ppo, dual-clip, cispo, gspo"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {clip_ratio_c: 0.5}\n", "key \"loss.clip_ratio_c\"",
+         "outside"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {clip_cov_lb: 5}\n", "t.yaml:4: key \"loss.clip_cov_lb\"",
+         "lb 5 is not below ub 5"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {overlong_buffer: {enable: true, len: 20000}}\n",
+         "key \"reward.overlong_buffer.len\"", "len 20000 is not below stage 0's context length 16384"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nrollout_correction: {offpolicy_mask: true}\n",
+         "key \"rollout_correction.offpolicy_delta\" (default)", "needs its delta"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nrollout_correction: {mode: mis-geo, low: 3}\n",
+         "key \"rollout_correction.low\"", "low 3 is above high 2"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nkl: {reset_every: -2}\n", "key \"kl.reset_every\"", "outside"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nreward: {truncation_penalty: -1}\n",
+         "key \"reward.truncation_penalty\"", "outside"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {top_entropy_quantile: 0}\n",
+         "key \"loss.top_entropy_quantile\"", "outside"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nloss: {kl_cov_ratio: 1.5}\n", "key \"loss.kl_cov_ratio\"",
          "outside"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {estimator: grpo-batch-std, eps: 0}\n"
          "rejection: {enabled: false}\n", "key \"advantage.eps\"", "std of 0"},

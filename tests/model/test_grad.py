@@ -16,6 +16,8 @@ import os
 import sys
 import tempfile
 
+import torch
+
 from or1test import files, proc, ref
 from or1test.check import Checker
 
@@ -52,6 +54,13 @@ GROUPS = {
         dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, rollout=True,
              flags=dict(rollout_is="tis", rollout_is_high=1.5, clip_low=0.2, clip_high=0.28)),
         dict(cfg=dict(arch="llama", tied=False, head_dim=16), dtype="F32", shards=1, rollout=True, flags={}),
+        # MIS on each row's geometric-mean ratio (rows at 0.84, 1.26, 2.23, 1.26, 0.55: two cut)
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, rollout=True,
+             flags=dict(temperature=0.8, rollout_is="mis-geo", rollout_is_low=0.7, rollout_is_high=1.5)),
+        # DeepSeek-V3.2's off-policy mask: rows 1 and 3 (A < 0) moved to mean log(pi_rollout/pi)
+        # 0.29 and -0.13, so delta 0.1 drops row 1 only; row 0 (A > 0, 0.14) must stay
+        dict(cfg=dict(arch="llama", tied=True), dtype="F32", shards=1, rollout=True, rollout_shift=[0, 0.5, 0, 0.1, 0],
+             flags=dict(offpolicy_delta=0.1, rollout_is="mis-geo", rollout_is_low=0.5, rollout_is_high=2.0)),
     ],
     "defaults": [
         dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False,
@@ -62,8 +71,11 @@ GROUPS = {
 
 FLAG_NAMES = {"temperature": "--temperature", "entropy_coef": "--entropy-coef",
               "clip_low": "--clip-low", "clip_high": "--clip-high", "rollout_is": "--rollout-is",
-              "rollout_is_low": "--rollout-is-low", "rollout_is_high": "--rollout-is-high"}
-ROLLOUT_STATS = ("mismatch_abs_mean", "mismatch_abs_max", "mismatch_k3", "is_weight_mean", "is_masked_frac")
+              "rollout_is_low": "--rollout-is-low", "rollout_is_high": "--rollout-is-high",
+              "offpolicy_delta": "--offpolicy-delta"}
+ROLLOUT_STATS = ("mismatch_abs_mean", "mismatch_abs_max", "mismatch_k3", "is_weight_mean", "is_masked_frac",
+                 "offpolicy_masked_frac", "is_ess")
+SEQ_MARGIN = 1e-3  # sequence-level bounds this far from every row's statistic (far above fp32 error)
 
 
 def flag_args(flags):
@@ -91,8 +103,12 @@ def check_stats(chk, what, got, want):
             chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
     chk.ok(got.get("tokens") == want["tokens"],
            f"{what}: tokens {got.get('tokens')} != {want['tokens']}")
-    if chk.ok(isinstance(got.get("clip_frac"), (int, float)), f"{what}: no clip_frac"):
-        chk.close(f"{what}: clip_frac", got["clip_frac"], want["clip_frac"], 1e-9)
+    for key in ("clip_frac", "clip_frac_pos", "clip_frac_neg"):
+        if chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no {key}"):
+            chk.close(f"{what}: {key}", got[key], want[key], 1e-9)
+    for key in ("entropy_p10", "entropy_p50", "entropy_p90"):
+        if chk.ok(isinstance(got.get(key), (int, float)), f"{what}: no {key}"):
+            chk.close(f"{what}: {key}", got[key], want[key], STAT_TOL * max(1.0, abs(want[key])))
 
 
 def check_grads(chk, what, path, want):
@@ -120,6 +136,8 @@ def check_case(chk, or1, tmp, k, case):
                                      shards=case["shards"], **case["cfg"])
     batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"],
                            with_old=case.get("with_old", True), with_rollout=case.get("rollout", False))
+    for row, shift in zip(batch, case.get("rollout_shift", [])):
+        row["rollout_logprobs"] = [x + shift for x in row["rollout_logprobs"]]
     bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
     files.write_jsonl(bpath, batch)
     what = f"{case['cfg']} {case['dtype']} shards={case['shards']} {case['flags']}"
@@ -139,8 +157,26 @@ def check_case(chk, or1, tmp, k, case):
         # the bounds must cut some tokens and keep others, or the correction is not exercised
         assert 0 < want_stats["is_masked_frac"] < 1 or kw["rollout_is"] == "tis", want_stats
         assert want_stats["is_weight_mean"] != 1.0, want_stats
+    if kw.get("rollout_is") == "mis-geo" or "offpolicy_delta" in kw:
+        sequence_exercised(what, kw, batch, params, cfg, want_stats)
     check_stats(chk, what, proc.parse_json_line(r.stdout.strip(), what), want_stats)
     check_grads(chk, what, gpath, want_grads)
+
+
+def sequence_exercised(what, kw, batch, params, cfg, stats):
+    """The sequence-level bounds lie clear of every row's statistic, and cut some rows only."""
+    for row in batch:
+        ids = row["prompt_ids"] + row["response_ids"]
+        logits = ref.forward_logits(params, cfg, ids)[len(row["prompt_ids"]) - 1:len(ids) - 1]
+        lp = ref.token_logprobs(logits, row["response_ids"], kw["temperature"])[0]
+        old, ro = (torch.as_tensor(row[k]) for k in ("old_logprobs", "rollout_logprobs"))
+        if kw.get("rollout_is") == "mis-geo":
+            geo = float(torch.exp((old - ro).mean()))
+            assert min(abs(geo - kw["rollout_is_low"]), abs(geo - kw["rollout_is_high"])) > SEQ_MARGIN, (what, geo)
+        if "offpolicy_delta" in kw:
+            assert abs(float((ro - lp).mean()) - kw["offpolicy_delta"]) > SEQ_MARGIN, what
+    if "offpolicy_delta" in kw:
+        assert 0 < stats["offpolicy_masked_frac"] < 1, (what, stats)
 
 
 def main():

@@ -18,6 +18,8 @@ import os
 import sys
 import tempfile
 
+import torch
+
 from or1test import files, proc, ref
 from or1test.check import Checker
 from test_grad import check_grads, check_stats
@@ -28,7 +30,13 @@ BASE = dict(temperature=0.8, ent_coef=0.01, clip_low=0.2, clip_high=0.28)
 FLAGS = {"temperature": "--temperature", "ent_coef": "--entropy-coef", "clip_low": "--clip-low",
          "clip_high": "--clip-high", "agg": "--loss-agg", "agg_scale": "--loss-scale", "mode": "--loss-mode",
          "clip_c": "--clip-ratio-c", "gspo_low": "--gspo-clip-low", "gspo_high": "--gspo-clip-high",
-         "cispo_low": "--cispo-clip-low", "cispo_high": "--cispo-clip-high"}
+         "cispo_low": "--cispo-clip-low", "cispo_high": "--cispo-clip-high", "clip_cov_ratio": "--clip-cov-ratio",
+         "clip_cov_lb": "--clip-cov-lb", "clip_cov_ub": "--clip-cov-ub", "kl_cov_ratio": "--kl-cov-ratio",
+         "ppo_kl_coef": "--ppo-kl-coef", "top_entropy": "--top-entropy-quantile", "seed": "--seed"}
+SELECTION_STATS = ("cov_selected_frac", "low_entropy_frac")
+# The margin a selection needs from its thresholds: far above the float32 error of the
+# covariances and entropies, so the float64 reference and or1 choose the same tokens.
+SELECT_MARGIN = 1e-4
 
 # (settings, the partner's differing settings, run the micro-batch splits)
 CASES = [
@@ -43,6 +51,18 @@ CASES = [
     (dict(mode="cispo", cispo_low=0.2, cispo_high=0.28, agg="seq-mean-token-mean"), dict(cispo_low=10.0), False),
     (dict(mode="gspo", agg="seq-mean-token-mean"), dict(mode="ppo"), True),
     (dict(mode="gspo", agg="seq-mean-token-sum", gspo_low=0.05, gspo_high=0.05), dict(agg="seq-mean-token-mean"), True),
+    # Clip-Cov: the published settings draw one token; a wider range and share draw 3 of more
+    # candidates, and another seed draws others
+    (dict(mode="clip-cov", clip_cov_lb=0.3), dict(mode="ppo"), True),
+    (dict(mode="clip-cov", clip_cov_ratio=0.1, clip_cov_lb=0.2, clip_cov_ub=3.0, seed=7), dict(seed=8), True),
+    (dict(mode="clip-cov", clip_cov_ratio=0.1, clip_cov_lb=0.2, clip_cov_ub=3.0, seed=8, agg="seq-mean-token-sum"),
+     dict(clip_cov_ub=1.0), False),
+    # KL-Cov: the published share (one token of this batch) and a larger one with another coefficient
+    (dict(mode="kl-cov"), dict(mode="ppo"), True),
+    (dict(mode="kl-cov", kl_cov_ratio=0.15, ppo_kl_coef=0.5, agg="seq-mean-token-mean"), dict(kl_cov_ratio=0.05), True),
+    # the 80/20 rule alone and under another mode
+    (dict(top_entropy=0.2), dict(top_entropy=1.0), True),
+    (dict(top_entropy=0.5, mode="cispo", agg="seq-mean-token-sum"), dict(top_entropy=0.4), True),
 ]
 
 
@@ -80,10 +100,56 @@ def ratios(row, params, cfg):
     return [math.exp(a - b) for a, b in zip(logp.tolist(), row["old_logprobs"])]
 
 
+def current_logprobs(batch, params, cfg):
+    """Each row's response log-probs and entropies under the reference (float64, detached)."""
+    out = []
+    for row in batch:
+        ids = row["prompt_ids"] + row["response_ids"]
+        logits = ref.forward_logits(params, cfg, ids)[len(row["prompt_ids"]) - 1:len(ids) - 1]
+        out.append(ref.token_logprobs(logits, row["response_ids"], BASE["temperature"]))
+    return out
+
+
+def gap_at(values, k):
+    """Relative gap between the k-th and (k+1)-th largest of values."""
+    v = sorted(values, reverse=True)
+    return (v[k - 1] - v[k]) / max(abs(v[k - 1]), 1e-30) if k < len(v) else 1.0
+
+
+def selection_exercised(what, settings, batch, params, cfg):
+    """Clip-Cov, KL-Cov and 80/20 cases: thresholds clear of the covariances and entropies
+    (the float32 / float64 difference cannot change the choice) and each choice non-trivial."""
+    lp_ent = current_logprobs(batch, params, cfg)
+    logps = [x[0] for x in lp_ent]
+    advs = [float(r["advantage"]) for r in batch]
+    covs = torch.cat(ref.covariances(logps, advs)).tolist()
+    tokens = len(covs)
+    mode = settings.get("mode", "ppo")
+    if mode == "clip-cov":
+        lb, ub = settings.get("clip_cov_lb", 1.0), settings.get("clip_cov_ub", 5.0)
+        assert all(min(abs(c - lb), abs(c - ub)) > SELECT_MARGIN for c in covs), (what, "a Cov at a bound")
+        wins = [ref.ppo_clip_term(lp, torch.as_tensor(r["old_logprobs"]), a, BASE["clip_low"], BASE["clip_high"])[1]
+                for lp, r, a in zip(logps, batch, advs)]
+        _, n_cand = ref.clip_cov_drawn(ref.covariances(logps, advs), wins, settings.get("clip_cov_ratio", 2e-4),
+                                       lb, ub, settings.get("seed", 0))
+        want = max(int(settings.get("clip_cov_ratio", 2e-4) * tokens), 1)
+        assert n_cand > want, (what, f"{n_cand} candidates for {want} draws: nothing random to check")
+    if mode == "kl-cov":
+        k = max(1, int(tokens * settings.get("kl_cov_ratio", 2e-3)))
+        assert gap_at(covs, k) > SELECT_MARGIN, (what, "tied covariances at the KL-Cov threshold")
+    if settings.get("top_entropy", 1.0) < 1:
+        ents = torch.cat([x[1] for x in lp_ent]).tolist()
+        k = math.ceil(settings["top_entropy"] * tokens - 1e-9)
+        assert gap_at(ents, k) > SELECT_MARGIN, (what, "tied entropies at the 80/20 threshold")
+
+
 def exercised(what, settings, stats, batch, params, cfg):
     """The batch must reach each branch of the case's formula, or the test proves little."""
     mode = settings.get("mode", "ppo")
-    if mode in ("ppo", "cispo") or settings.get("gspo_low", 0) >= 0.05:
+    if mode in ("clip-cov", "kl-cov") or settings.get("top_entropy", 1.0) < 1:
+        selection_exercised(what, settings, batch, params, cfg)
+        assert stats["cov_selected_frac"] > 0 or mode not in ("clip-cov", "kl-cov"), (what, stats)
+    if mode in ("ppo", "cispo", "clip-cov") or settings.get("gspo_low", 0) >= 0.05:
         assert 0 < stats["clip_frac"] < 1, (what, stats)
     if mode == "dual-clip":
         c = settings.get("clip_c", 3.0)
@@ -103,6 +169,8 @@ def check_case(chk, or1, tmp, model, bpath, params, cfg, batch, settings, partne
     exercised(what, settings, want_stats, batch, params, cfg)
     if got:
         check_stats(chk, what, got[0], want_stats)
+        for key in SELECTION_STATS:
+            chk.close(f"{what}: {key}", got[0].get(key), want_stats[key], 1e-12)
         gpath = os.path.join(tmp, "g.safetensors")
         check_grads(chk, what, gpath, want_grads)
         other_stats, other_grads = ref.loss_and_grads(params, cfg, batch, **dict(kw, **partner))
@@ -122,7 +190,7 @@ def check_micro(chk, or1, tmp, model, bpath, settings, base):
         got = run_grad(chk, or1, tmp, model, bpath, dict(BASE, **settings), what, k)
         if not got:
             continue
-        for key in ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm"):
+        for key in ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm") + SELECTION_STATS:
             want = base[0][key]
             chk.close(f"{what}: {key}", got[0].get(key), want, STATS * max(1.0, abs(want)))
         for name, g in base[1].items():

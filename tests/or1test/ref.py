@@ -314,6 +314,65 @@ def gspo_term(logp, old, adv, eps_low, eps_high):
     return torch.maximum(unclipped, clipped), clipped > unclipped
 
 
+MASK64 = (1 << 64) - 1
+
+
+def _mix64(z):
+    """splitmix64's output mix (src/core/rng.c)."""
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & MASK64
+    return z ^ (z >> 31)
+
+
+def rand_u64(seed, stream, counter):
+    """or1_rand_u64: a value that depends only on (seed, stream, counter)."""
+    k = _mix64((seed + 0x9e3779b97f4a7c15) & MASK64)
+    k = _mix64(k ^ ((stream + 0x632be59bd9b4e019) & MASK64))
+    return _mix64(k ^ ((counter * 0x9e3779b97f4a7c15 + 0x1d8e4e27c47d124f) & MASK64))
+
+
+def covariances(logps, advs):
+    """Cui et al. 2025's centred cross-product per token, (log pi - mean) (A - mean), the means
+    over every response token of the batch (one tensor per row, detached)."""
+    lp = torch.cat([x.detach() for x in logps])
+    a = torch.cat([torch.full_like(x, adv) for x, adv in zip(logps, advs)])
+    cov = (lp - lp.mean()) * (a - a.mean())
+    return list(torch.split(cov, [x.numel() for x in logps]))
+
+
+def clip_cov_drawn(covs, wins, ratio, lb, ub, seed):
+    """Clip-Cov's I_clip (verl compute_policy_loss_clip_cov over the whole batch): candidates
+    have no PPO clip and lb < Cov < ub; max(1, int(ratio T)) of them are drawn, here the ones
+    with the largest key or1_rand_u64(seed, row, token) (a uniform draw, reproducible)."""
+    tokens = sum(c.numel() for c in covs)
+    cands = [(rand_u64(seed, i, j), i, j) for i, (c, w) in enumerate(zip(covs, wins))
+             for j in range(c.numel()) if not w[j] and lb < float(c[j]) < ub]
+    want = max(int(ratio * tokens), 1)
+    drawn = [torch.zeros(c.numel(), dtype=torch.bool) for c in covs]
+    for _, i, j in sorted(cands, reverse=True)[:want]:
+        drawn[i][j] = True
+    return drawn, len(cands)
+
+
+def kl_cov_selected(covs, ratio):
+    """KL-Cov's I_KL (verl compute_policy_loss_kl_cov over the whole batch): the
+    max(1, int(ratio T)) tokens of largest Cov."""
+    cov = torch.cat(covs)
+    k = max(1, int(cov.numel() * ratio))
+    sel = torch.zeros(cov.numel(), dtype=torch.bool)
+    sel[torch.topk(cov, k).indices] = True
+    return list(torch.split(sel, [c.numel() for c in covs]))
+
+
+def low_entropy_tokens(ents, rho):
+    """The 80/20 rule (Wang et al. 2025): tokens below the batch's top-rho entropy threshold,
+    tau = the ceil(rho T)-th largest entropy."""
+    ent = torch.cat([e.detach() for e in ents])
+    k = max(1, math.ceil(rho * ent.numel() - 1e-9))
+    tau = torch.sort(ent, descending=True).values[k - 1]
+    return list(torch.split(ent < tau, [e.numel() for e in ents]))
+
+
 def pg_term(logp, old, adv, mode, kw):
     """The per-token policy-gradient term of a loss mode, and which tokens count as clipped."""
     if mode == "dual-clip":
@@ -343,9 +402,13 @@ def aggregate(per_seq, agg, scale):
 
 
 def rollout_is_weight(old, rollout, mode, low, high):
-    """verl's token-level rollout correction: r = exp(old - rollout); TIS min(r, high), MIS
-    1 inside [low, high] and 0 outside, none 1. Detached (a weight, not a path for gradients)."""
+    """verl's rollout correction: r = exp(old - rollout); TIS min(r, high), MIS 1 inside
+    [low, high] and 0 outside, none 1; mis-geo: MIS on the row's geometric mean exp(mean log r),
+    the same for all its tokens. Detached (a weight, not a path for gradients)."""
     r = torch.exp(old - rollout)
+    if mode == "mis-geo":
+        geo = torch.exp((old - rollout).mean())
+        return torch.full_like(r, 1.0 if low <= float(geo) <= high else 0.0)
     if mode == "tis":
         return torch.clamp(r, max=high)
     if mode == "mis":
@@ -356,13 +419,55 @@ def rollout_is_weight(old, rollout, mode, low, high):
 def mismatch_stats(logp, rollout):
     """|logp - rollout| mean and max, and the k3 estimate exp(d) - 1 - d of KL(rollout||train)."""
     d = (logp.detach() - rollout)
+    w = torch.exp(d)
     return {"mismatch_abs_mean": d.abs().mean().item(), "mismatch_abs_max": d.abs().max().item(),
-            "mismatch_k3": (torch.expm1(d) - d).mean().item()}
+            "mismatch_k3": (torch.expm1(d) - d).mean().item(),
+            "is_ess": (w.sum() ** 2 / (w.numel() * (w * w).sum())).item()}
+
+
+def nearest_rank(x, q):
+    """The nearest-rank q-quantile: the ceil(q n)-th smallest value (at least the first)."""
+    v = torch.sort(x.detach()).values
+    k = min(max(1, math.ceil(q * v.numel() - 1e-9)), v.numel())
+    return v[k - 1].item()
+
+
+def offpolicy_dropped(row, logp, old, delta):
+    """DeepSeek-V3.2's off-policy sequence mask: A < 0 and the mean of log(pi_old / pi_theta)
+    over the row's tokens above delta, pi_old the sampling policy (rollout_logprobs, else
+    old_logprobs). None: off."""
+    if delta is None or float(row["advantage"]) >= 0:
+        return False
+    behaviour = torch.as_tensor(row["rollout_logprobs"]) if "rollout_logprobs" in row else old
+    return float((behaviour - logp.detach()).mean()) > delta
+
+
+def select_terms(terms, wins, logps, olds, advs, ents, mode, kw):
+    """Clip-Cov, KL-Cov and the 80/20 rule over the whole batch: the per-row terms and clip
+    flags after them, and the per-row count of Clip-Cov / KL-Cov tokens and low-entropy ones."""
+    n_sel = [torch.zeros(t.numel(), dtype=torch.bool) for t in terms]
+    if mode in ("clip-cov", "kl-cov"):
+        covs = covariances(logps, advs)
+    if mode == "clip-cov":
+        n_sel, _ = clip_cov_drawn(covs, wins, kw["clip_cov_ratio"], kw["clip_cov_lb"], kw["clip_cov_ub"], kw["seed"])
+        terms = [torch.where(d, torch.zeros_like(t), t) for d, t in zip(n_sel, terms)]
+    if mode == "kl-cov":
+        n_sel = kl_cov_selected(covs, kw["kl_cov_ratio"])
+        terms = [-adv * torch.exp(lp - old) + kw["ppo_kl_coef"] * sel * (lp - old).abs()
+                 for lp, old, adv, sel in zip(logps, olds, advs, n_sel)]
+        wins = [torch.zeros_like(w) for w in wins]
+    low = [torch.zeros(t.numel(), dtype=torch.bool) for t in terms]
+    if kw["top_entropy"] < 1:
+        low = low_entropy_tokens(ents, kw["top_entropy"])
+        terms = [torch.where(m, torch.zeros_like(t), t) for m, t in zip(low, terms)]
+        wins = [w & ~m for w, m in zip(wins, low)]
+    return terms, wins, n_sel, low
 
 
 def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0, rollout_is="none",
               rollout_is_low=0.5, rollout_is_high=2.0, agg="token-mean", agg_scale=0, mode="ppo", clip_c=3.0,
-              gspo_low=3e-4, gspo_high=4e-4, cispo_low=10.0, cispo_high=0.2):
+              gspo_low=3e-4, gspo_high=4e-4, cispo_low=10.0, cispo_high=0.2, clip_cov_ratio=2e-4, clip_cov_lb=1.0,
+              clip_cov_ub=5.0, kl_cov_ratio=2e-3, ppo_kl_coef=1.0, top_entropy=1.0, seed=0, offpolicy_delta=None):
     """Eq. 3.1 by default: token-mean over the whole batch of the clipped surrogate minus
     alpha * entropy, each token's surrogate weighted by the rollout correction when rows carry
     rollout_logprobs. `mode` picks the policy-gradient term and `agg` how the terms add up
@@ -371,7 +476,7 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
 
     Returns the scalar loss tensor and the printed statistics (pg_loss, entropy, tokens,
     clip_frac, and with rollout log-probs the mismatch and the weights) as floats."""
-    terms, ents, clips, weights, lps, rolls = [], [], [], [], [], []
+    terms, ents, clips, weights, lps, rolls, logps, olds, advs, is_w = [], [], [], [], [], [], [], [], [], []
     for row in batch:
         prompt, resp = row["prompt_ids"], row["response_ids"]
         ids = prompt + resp
@@ -381,24 +486,41 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
                if "old_logprobs" in row else logp.detach())
         kw = dict(clip_low=clip_low, clip_high=clip_high, clip_c=clip_c, gspo_low=gspo_low, gspo_high=gspo_high,
                   cispo_low=cispo_low, cispo_high=cispo_high)
-        term, wins = pg_term(logp, old, float(row["advantage"]), mode, kw)
+        term, wins = pg_term(logp, old, float(row["advantage"]), mode if mode not in ("clip-cov", "kl-cov") else "ppo", kw)
+        w = torch.ones_like(logp)
         if "rollout_logprobs" in row:
             rollout = torch.as_tensor(row["rollout_logprobs"], dtype=logp.dtype)
             w = rollout_is_weight(old, rollout, rollout_is, rollout_is_low, rollout_is_high)
-            term = term * w
             weights.append(w)
             lps.append(logp)
             rolls.append(rollout)
+        is_w.append(w)
         terms.append(term)
         ents.append(ent)
         clips.append(wins)
+        logps.append(logp)
+        olds.append(old)
+        advs.append(float(row["advantage"]))
+    kw.update(clip_cov_ratio=clip_cov_ratio, clip_cov_lb=clip_cov_lb, clip_cov_ub=clip_cov_ub,
+              kl_cov_ratio=kl_cov_ratio, ppo_kl_coef=ppo_kl_coef, top_entropy=top_entropy, seed=seed)
+    terms, clips, n_sel, low = select_terms(terms, clips, logps, olds, advs, ents, mode, kw)
+    terms = [t * w for t, w in zip(terms, is_w)]
+    dropped = [offpolicy_dropped(row, lp, old, offpolicy_delta) for row, lp, old in zip(batch, logps, olds)]
+    terms = [torch.zeros_like(t) if d else t for t, d in zip(terms, dropped)]
     pg, ent, clip = torch.cat(terms), torch.cat(ents), torch.cat(clips)
     tokens = pg.numel()
     scale = agg_scale or max(t.numel() for t in terms)
     loss = (aggregate(terms, "seq-mean-token-mean" if mode == "gspo" else agg, scale) -
             ent_coef * aggregate(ents, agg, scale))
     stats = {"loss": loss.item(), "pg_loss": pg.mean().item(), "entropy": ent.mean().item(),
-             "tokens": tokens, "clip_frac": clip.double().mean().item()}
+             "tokens": tokens, "clip_frac": clip.double().mean().item(),
+             "cov_selected_frac": torch.cat(n_sel).double().mean().item(),
+             "low_entropy_frac": torch.cat(low).double().mean().item(),
+             "offpolicy_masked_frac": sum(t.numel() for t, d in zip(terms, dropped) if d) / tokens,
+             "clip_frac_pos": sum(int(w.sum()) for w, a in zip(clips, advs) if a > 0) / tokens,
+             "clip_frac_neg": sum(int(w.sum()) for w, a in zip(clips, advs) if a < 0) / tokens,
+             "entropy_p10": nearest_rank(ent, 0.1), "entropy_p50": nearest_rank(ent, 0.5),
+             "entropy_p90": nearest_rank(ent, 0.9)}
     if weights:
         w = torch.cat(weights)
         stats.update(mismatch_stats(torch.cat(lps), torch.cat(rolls)))

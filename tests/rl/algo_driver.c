@@ -257,6 +257,13 @@ static int run_batch(const char *fn, const cJSON *c, cJSON *out) {
         cJSON_AddItemToObject(out, "kept", jb(m1, n));
         add_rejection(out, &r);
         or1_rejection_free(&r);
+    } else if (!strcmp(fn, "length")) {
+        const cJSON *o = cJSON_GetObjectItem(c, "overlong");
+        or1_length_cfg lc = {cJSON_IsTrue(o), cJSON_GetObjectItem(c, "buffer")->valueint,
+                             cJSON_GetObjectItem(c, "factor")->valuedouble,
+                             cJSON_GetObjectItem(c, "truncation_penalty")->valuedouble};
+        or1_length_rewards(&lc, b.scores, len, b.trunc, n, cJSON_GetObjectItem(c, "max_len")->valueint, adv);
+        cJSON_AddItemToObject(out, "reward", jf(adv, n));
     } else if (!strcmp(fn, "step") || !strcmp(fn, "stats")) {
         or1_step_advantages(&cfg, b.scores, b.group, b.trunc, len, n, adv, m1, &r);
         cJSON_AddItemToObject(out, "adv", jf(adv, n));

@@ -223,6 +223,31 @@ def ref_pass(n, c, k):
 
 # ---- cases --------------------------------------------------------------------------------
 
+def ref_length(c):
+    """DAPO eq. (13) written out (float64): 0 up to L_max - L_cache, ((L_max - L_cache) - |y|) /
+    L_cache up to L_max, -1 beyond; times the factor; minus the truncation penalty for a
+    truncated response; a failed reward (None) stays failed."""
+    out = []
+    for s, n, t in zip(c["scores"], c["len"], c["truncated"]):
+        if s is None:
+            out.append(None)
+            continue
+        r = torch.tensor(float(s), dtype=torch.float64)
+        if c["overlong"]:
+            lmax, cache = c["max_len"], c["buffer"]
+            if n <= lmax - cache:
+                pen = 0.0
+            elif n <= lmax:
+                pen = ((lmax - cache) - n) / cache
+            else:
+                pen = -1.0
+            r = r + c["factor"] * pen
+        if t:
+            r = r - c["truncation_penalty"]
+        out.append(float(r))
+    return out
+
+
 def random_batch(rng, n_groups, m, binary=True):
     group_ids = rng.sample(range(-1000, 1000), n_groups)
     scores, group = [], []
@@ -392,6 +417,22 @@ def build_cases(rng):
     cases.append({"fn": "report", "rows": [["a", 4, 1], ["b", 8, 1], ["a", 0, 0], ["b", 3, 3]]})
     cases.append({"fn": "report", "rows": [["a", 0, 0]], "n_drawn": 4})
     cases.append({"fn": "report", "rows": [["a", 5, 1]], "n_drawn": 4})
+    # Length shaping: random lengths on both sides of the buffer's start and at the limit, with
+    # and without the overlong term and the truncation penalty, failed rewards among them.
+    for t in range(20):
+        max_len = rng.choice([16, 100, 4096])
+        buf = rng.randint(1, max_len - 1)
+        lens = [rng.randint(1, max_len) for _ in range(12)] + [max_len, max_len - buf, max_len - buf + 1, max_len + 3]
+        cases.append({"fn": "length", "scores": [None if rng.random() < 0.1 else rng.choice([0, 1, 0.5]) for _ in lens],
+                      "group": [0] * len(lens), "len": lens, "truncated": [n >= max_len for n in lens],
+                      "max_len": max_len, "buffer": buf,
+                      "overlong": t % 4 != 3, "factor": rng.choice([1.0, 0.5, 2.0]),
+                      "truncation_penalty": rng.choice([0.0, 0.5, 1.0])})
+    # Labelled: L_max 10, L_cache 4: lengths 6, 8, 10 -> 0, -0.5, -1 (factor 1); 10 is truncated (-0.25 more).
+    cases.append({"fn": "length", "scores": [1, 1, 0], "group": [0, 0, 0], "len": [6, 8, 10],
+                  "truncated": [False, False, True],
+                  "max_len": 10, "buffer": 4, "overlong": True, "factor": 1.0, "truncation_penalty": 0.25,
+                  "expect": [1.0, 0.5, -1.25]})
     cases.append({"fn": "report", "rows": [["a", 2, 3]], "n_drawn": 4})
     cases.append({"fn": "report", "rows": []})
     return cases
@@ -415,6 +456,15 @@ def compare(i, c, r):
         if "expect" in c:
             check(all(close(a, b, 1e-5, 1e-6) for a, b in zip(r["adv"], c["expect"])),
                   f"{tag}: {c['estimator']} adv {r['adv']} != labelled {c['expect']}")
+    elif fn == "length":
+        want = ref_length(c)
+        got = [None if g is None or (isinstance(g, float) and math.isnan(g)) else g for g in r["reward"]]
+        check(len(got) == len(want) and all((a is None and b is None) or (a is not None and b is not None and
+                                             close(a, b, 1e-6, 1e-6)) for a, b in zip(got, want)),
+              f"{tag}: length-shaped rewards {got} != torch {want}")
+        if "expect" in c:
+            check(all(close(a, b, 1e-6, 1e-6) for a, b in zip(got, c["expect"])),
+                  f"{tag}: {got} != labelled {c['expect']}")
     elif fn == "trunc":
         s, l = ref_trunc(c["truncated"], c["mode"])
         check(r["in_stats"] == s and r["in_loss"] == l, f"{tag}: masks {r} != {s}, {l}")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Two training steps of the tiny SFT model end to end: exit 0, a metrics row per step with
-every field of the metrics row (consistent with each other), one progress line per step,
+every field of the metrics row (consistent with each other, the diagnostics included: clip
+fraction by advantage sign adding up, zero-variance share, ESS, entropy percentiles in order), one progress line per step,
 at least one real update that moved the weights, checkpoints with model, optimizer, trainer
 state, config and `latest`; validation rows when eval is on; the KL field when KL is on; the
 rollout/training mismatch in every row, at fp32 rounding level on the CPU (the sampler's
@@ -23,7 +24,8 @@ OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 FIELDS = ["step", "stage", "reward_mean", "accuracy", "solve_none_ratio", "solve_all_ratio", "kept_groups",
           "response_length_mean", "response_length_max", "truncated_ratio", "entropy_sampled", "entropy_full",
           "alpha", "entropy_enabled", "pg_loss", "clip_frac", "grad_norm", "seconds_rollout", "seconds_reward",
-          "seconds_update"]
+          "seconds_update", "clip_frac_pos", "clip_frac_neg", "zero_variance_ratio", "is_ess"]
+VOCAB_LN = 12.0  # above ln(vocabulary) of the fixture's tokenizer: the largest possible entropy
 
 
 def row_consistent(r, n, m, t):
@@ -38,9 +40,16 @@ def row_consistent(r, n, m, t):
             f"step {step}: length mean {r['response_length_mean']} max {r['response_length_max']} (T {t})")
     check(0 <= r["truncated_ratio"] <= 1 and 0 <= r["clip_frac"] <= 1, f"step {step}: ratios out of [0, 1]")
     check(sum(r["accuracy_hist"]) == r["groups"], f"step {step}: accuracy histogram {r['accuracy_hist']}")
+    check(abs(r["clip_frac_pos"] + r["clip_frac_neg"] - r["clip_frac"]) < 1e-12 and r["clip_frac_pos"] >= 0 and
+          r["clip_frac_neg"] >= 0, f"step {step}: clip fraction by sign {r['clip_frac_pos']} + {r['clip_frac_neg']}")
+    zero_var = r["solve_none_ratio"] + r["solve_all_ratio"]
+    check(zero_var - 1e-12 <= r["zero_variance_ratio"] <= 1, f"step {step}: zero-variance share {r['zero_variance_ratio']}")
+    check(1 - 1e-6 < r["is_ess"] <= 1 + 1e-12, f"step {step}: ESS {r['is_ess']} (CPU weights are 1 to rounding)")
     if not r["skipped"]:
         check(r["entropy_sampled"] > 0 and r["entropy_full"] > 0, f"step {step}: entropies {r}")
         check(r["grad_norm"] > 0 and r["loss_tokens"] > 0, f"step {step}: grad norm {r['grad_norm']}")
+        pct = [r.get(k, -1) for k in ("entropy_p10", "entropy_p50", "entropy_p90")]
+        check(0 <= pct[0] <= pct[1] <= pct[2] < VOCAB_LN, f"step {step}: entropy percentiles {pct}")
     check(all(r[k] >= 0 for k in C.TIMING), f"step {step}: negative timing")
 
 

@@ -27,6 +27,9 @@ or1_train_test(divergence test_divergence.py)
 or1_train_test(run_dir test_run_dir.py)
 or1_train_test(context test_context.py)
 or1_train_test(plot test_plot.py)
+or1_train_test(selection test_selection.py)
+or1_train_test(length test_length.py)
+or1_train_test(reset test_reset.py)
 
 # MPI: skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
 if(NOT MPIEXEC_EXECUTABLE)
