@@ -161,8 +161,10 @@ typedef struct {
 
 static const digit LEVELS[4] = {{20, 1024}, {12, 256}, {4, 256}, {0, 16}}; /* p < 2: bits >> 20 < 1024 */
 
-/* Count and mass of the elements in each bucket of a digit. */
+/* Count and mass of the elements in each bucket of a digit; buckets outside [lo, hi] are
+ * empty (and not stored). */
 typedef struct {
+    int lo, hi;
     int32_t count[1024];
     double mass[1024];
 } histogram;
@@ -212,6 +214,7 @@ static inline bool fallback_ok(criterion cr, long count, double mass) {
  * that may stand in (with *c before it), or -1 with *c after them all. */
 static int walk(const histogram *h, int hi, int lo, criterion cr, double target, running *c) {
     int back = -1;
+    hi = hi < h->hi ? hi : h->hi, lo = lo > h->lo ? lo : h->lo;
     running before_back = *c;
     for (int b = hi; b >= lo; b--) {
         long n = h->count[b];
@@ -224,14 +227,51 @@ static int walk(const histogram *h, int hi, int lo, criterion cr, double target,
     return back;
 }
 
+enum { WAYS = 4 };
+
+/* Per-thread partial histograms, all zero between uses (each use clears what it touched). */
+static _Thread_local histogram partial[WAYS];
+
+/* Adds element i (bucket b, mass m) to partial histogram i mod WAYS: runs of one bucket then do
+ * not wait on each other's additions. */
+static inline void tally(int i, int b, double m, int *lo, int *hi) {
+    partial[i % WAYS].count[b]++;
+    partial[i % WAYS].mass[b] += m;
+    *lo = b < *lo ? b : *lo, *hi = b > *hi ? b : *hi;
+}
+
+/* h as the sum of the partial histograms over [lo, hi] (in a fixed order), which are cleared;
+ * returns the total mass, added from the top bucket down. */
+static double merge_partials(histogram *h, int lo, int hi) {
+    double total = 0;
+    h->lo = lo, h->hi = hi;
+    for (int b = hi; b >= lo; b--) {
+        h->count[b] = partial[0].count[b] + partial[1].count[b] + partial[2].count[b] + partial[3].count[b];
+        h->mass[b] = ((partial[0].mass[b] + partial[1].mass[b]) + partial[2].mass[b]) + partial[3].mass[b];
+        total += h->mass[b];
+        for (int w = 0; w < WAYS; w++) partial[w].count[b] = 0, partial[w].mass[b] = 0;
+    }
+    return total;
+}
+
 /* Histogram of p over the ids list[0..n) at digit d. */
 static void histogram_of(histogram *h, const float *p, const int32_t *list, int n, digit d) {
-    memset(h->count, 0, (size_t)d.n * sizeof *h->count);
-    memset(h->mass, 0, (size_t)d.n * sizeof *h->mass);
-    for (int i = 0; i < n; i++) {
-        int b = (int)((bits_of(p, list[i]) >> d.shift) & (uint32_t)(d.n - 1));
-        h->count[b]++;
-        h->mass[b] += p[list[i]];
+    int lo = d.n, hi = -1;
+    for (int i = 0; i < n; i++)
+        tally(i, (int)((bits_of(p, list[i]) >> d.shift) & (uint32_t)(d.n - 1)), p[list[i]], &lo, &hi);
+    merge_partials(h, lo, hi);
+}
+
+/* Whether element a comes before element b in the order (p descending, id ascending). */
+static inline bool before(const float *p, int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); }
+
+/* Insertion sort of a short list into the order. */
+static void sort_short(int32_t *list, int n, const float *p) {
+    for (int i = 1; i < n; i++) {
+        int32_t v = list[i];
+        int j = i;
+        for (; j > 0 && before(p, v, list[j - 1]); j--) list[j] = list[j - 1];
+        list[j] = v;
     }
 }
 
@@ -269,8 +309,9 @@ typedef struct {
  * members then share their bits and are walked in id order. Without a crossing (rounding) the
  * last element that may stand in is taken. */
 static found descend(const float *p, int32_t *list, int n, criterion cr, double target, running c) {
+    enum { SHORT = 32 }; /* a list this short is sorted rather than narrowed */
     histogram h;
-    for (int l = 1; l < 4; l++) {
+    for (int l = 1; l < 4 && n > SHORT; l++) {
         histogram_of(&h, p, list, n, LEVELS[l]);
         int b = walk(&h, LEVELS[l].n - 1, 0, cr, target, &c);
         if (b < 0) { /* nothing with mass (cannot happen for a bucket chosen above): the last one */
@@ -279,6 +320,7 @@ static found descend(const float *p, int32_t *list, int n, criterion cr, double 
         }
         n = keep_digit(list, n, p, LEVELS[l], b);
     }
+    sort_short(list, n <= SHORT ? n : 0, p);
     int pick = -1;
     for (int i = 0; i < n && pick < 0; i++) {
         if (crosses(cr, target, c, 1, p[list[i]]))
@@ -286,8 +328,11 @@ static found descend(const float *p, int32_t *list, int n, criterion cr, double 
         else
             c.count++, c.mass += p[list[i]];
     }
-    if (pick < 0) /* no crossing: the last one, with c before it */
-        pick = n - 1, c.count--, c.mass -= p[list[n - 1]];
+    if (pick < 0) { /* no crossing (rounding): the last one that may stand in, with c before it */
+        pick = n - 1;
+        while (pick > 0 && !fallback_ok(cr, 1, p[list[pick]])) pick--;
+        for (int i = n - 1; i >= pick; i--) c.count--, c.mass -= p[list[i]];
+    }
     int32_t id = list[pick];
     return (found){{bits_of(p, id), id}, c.mass + p[id]};
 }
@@ -307,7 +352,7 @@ static found search(const float *p, int V, const histogram *h, place lim, criter
     }
     if (b >= 0) { /* no crossing above lim's bucket: c is before b; move it past b */
         c.count += h->count[b], c.mass += h->mass[b];
-        for (int k = b - 1; k > blim; k--) c.count += h->count[k], c.mass += h->mass[k];
+        for (int k = b - 1; k > blim && k >= h->lo; k--) c.count += h->count[k], c.mass += h->mass[k];
     }
     int n = gather(list, p, V, blim, lim, &part);
     if (n > 0 && (crosses(cr, target, c, part.count, part.mass) || fallback_ok(cr, part.count, part.mass) || b < 0))
@@ -316,20 +361,15 @@ static found search(const float *p, int V, const histogram *h, place lim, criter
     return descend(p, list, n, cr, target, before);
 }
 
-/* Probabilities in place and their top-level histogram; returns their sum (bucket by bucket). */
+/* Probabilities in place and their top-level histogram (as histogram_of, over every token);
+ * returns their sum (bucket by bucket). */
 static double probs_histogram(float *p, int V, double lse, histogram *h) {
-    memset(h, 0, sizeof *h);
     int body = V / 8 * 8;
     probs8(p, 0, body, lse);
     probs_tail(p, body, V, lse);
-    for (int32_t v = 0; v < V; v++) {
-        int b = (int)(bits_of(p, v) >> LEVELS[0].shift);
-        h->count[b]++;
-        h->mass[b] += p[v];
-    }
-    double total = 0;
-    for (int b = LEVELS[0].n - 1; b >= 0; b--) total += h->mass[b];
-    return total;
+    int lo = LEVELS[0].n, hi = -1;
+    for (int32_t v = 0; v < V; v++) tally(v, (int)(bits_of(p, v) >> LEVELS[0].shift), p[v], &lo, &hi);
+    return merge_partials(h, lo, hi);
 }
 
 /* Truncated sampling: the top-k prefix of the order, then the top-p prefix of that (its mass
