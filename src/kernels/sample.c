@@ -5,8 +5,9 @@
  * sampling draws by inverse CDF in token-id order. Truncated sampling works in the order
  * (p descending, id ascending): top-k, top-p and the draw are each a search for the first
  * element whose running count or mass crosses a target, done by a radix descent over the bits
- * of p (a histogram of the top bits, then three finer digits inside the crossing bucket), so
- * nothing is sorted and only the crossing bucket's members are revisited. */
+ * of p (a histogram of the top bits, then finer digits inside the crossing bucket until its
+ * members share their bits or number at most 32, which are sorted), so no more than a short
+ * list is ever sorted and only the crossing bucket's members are revisited. */
 #include "or1/kernels.h"
 
 #include <math.h>
@@ -305,22 +306,28 @@ typedef struct {
 } found;
 
 /* Finishes a search inside list[0..n) (one top-level bucket, ids ascending) with c the running
- * total before it: one digit after another narrows the list to the crossing bucket, whose
- * members then share their bits and are walked in id order. Without a crossing (rounding) the
- * last element that may stand in is taken. */
+ * total before it: unless its members all share their bits (then they are in the order
+ * already: ids ascending), one digit after another narrows the list to the crossing bucket
+ * until they do or are few enough to sort; the list is then walked in order. Without a crossing (rounding) the last
+ * element that may stand in is taken. */
 static found descend(const float *p, int32_t *list, int n, criterion cr, double target, running c) {
     enum { SHORT = 32 }; /* a list this short is sorted rather than narrowed */
     histogram h;
-    for (int l = 1; l < 4 && n > SHORT; l++) {
+    uint32_t least = UINT32_MAX, most = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t b = bits_of(p, list[i]);
+        least = b < least ? b : least, most = b > most ? b : most;
+    }
+    for (int l = 1; l < 4 && n > SHORT && least != most; l++) {
         histogram_of(&h, p, list, n, LEVELS[l]);
         int b = walk(&h, LEVELS[l].n - 1, 0, cr, target, &c);
-        if (b < 0) { /* nothing with mass (cannot happen for a bucket chosen above): the last one */
-            b = (int)((bits_of(p, list[n - 1]) >> LEVELS[l].shift) & (uint32_t)(LEVELS[l].n - 1));
+        if (b < 0) { /* nothing with mass (cannot happen for a bucket chosen above): the lowest */
+            b = h.lo;
             c.count -= h.count[b], c.mass -= h.mass[b];
         }
         n = keep_digit(list, n, p, LEVELS[l], b);
     }
-    sort_short(list, n <= SHORT ? n : 0, p);
+    sort_short(list, n <= SHORT && least != most ? n : 0, p);
     int pick = -1;
     for (int i = 0; i < n && pick < 0; i++) {
         if (crosses(cr, target, c, 1, p[list[i]]))
