@@ -78,7 +78,8 @@ typedef struct {
 
 /* Samples one token from logits[V] (temperature, top-k, top-p; greedy at temperature 0)
  * with the uniform u in [0,1); returns the token and sets *logp to its log-prob at the
- * temperature before truncation. scratch holds 2*V floats + V ints. Logits that form no
+ * temperature before truncation. scratch holds 2*V floats (the probabilities and a list of
+ * token ids). O(V) work, no sort: see src/kernels/sample.c. Logits that form no
  * distribution (a NaN or +inf among them, or all -inf) give token 0 and a NaN *logp. */
 int32_t or1_sample_token(const float *logits, int V, const or1_sample_row *s, double u, float *logp,
                          float *scratch);

@@ -6,7 +6,13 @@
  * set of most likely tokens whose renormalised mass reaches top-p (Hugging Face's order),
  * renormalised. q is computed here independently, in double. Every draw's log-prob must be
  * log softmax(logits/T)[token], untruncated. Greedy (T = 0) must be the argmax, the lowest id
- * among equals, with its log-prob at temperature 1. */
+ * among equals, with its log-prob at temperature 1.
+ *
+ * The sampler selects without sorting; `agree` checks it token for token, over a grid of u,
+ * against the sort-based algorithm it replaced (kept here as the reference: double exp, a full
+ * qsort by probability descending then id ascending, top-k, top-p against the kept mass, inverse
+ * CDF), on the cases its selection paths must get right: flat and exactly tied logits over
+ * 151,936 tokens, top-k beyond the vocabulary, a tiny top-p, -inf logits. */
 #include "or1/core.h"
 #include "or1/rollout.h"
 
@@ -61,11 +67,96 @@ static void expected(const float *x, int V, double t, int top_k, double top_p, d
     free(idx);
 }
 
+/* The sort-based sampler that or1_sample_token replaced, prepared for one row: probabilities as
+ * it computed them and, when truncating, every token sorted by (p desc, id asc) (plain sampling
+ * draws in id order), the kept prefix n and its mass. */
+typedef struct {
+    float *p;
+    int *idx, n;
+    double lse, kept, cut_margin; /* cut_margin: how near top-p's running mass came to its bar */
+} reference;
+
+/* Prepares the reference for logits x (temperature t > 0, top_k, top_p). */
+static reference reference_prepare(const float *x, int V, float t, int top_k, float top_p) {
+    reference r = {malloc((size_t)V * sizeof(float)), malloc((size_t)V * sizeof(int)), V, 0, 0, INFINITY};
+    float m = -INFINITY;
+    for (int v = 0; v < V; v++) m = x[v] / t > m ? x[v] / t : m;
+    double s = 0;
+    for (int v = 0; v < V; v++) s += exp((double)(x[v] / t - m));
+    r.lse = m + log(s);
+    double *pd = malloc((size_t)V * sizeof *pd);
+    for (int v = 0; v < V; v++) r.p[v] = (float)exp((double)(x[v] / t) - r.lse), pd[v] = r.p[v], r.idx[v] = v;
+    sort_p = pd;
+    if (top_k > 0 || top_p < 1) qsort(r.idx, (size_t)V, sizeof *r.idx, by_desc);
+    if (top_k > 0 && top_k < V) r.n = top_k;
+    for (int i = 0; i < r.n; i++) r.kept += r.p[r.idx[i]];
+    if (top_p < 1) {
+        double bar = top_p * r.kept, c = 0;
+        int keep = 0;
+        while (keep < r.n && c < bar) {
+            r.cut_margin = fmin(r.cut_margin, fabs(c - bar));
+            c += r.p[r.idx[keep++]];
+        }
+        r.cut_margin = fmin(r.cut_margin, fabs(c - bar));
+        r.n = keep > 0 ? keep : 1;
+        r.kept = 0;
+        for (int i = 0; i < r.n; i++) r.kept += r.p[r.idx[i]];
+    }
+    free(pd);
+    return r;
+}
+
+/* The reference's draw by u; *margin is how near the running mass came to u * kept at the
+ * decision (a tie there is rounding's to break). */
+static int reference_draw(const reference *r, double u, double *margin) {
+    double target = u * r->kept, c = 0;
+    *margin = INFINITY;
+    for (int i = 0; i < r->n; i++) {
+        *margin = fmin(*margin, fabs(c - target));
+        c += r->p[r->idx[i]];
+        if (c > target) {
+            *margin = fmin(*margin, fabs(c - target));
+            return r->idx[i];
+        }
+    }
+    return r->idx[r->n - 1];
+}
+
+/* or1_sample_token against the reference on G values of u: the same token (unless the
+ * reference's running mass was within 1e-12 of a bar, where rounding decides) and the same
+ * log-prob to a float ulp. */
+static void agree(const char *what, const float *x, int V, float t, int top_k, float top_p, int G) {
+    reference r = reference_prepare(x, V, t, top_k, top_p);
+    float *scratch = malloc((size_t)2 * V * sizeof *scratch);
+    or1_sample_row s = {t, top_p, top_k, 0, 0, 0};
+    int differ = 0, close = 0, first = -1, got = -1, want = -1;
+    double worst_lp = 0;
+    for (int i = 0; i < G; i++) {
+        double u = (i + 0.37) / G, margin;
+        float logp;
+        int32_t tok = or1_sample_token(x, V, &s, u, &logp, scratch);
+        int ref = reference_draw(&r, u, &margin);
+        if (margin < 1e-12 || r.cut_margin < 1e-12)
+            close++;
+        else if (tok != ref && differ++ == 0)
+            first = i, got = tok, want = ref;
+        if (tok >= 0 && tok < V && isfinite(x[tok]))
+            worst_lp = fmax(worst_lp, fabs(logp - (float)((double)(x[tok] / t) - r.lse)) / fmax(1, fabs(logp)));
+        else
+            worst_lp = INFINITY;
+    }
+    CHECK(differ == 0, "%s: %d of %d draws differ from the sort-based reference (first: u index %d, token %d, want %d)",
+          what, differ, G, first, got, want);
+    CHECK(close <= G / 100, "%s: %d of %d draws too near a bar to compare", what, close, G);
+    CHECK(worst_lp <= 0x1p-23, "%s: log-prob off the reference's by %g (relative)", what, worst_lp);
+    free(r.p), free(r.idx), free(scratch);
+}
+
 /* Sweeps G values of u through the sampler and compares frequencies and log-probs with q. */
 static void sweep(const char *what, const float *x, int V, float t, int top_k, float top_p, int G) {
     double *q = malloc((size_t)V * sizeof *q), *lp = malloc((size_t)V * sizeof *lp);
     long *count = calloc((size_t)V, sizeof *count);
-    float *scratch = malloc((size_t)3 * V * sizeof *scratch);
+    float *scratch = malloc((size_t)2 * V * sizeof *scratch);
     expected(x, V, t, top_k, top_p, q, lp);
     or1_sample_row s = {t, top_p, top_k, 0, 0, 0};
     double worst_lp = 0;
@@ -119,6 +210,53 @@ static void extremes(void) {
     }
 }
 
+/* The selection paths on a 151,936-token vocabulary, against the reference and (coarsely) the
+ * float64 distribution: flat logits (all in a few buckets of the histogram, so the search goes
+ * down every digit), exact ties (the top-k cut inside a run of equal probabilities: lowest ids
+ * first), top-k beyond the vocabulary, a tiny top-p, and -inf logits (p = 0 tokens inside the
+ * top-k set, never drawn). */
+static void selection(void) {
+    int V = 151936;
+    float *x = malloc((size_t)V * sizeof *x);
+    random_logits(x, V, 0.01, 11); /* nearly flat */
+    agree("flat, plain", x, V, 1.0f, 0, 1.0f, 64);
+    agree("flat, top-p 0.95", x, V, 1.0f, 0, 0.95f, 64);
+    agree("flat, top-k 50", x, V, 1.0f, 50, 1.0f, 64);
+    agree("flat, T=0.7 top-k 50 top-p 0.95", x, V, 0.7f, 50, 0.95f, 64);
+    agree("flat, top-k 100000 top-p 0.5", x, V, 1.0f, 100000, 0.5f, 64);
+    sweep("flat, top-p 0.95 (distribution)", x, V, 1.0f, 0, 0.95f, 100);
+    for (int v = 0; v < V; v++) x[v] = 0;
+    agree("all equal, top-k 50", x, V, 1.0f, 50, 1.0f, 64);
+    agree("all equal, top-p 0.3", x, V, 1.0f, 0, 0.3f, 64);
+    sweep("4096 equal, top-k 1000 top-p 0.5", x, 4096, 1.0f, 1000, 0.5f, 2000);
+    for (int v = 0; v < V; v++) x[v] = (float)(v % 7) * 0.25f; /* seven values, ~21,705 tokens each */
+    agree("7 tied values, top-k 30000", x, V, 1.0f, 30000, 1.0f, 64);
+    agree("7 tied values, top-k 30000 top-p 0.9", x, V, 1.0f, 30000, 0.9f, 64);
+    agree("7 tied values, top-p 0.6", x, V, 1.3f, 0, 0.6f, 64);
+    random_logits(x, V, 3.0, 12);
+    agree("spread, top-k 200000 (> vocab)", x, V, 1.0f, 200000, 1.0f, 64);
+    agree("spread, top-p 1e-7", x, V, 1.0f, 0, 1e-7f, 64);
+    agree("spread, T=0.6 top-k 40", x, V, 0.6f, 40, 1.0f, 64);
+    agree("spread, T=1.2 top-k 2000 top-p 0.5", x, V, 1.2f, 2000, 0.5f, 64);
+    for (int v = 0; v < V; v++) x[v] = v % 1000 == 3 ? x[v] : -INFINITY; /* 152 finite logits */
+    agree("-inf, top-k 500 (past the finite ones)", x, V, 1.0f, 500, 1.0f, 64);
+    agree("-inf, top-k 500 top-p 0.99", x, V, 1.0f, 500, 0.99f, 64);
+    agree("-inf, plain", x, V, 1.0f, 0, 1.0f, 64);
+    sweep("-inf, top-k 500 (distribution)", x, V, 1.0f, 500, 1.0f, 500);
+    free(x);
+}
+
+/* Top-p measures the kept mass against top_p times all of it: here p = 0.88, 0.07 and a tail of
+ * small ones, so top-p 0.9 keeps the first two (a bar of 0.9 x their mass alone would keep one). */
+static void top_p_whole_mass(void) {
+    enum { V = 1000 };
+    float x[V];
+    x[0] = logf(0.88f), x[1] = logf(0.07f);
+    for (int v = 2; v < V; v++) x[v] = logf(0.05f / (V - 2));
+    sweep("top-p against the whole mass", x, V, 1.0f, 0, 0.9f, 20000);
+    agree("top-p against the whole mass (reference)", x, V, 1.0f, 0, 0.9f, 2000);
+}
+
 int main(void) {
     float small[12] = {1.5f, -0.5f, 0.2f, 2.1f, 0.0f, -3.0f, 1.1f, 0.7f, -1.2f, 0.4f, 1.9f, -0.1f};
     sweep("12 tokens, T=1", small, 12, 1.0f, 0, 1.0f, 100000);
@@ -143,5 +281,7 @@ int main(void) {
     free(big);
     greedy();
     extremes();
+    selection();
+    top_p_whole_mass();
     return check_report();
 }
