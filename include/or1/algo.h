@@ -193,6 +193,9 @@ void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int3
 /* ---- Adaptive entropy control (Skywork-OR1 core_algos.py EntController) ----------------- */
 
 typedef enum { OR1_ENT_ADAPTIVE, OR1_ENT_CONSTANT, OR1_ENT_OFF } or1_entropy_mode;
+/* When the adaptive controller moves: once per step from the step's entropy (the paper), or
+ * after every mini-batch from that mini-batch's entropy (entropy.update: minibatch). */
+typedef enum { OR1_ENT_PER_STEP, OR1_ENT_PER_MINIBATCH } or1_entropy_cadence;
 
 typedef struct {
     or1_entropy_mode mode;
@@ -201,6 +204,7 @@ typedef struct {
     double c_min;   /* 0 */
     double c_max;   /* 5e-3 */
     double initial; /* c_0 (adaptive), or the constant coefficient; 0 */
+    or1_entropy_cadence update; /* per step (default) or per mini-batch */
 } or1_entropy_params;
 
 /* The controller's state, saved in checkpoints. */
@@ -219,12 +223,16 @@ typedef struct {
 or1_entropy_params or1_entropy_defaults(void);
 int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *where);
 const char *or1_entropy_mode_name(or1_entropy_mode m);
+/* "step" | "minibatch" (entropy.update); errors name `where`. */
+int or1_entropy_cadence_parse(const char *s, or1_entropy_cadence *out, const char *where);
+const char *or1_entropy_cadence_name(or1_entropy_cadence c);
 /* c = initial, enabled = 1 (so the first step's alpha is c_0). */
 void or1_entropy_init(or1_entropy_ctl *s, const or1_entropy_params *p);
 /* alpha_k for the current step: c * enabled (adaptive), the constant, or 0 (off). */
 double or1_entropy_alpha(const or1_entropy_ctl *s, const or1_entropy_params *p);
-/* After a completed step with entropy estimate e (as EntController): c += delta if e < target
- * else c -= delta; c = clip(c, c_min, c_max); enabled = (e < target). No-op unless adaptive. */
+/* After a completed step (or mini-batch, per mini-batch cadence) with entropy estimate e (as
+ * EntController): c += delta if e < target else c -= delta; c = clip(c, c_min, c_max);
+ * enabled = (e < target). No-op unless adaptive. */
 void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double e);
 /* The entropy estimate the controller reads: -(token mean of the sampled tokens' log-probs
  * under the pre-update policy) over the used responses (use NULL: all). 0 if no token. */

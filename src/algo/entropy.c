@@ -13,7 +13,7 @@
 /* The values of the final training scripts (or1_scripts/train/ of the Skywork-OR1 repo). */
 or1_entropy_params or1_entropy_defaults(void) {
     return (or1_entropy_params){OR1_ENT_ADAPTIVE, OR1_ENT_TARGET, OR1_ENT_DELTA, OR1_ENT_C_MIN, OR1_ENT_C_MAX,
-                                OR1_ENT_INITIAL};
+                                OR1_ENT_INITIAL, OR1_ENT_PER_STEP};
 }
 
 static const char *const MODE_NAMES[] = {"adaptive", "constant", "off"};
@@ -27,6 +27,18 @@ int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *whe
 
 /* The mode's name as the config spells it. */
 const char *or1_entropy_mode_name(or1_entropy_mode m) { return MODE_NAMES[m]; }
+
+static const char *const CADENCE_NAMES[] = {"step", "minibatch"};
+
+/* Parses "step" | "minibatch". */
+int or1_entropy_cadence_parse(const char *s, or1_entropy_cadence *out, const char *where) {
+    int i = algo_name_index(CADENCE_NAMES, 2, s, "entropy update cadence", where);
+    if (i >= 0) *out = (or1_entropy_cadence)i;
+    return i < 0 ? -1 : 0;
+}
+
+/* The cadence's name as the config spells it. */
+const char *or1_entropy_cadence_name(or1_entropy_cadence c) { return CADENCE_NAMES[c]; }
 
 /* EntController's constructor: value = entropy_coeff, entropy_loss_enabled = 1. */
 void or1_entropy_init(or1_entropy_ctl *s, const or1_entropy_params *p) {
@@ -44,8 +56,10 @@ double or1_entropy_alpha(const or1_entropy_ctl *s, const or1_entropy_params *p) 
     }
 }
 
-/* EntController.update, called once after each completed step: a strict "<" decides both
- * the direction of the step and the gate (at e == target: decrease and disable). */
+/* EntController.update (paper §3.2.5, eq. (3.2): c_{k+1} = c_k + delta if e_k < tgt-ent, else
+ * c_k - delta; alpha = c * 1{e_k < tgt-ent}), called once after each completed step, or with
+ * entropy.update: minibatch after each mini-batch with that mini-batch's e: a strict "<"
+ * decides both the direction of the step and the gate (at e == target: decrease and disable). */
 void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double e) {
     if (p->mode != OR1_ENT_ADAPTIVE) return;
     bool low = e < p->target;

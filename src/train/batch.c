@@ -23,6 +23,7 @@ void batch_free(step_batch *b) {
     free(b->owned);
     free(b->adv);
     free(b->in_loss);
+    free(b->mb);
     or1_rejection_free(&b->rej);
     memset(b, 0, sizeof *b);
 }

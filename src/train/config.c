@@ -65,6 +65,7 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("entropy.c_min", TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
     NUM_KEY("entropy.c_max", TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
     NUM_KEY("entropy.initial", TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
+    STR_KEY("entropy.update", "step", "adaptive: step (once per step, the paper) | minibatch (after each mini-batch, from its entropy)"),
     BOOL_KEY("kl.enabled", "false", "KL loss to a frozen reference"),
     NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
     STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
@@ -238,12 +239,14 @@ static const char *where_of(const or1_yaml *cfg, const char *path, char *buf, si
     return buf;
 }
 
-/* The enumerated keys: entropy mode, KL estimator, rollout correction, advantage estimator
+/* The enumerated keys: entropy mode and update cadence, KL estimator, rollout correction, advantage estimator
  * and mask, loss aggregation and mode, missing difficulty policy, checkpoint dtype. */
 static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     const or1_yaml_node *root = or1_yaml_root(cfg);
     char w[700];
     if (or1_entropy_mode_parse(str_of(root, "entropy.mode"), &c->entropy.mode, where_of(cfg, "entropy.mode", w, sizeof w)) ||
+        or1_entropy_cadence_parse(str_of(root, "entropy.update"), &c->entropy.update,
+                                  where_of(cfg, "entropy.update", w, sizeof w)) ||
         or1_kl_parse(str_of(root, "kl.estimator"), &c->kl.estimator, where_of(cfg, "kl.estimator", w, sizeof w)) ||
         or1_rollout_is_parse(str_of(root, "rollout_correction.mode"), &c->correction.mode,
                              where_of(cfg, "rollout_correction.mode", w, sizeof w)) ||
@@ -591,6 +594,8 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k)
         fputc(']', f);
     } else if (!strcmp(p, "entropy.mode")) {
         fputs(or1_entropy_mode_name(c->entropy.mode), f);
+    } else if (!strcmp(p, "entropy.update")) {
+        fputs(or1_entropy_cadence_name(c->entropy.update), f);
     } else if (!strcmp(p, "rollout_correction.mode")) {
         fputs(or1_rollout_is_name(c->correction.mode), f);
     } else if (!strcmp(p, "kl.estimator")) {

@@ -29,6 +29,13 @@ typedef struct {
     size_t filtered_stage; /* last stage whose online filter ran */
 } trainer;
 
+/* One mini-batch update of a step as the entropy controller saw it (entropy.update:
+ * minibatch): its sampled-token entropy estimate, the alpha it trained with, and its token
+ * means of the full entropy, the loss and the pg term. */
+typedef struct {
+    double entropy, alpha, entropy_full, loss, pg_loss;
+} mb_record;
+
 /* The samples of one step, gathered over generation rounds. Per-sample numbers (score,
  * length, truncation) are known on every rank; completions only on the rank that made them. */
 typedef struct {
@@ -46,6 +53,8 @@ typedef struct {
     float *adv;
     double length_penalty;   /* sum over decided samples of the length shaping (<= 0) */
     double ent_pct[3];       /* p10, p50, p90 of the token entropies in the update (not skipped) */
+    mb_record *mb;           /* the step's mini-batch updates in order (epochs included) */
+    int n_mb;
     bool *in_loss;
     or1_rejection rej;
     size_t kept_groups;

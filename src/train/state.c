@@ -79,6 +79,22 @@ static void add_diagnostics(cJSON *row, const step_batch *b, const or1_loss_stat
     cJSON_AddNumberToObject(row, "entropy_p90", b->ent_pct[2]);
 }
 
+/* With entropy.update: minibatch, the step's mini-batch updates in order as lists: the
+ * controller's input (entropy_mb), the alpha each trained with (alpha_mb), and their token
+ * means of the full entropy, the loss and the pg term. */
+static void add_minibatch_trace(cJSON *row, const trainer *t, const step_batch *b) {
+    if (t->cfg->entropy.update != OR1_ENT_PER_MINIBATCH) return;
+    static const char *const names[] = {"entropy_mb", "alpha_mb", "entropy_full_mb", "loss_mb", "pg_loss_mb"};
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
+        cJSON *list = cJSON_AddArrayToObject(row, names[f]);
+        for (int k = 0; k < b->n_mb; k++) {
+            const mb_record *m = &b->mb[k];
+            double v[] = {m->entropy, m->alpha, m->entropy_full, m->loss, m->pg_loss};
+            cJSON_AddItemToArray(list, cJSON_CreateNumber(v[f]));
+        }
+    }
+}
+
 /* The step's failed rewards by status, and a loud warning when they pass the configured share
  * (they are left out of the loss, so many of them leave the step training on a biased few). */
 static void add_reward_errors(cJSON *row, const trainer *t, const step_batch *b) {
@@ -140,6 +156,7 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "alpha", alpha);
     cJSON_AddBoolToObject(row, "entropy_enabled", enabled);
     cJSON_AddNumberToObject(row, "entropy_coef_next", t->ent.coef);
+    add_minibatch_trace(row, t, b);
     cJSON_AddNumberToObject(row, "loss", ls->loss / nt);
     cJSON_AddNumberToObject(row, "pg_loss", ls->pg_loss / nt);
     cJSON_AddNumberToObject(row, "clip_frac", (double)ls->clipped / nt);

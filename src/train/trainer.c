@@ -102,17 +102,38 @@ static int finite_weights(trainer *t, int mini_batch) {
 /* Sums over the ranks for the mini-batch selections (or1_reducer). */
 static void dist_sum(void *ctx, double *buf, size_t n) { or1_dist_sum_f64((const or1_dist *)ctx, buf, n); }
 
+/* This rank's sums behind the mini-batch's entropy estimate (or1_entropy_sums over the
+ * sampler's log-probs of its samples: the per-step controller's quantity, per mini-batch). */
+static void chunk_entropy_sums(const or1_sample *s, int n, double sums[2]) {
+    const float **logp = or1_malloc((size_t)(n > 0 ? n : 1) * sizeof *logp);
+    int *len = or1_malloc((size_t)(n > 0 ? n : 1) * sizeof *len);
+    for (int k = 0; k < n; k++) logp[k] = s[k].rollout_logp, len[k] = s[k].n_resp;
+    or1_entropy_sums(logp, len, NULL, (size_t)n, sums);
+    free(len);
+    free(logp);
+}
+
+/* After a mini-batch's update (sums: the over-rank loss sums, [13..14] its entropy sums):
+ * records it, and with entropy.update: minibatch moves the controller by that mini-batch's
+ * entropy, so the next mini-batch trains with the new alpha. */
+static void minibatch_controller(trainer *t, step_batch *b, const double *sums, double alpha) {
+    double nt = sums[4] > 0 ? sums[4] : 1.0, e = sums[14] > 0 ? sums[13] / sums[14] : 0.0;
+    b->mb[b->n_mb++] = (mb_record){e, alpha, sums[2] / nt, sums[0] / nt, sums[1] / nt};
+    if (t->cfg->entropy.update == OR1_ENT_PER_MINIBATCH) or1_entropy_update(&t->ent, &t->cfg->entropy, e);
+}
+
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is aggregated with its global kept-token and sequence counts (eq. 3.1 for
- * token-mean; loss.scale 0 is the stage's T). *grad_norm gets the
- * mean pre-clip norm over the updates. */
-static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_stats *total, double *grad_norm) {
+ * token-mean; loss.scale 0 is the stage's T). Each chunk trains with the controller's
+ * current alpha (fixed over the step unless entropy.update is minibatch). *grad_norm gets
+ * the mean pre-clip norm over the updates. */
+static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, double *grad_norm) {
     const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
     or1_reducer reduce = {dist_sum, (void *)t->d};
     or1_loss_cfg lc = {(float)t->cfg->train.clip_low,
                        (float)t->cfg->train.clip_high,
-                       (float)alpha,
+                       0.0f,
                        (float)t->cfg->rollout.temperature,
                        t->cfg->kl.enabled ? (float)t->cfg->kl.coef : 0.0f,
                        t->cfg->kl.estimator,
@@ -141,6 +162,7 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
     *grad_norm = 0;
+    b->mb = or1_malloc((size_t)(t->cfg->train.epochs * n_sgd) * sizeof *b->mb);
     for (int e = 0; e < t->cfg->train.epochs; e++)
         for (int c = 0; c < n_sgd; c++) {
             or1_sample *s;
@@ -154,13 +176,16 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
             or1_loss_stats ls = {.entropies = total->entropies};
             /* Clip-Cov's draws: one seed per (run seed, step, epoch, mini-batch), the same on every rank */
             lc.seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)(e * n_sgd + c) + 0x636f76ULL);
+            double alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
+            lc.entropy_coef = (float)alpha;
             int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
-            free(s);
-            if (rc) return -1;
-            double sums[13] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
+            double sums[15] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
                                ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy,
                                (double)ls.offpolicy_masked, (double)ls.clipped_pos, (double)ls.clipped_neg};
-            or1_dist_sum_f64(t->d, sums, 13);
+            chunk_entropy_sums(s, n, sums + 13);
+            free(s);
+            if (rc) return -1;
+            or1_dist_sum_f64(t->d, sums, 15);
             total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
             total->tokens += (long)sums[4], total->clipped += (long)sums[5];
             total->is_weight += sums[6], total->is_masked += (long)sums[7];
@@ -178,6 +203,7 @@ static int update(trainer *t, size_t si, step_batch *b, double alpha, or1_loss_s
             if (update_apply(t, &ac, &norm) || finite_weights(t, c + 1)) return -1;
             *grad_norm += norm;
             updates++;
+            minibatch_controller(t, b, sums, alpha);
         }
     if (updates > 0) *grad_norm /= updates;
     return 0;
@@ -215,14 +241,14 @@ static int train_step(trainer *t) {
         int micro = or1_train_micro_tokens(t->cfg, si);
         int rc = t->has_ref ? batch_ref_logprobs(&b, t, micro) : 0;
         if (rc == 0 && recompute_logprobs(t)) rc = batch_old_logprobs(&b, t, micro);
-        if (rc == 0) rc = update(t, si, &b, alpha, &ls, &grad_norm);
+        if (rc == 0) rc = update(t, si, &b, &ls, &grad_norm);
         if (rc) {
             batch_free(&b);
             or1_values_free(&ents);
             return or1_fail_ctx("train: step %ld: stopped; no checkpoint is written from this step (latest is the "
                                 "last good one)", t->step + 1);
         }
-        or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
+        if (t->cfg->entropy.update == OR1_ENT_PER_STEP) or1_entropy_update(&t->ent, &t->cfg->entropy, e_k);
         entropy_percentiles(t, &ents, b.ent_pct);
     }
     or1_values_free(&ents);

@@ -79,7 +79,8 @@ static void test_defaults(void) {
               c.train.grad_clip == 1.0 && c.train.clip_low == 0.2 && c.train.clip_high == 0.2 && c.train.micro_tokens == 0,
           "train defaults");
     CHECK(c.entropy.mode == OR1_ENT_ADAPTIVE && c.entropy.target == 0.2 && c.entropy.delta == 1e-4 &&
-              c.entropy.c_min == 0 && c.entropy.c_max == 5e-3 && c.entropy.initial == 0, "entropy defaults");
+              c.entropy.c_min == 0 && c.entropy.c_max == 5e-3 && c.entropy.initial == 0 &&
+              c.entropy.update == OR1_ENT_PER_STEP, "entropy defaults");
     CHECK(!c.kl.enabled && c.kl.coef == 0.001 && c.kl.estimator.kind == OR1_KL_K3 && !c.kl.estimator.straight_through &&
               c.kl.reset_every == 0 && !c.kl.reset_optimizer,
           "kl defaults");
@@ -109,7 +110,7 @@ static void test_overrides(void) {
     const char *text =
         "model: {path: m}\ndata:\n  train: [{path: a.jsonl}]\nstages:\n  - {steps: 3}\n  - {steps: 4, n: 32}\n";
     const char *sets[] = {"train.lr=2e-6", "stages.1.steps=10", "data.train=[{path: b.jsonl, weight: 2}, {path: c.jsonl}]",
-                          "entropy.mode=constant", "model.chat_template='plain'", "kl.estimator=low_var_kl+",
+                          "entropy.mode=constant", "entropy.update=minibatch", "model.chat_template='plain'", "kl.estimator=low_var_kl+",
                           "rollout.n=8", "data.difficulty.model=DeepSeek-R1-Distill-Qwen-7B", "seed=", "eval.files=[x.jsonl]"};
     or1_train_config c;
     CHECK(load_text(text, sets, sizeof sets / sizeof sets[0], &c) == 0, "overrides: %s", or1_error());
@@ -118,7 +119,8 @@ static void test_overrides(void) {
               c.stages[0].samples == 8, "stage overrides (stage 0 takes rollout.n=8 as its default)");
     CHECK(c.data.n_train == 2 && !strcmp(c.data.train[0].path, "b.jsonl") && c.data.train[0].weight == 2 &&
               c.data.train[1].weight == 1, "flow list override");
-    CHECK(c.entropy.mode == OR1_ENT_CONSTANT && !strcmp(c.model.chat_template, "plain"), "string overrides");
+    CHECK(c.entropy.mode == OR1_ENT_CONSTANT && c.entropy.update == OR1_ENT_PER_MINIBATCH &&
+              !strcmp(c.model.chat_template, "plain"), "string overrides");
     CHECK(c.kl.estimator.kind == OR1_KL_K3 && c.kl.estimator.straight_through, "kl estimator alias with +");
     CHECK(!strcmp(c.data.difficulty_model, "DeepSeek-R1-Distill-Qwen-7B"), "new nested key");
     CHECK(c.seed == 1, "empty override = default");
@@ -205,6 +207,8 @@ static void test_bad_configs(void) {
          "mini_batch 3 must divide prompts 8", "t.yaml:5: key \"stages[0]\""},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nstages: {steps: 1}\n", "key \"stages\"", "expected a list"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nentropy: {mode: auto}\n", "key \"entropy.mode\"", "adaptive"},
+        {"model: {path: m}\ndata:\n  train: [{path: a}]\nentropy: {update: epoch}\n", "t.yaml:4: key \"entropy.update\"",
+         "\"epoch\" is not one of step, minibatch"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nkl: {estimator: k4}\n", "key \"kl.estimator\"", "k4"},
         {"model: {path: m}\ndata:\n  train: [{path: a}]\nadvantage: {truncation_mask: middle}\n",
          "key \"advantage.truncation_mask\"", "middle"},

@@ -38,3 +38,8 @@ endif()
 or1_python_test(train_mpi ${OR1_TRAIN_TEST_DIR}/test_mpi.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
                 ${CMAKE_CURRENT_BINARY_DIR}/train_mpi "${MPIEXEC_EXECUTABLE}" TIMEOUT 900 ENV OMP_NUM_THREADS=1)
 set_tests_properties(train_mpi PROPERTIES FIXTURES_REQUIRED train_models SKIP_RETURN_CODE 77)
+
+# The entropy controller per mini-batch; its 2-rank comparison needs mpirun (else skipped inside).
+or1_python_test(train_entropy_mb ${OR1_TRAIN_TEST_DIR}/test_entropy_mb.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
+                ${CMAKE_CURRENT_BINARY_DIR}/train_entropy_mb "${MPIEXEC_EXECUTABLE}" TIMEOUT 900 ENV OMP_NUM_THREADS=1)
+set_tests_properties(train_entropy_mb PROPERTIES FIXTURES_REQUIRED train_models)
