@@ -33,10 +33,13 @@ typedef enum {
 /* The status's name as metrics and logs spell it ("ok", "timeout", ...). */
 const char *or1_reward_status_name(or1_reward_status s);
 
-/* One response's reward: score is 0 or 1 when status is OR1_REWARD_OK, NaN otherwise. */
+/* One response's reward: score is 0 or 1 when status is OR1_REWARD_OK, NaN otherwise;
+ * seconds is how long its verification took (math: the verifier's call; code: the sandbox run
+ * of its tests), 0 for code that never reached the sandbox. */
 typedef struct {
     float score;
     or1_reward_status status;
+    float seconds;
 } or1_reward;
 
 /* Parsed code test lists kept by ground-truth string (the address the jobs pass), so that the

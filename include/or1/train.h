@@ -169,6 +169,7 @@ typedef struct {
     or1_completion *c;
     float *scores;
     or1_reward_status *status;
+    float *seconds; /* each reward's verification time (or1_reward.seconds) */
     size_t n;
 } or1_scored;
 

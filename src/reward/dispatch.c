@@ -19,17 +19,17 @@ const char *or1_reward_status_name(or1_reward_status s) {
 }
 
 /* A decided reward. */
-static or1_reward scored(bool correct) { return (or1_reward){correct ? 1.0f : 0.0f, OR1_REWARD_OK}; }
+static or1_reward scored(bool correct) { return (or1_reward){correct ? 1.0f : 0.0f, OR1_REWARD_OK, 0.0f}; }
 
 /* An undecided one, named on stderr with its cause. */
 static or1_reward failed(or1_reward_status st, const char *why) {
     fprintf(stderr, "or1: warning: reward %s: %s\n", or1_reward_status_name(st), why);
-    return (or1_reward){NAN, st};
+    return (or1_reward){NAN, st, 0.0f};
 }
 
 /* Math: the verifier against the row's gold answers. A check that a bound cut short without
  * a match is undecided: past the clock it timed out, else it ran out of memory or work. */
-static or1_reward score_math(const or1_reward_job *j) {
+static or1_reward verify_math(const or1_reward_job *j) {
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
     or1_math_result r;
@@ -42,6 +42,14 @@ static or1_reward score_math(const or1_reward_job *j) {
     if (or1_now() - t0 >= lim.time_limit_s)
         return failed(OR1_REWARD_TIMEOUT, "the math verifier's clock ran out before a verdict");
     return failed(OR1_REWARD_RESOURCE, "a memory, work or depth bound cut the math verification short");
+}
+
+/* verify_math with the time it took. */
+static or1_reward score_math(const or1_reward_job *j) {
+    double t0 = or1_now();
+    or1_reward r = verify_math(j);
+    r.seconds = (float)(or1_now() - t0);
+    return r;
 }
 
 /* One ground truth's parsed tests, or the error that refused them. */
@@ -107,7 +115,8 @@ static void score_code(const or1_reward_job *jobs, const size_t *idx, size_t n, 
     if (m > 0 && or1_sandbox_pool_run(pool, cj, res, m) != 0)
         fprintf(stderr, "or1: warning: %s\n", or1_error());
     for (size_t k = 0; k < m; k++) {
-        out[map[k]] = res[k].sandbox_failed ? (or1_reward){NAN, OR1_REWARD_SANDBOX_ERROR} : scored(res[k].correct);
+        out[map[k]] = res[k].sandbox_failed ? (or1_reward){NAN, OR1_REWARD_SANDBOX_ERROR, 0.0f} : scored(res[k].correct);
+        out[map[k]].seconds = (float)res[k].wall_s;
         or1_code_result_free(&res[k]);
     }
     free(map);

@@ -50,8 +50,9 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
     b->M = M;
     batch_grow(b, b->n_groups + n, M);
     size_t g0 = b->n_groups, s0 = g0 * (size_t)M, ns = n * (size_t)M;
-    /* per sample: score (0 where the reward failed), length, truncated, reward status */
-    double *shared = or1_calloc(4 * ns, sizeof *shared);
+    /* per sample: score (0 where the reward failed), length, truncated, reward status; then the
+     * verification seconds and counts of math and code rewards */
+    double *shared = or1_calloc(4 * ns + 4, sizeof *shared), *lat = shared + 4 * ns;
     for (size_t k = 0; k < mine; k++)
         for (int j = 0; j < M; j++) {
             size_t local = k * (size_t)M + (size_t)j, global = pos[k] * (size_t)M + (size_t)j;
@@ -61,8 +62,11 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
             shared[ns + global] = c->n;
             shared[2 * ns + global] = c->stopped ? 0 : 1;
             shared[3 * ns + global] = sc->status[local];
+            int code = or1_data_row_at(t->data, ids[pos[k]])->code ? 1 : 0;
+            lat[2 * code] += sc->seconds[local], lat[2 * code + 1] += sc->seconds[local] > 0;
         }
-    or1_dist_sum_f64(t->d, shared, 4 * ns);
+    or1_dist_sum_f64(t->d, shared, 4 * ns + 4);
+    for (int k = 0; k < 2; k++) b->reward_seconds[k] += lat[2 * k], b->reward_count[k] += (long)lat[2 * k + 1];
     for (size_t i = 0; i < ns; i++) {
         int st = (int)shared[3 * ns + i];
         b->score[s0 + i] = st == OR1_REWARD_OK ? (float)shared[i] : NAN;

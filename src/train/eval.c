@@ -53,6 +53,7 @@ static void score_range(reward_stream *r, size_t a, size_t b) {
     for (size_t i = 0; i < n; i++) {
         r->out->scores[r->queue[a + i]] = res[i].score;
         r->out->status[r->queue[a + i]] = res[i].status;
+        r->out->seconds[r->queue[a + i]] = res[i].seconds;
         free(texts[i]);
     }
     free(res);
@@ -86,6 +87,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
     out->c = or1_calloc(out->n ? out->n : 1, sizeof *out->c);
     out->scores = or1_calloc(out->n ? out->n : 1, sizeof *out->scores);
     out->status = or1_calloc(out->n ? out->n : 1, sizeof *out->status);
+    out->seconds = or1_calloc(out->n ? out->n : 1, sizeof *out->seconds);
     if (n_rows == 0) return 0;
     or1_request *req = or1_calloc(n_rows, sizeof *req);
     for (size_t i = 0; i < n_rows; i++) {
@@ -130,6 +132,7 @@ void or1_scored_free(or1_scored *s) {
     free(s->c);
     free(s->scores);
     free(s->status);
+    free(s->seconds);
     memset(s, 0, sizeof *s);
 }
 

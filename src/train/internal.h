@@ -44,6 +44,8 @@ typedef struct {
     uint32_t *row;           /* per group: dataset row id */
     float *score;            /* per sample; NaN where the reward failed */
     long reward_errors[OR1_REWARD_N_STATUS]; /* failed rewards of the step by status (ok unused) */
+    double reward_seconds[2];                /* verification time summed by class: math, code */
+    long reward_count[2];                    /* rewards that ran, by class */
     int *len;
     bool *trunc, *owned;
     or1_completion *c;       /* owned samples only */

@@ -105,6 +105,10 @@ static void add_reward_errors(cJSON *row, const trainer *t, const step_batch *b)
         total += b->reward_errors[k];
     }
     cJSON_AddNumberToObject(row, "reward_error_groups", (double)b->rej.reward_errors);
+    static const char *const cls[2] = {"reward_ms_math", "reward_ms_code"};
+    for (int k = 0; k < 2; k++) /* mean verification time per reward of the class that ran */
+        if (b->reward_count[k] > 0)
+            cJSON_AddNumberToObject(row, cls[k], 1e3 * b->reward_seconds[k] / (double)b->reward_count[k]);
     double share = b->n_samples ? (double)total / (double)b->n_samples : 0.0;
     if (total > 0 && share > t->cfg->reward.max_error_ratio)
         fprintf(stderr, "WARNING: step %ld: %ld of %zu rewards failed (timeout %ld, verifier_error %ld, sandbox_error "

@@ -62,6 +62,8 @@ static void test_math(void) {
     CHECK(undecided(out[2], OR1_REWARD_VERIFIER_ERROR), "bad ground truth: status %d", out[2].status);
     CHECK(undecided(out[3], OR1_REWARD_RESOURCE), "depth bound: status %d", out[3].status);
     CHECK(decided(out[4], 0), "no extracted answer is a real 0: status %d", out[4].status);
+    for (int i = 0; i < 5; i++)
+        CHECK(out[i].seconds > 0 && out[i].seconds < 60, "job %d: verification time %g s", i, out[i].seconds);
     CHECK(strcmp(or1_reward_status_name(OR1_REWARD_SANDBOX_ERROR), "sandbox_error") == 0, "status names");
     free(deep);
     free(deep_truth);
@@ -97,6 +99,8 @@ static void test_code(void) {
         CHECK(decided(out[3], 1), "a harness out of the program's reach stands: status %d score %g", out[3].status,
               out[3].score);
     CHECK(undecided(out[4], OR1_REWARD_VERIFIER_ERROR), "unusable tests: status %d", out[4].status);
+    CHECK(out[0].seconds > 0 && out[0].seconds < 60 && out[4].seconds == 0, "sandbox times %g, %g (none for unusable tests)",
+          out[0].seconds, out[4].seconds);
     CHECK(or1_reward_cache_parsed(cache) == 2, "two ground truths parsed %zu times", or1_reward_cache_parsed(cache));
     or1_reward_batch(jobs, 1, NULL, 4, cache, out);
     CHECK(undecided(out[0], OR1_REWARD_SANDBOX_ERROR), "no pool: status %d", out[0].status);

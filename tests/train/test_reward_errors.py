@@ -45,6 +45,8 @@ def trainer():
         check(r["solve_none_ratio"] <= 0.5, f"step {r['step']}: failed groups taken for solve-none ({r['solve_none_ratio']})")
         check(0 <= r["reward_mean"] <= 1, f"step {r['step']}: reward_mean {r['reward_mean']} over decided samples")
         check(warned.get(str(r["step"])) == str(n), f"step {r['step']}: warning {warned.get(str(r['step']))} for {n} failures")
+        check(0 < r.get("reward_ms_math", 0) < 60e3 and "reward_ms_code" not in r,
+              f"step {r['step']}: reward latency math {r.get('reward_ms_math')} ms, code {r.get('reward_ms_code')}")
 
 
 def evaluate():

@@ -50,7 +50,7 @@ def row_consistent(r, n, m, t):
         check(r["grad_norm"] > 0 and r["loss_tokens"] > 0, f"step {step}: grad norm {r['grad_norm']}")
         pct = [r.get(k, -1) for k in ("entropy_p10", "entropy_p50", "entropy_p90")]
         check(0 <= pct[0] <= pct[1] <= pct[2] < VOCAB_LN, f"step {step}: entropy percentiles {pct}")
-    check(all(r[k] >= 0 for k in C.TIMING), f"step {step}: negative timing")
+    check(all(r.get(k, 0) >= 0 for k in C.TIMING), f"step {step}: negative timing")
 
 
 def two_steps():
