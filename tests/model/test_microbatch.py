@@ -5,9 +5,12 @@ usage: test_microbatch.py OR1
 One batch of 5 lines run without the flag, then with K = all tokens (1 micro-batch), K packing
 it into 2 micro-batches, and K = 1 (every line alone: 5 micro-batches). Eq. 3.1 divides by the
 token count of the whole batch, so only the summation order may change: each gradient tensor must
-agree with the whole-batch run to 5e-6 norm-wise relative and element-wise relative to the
-tensor's largest entry (fp32 re-association of a few hundred terms is ~1e-7..1e-6), the
-statistics to 1e-6. A per-micro-batch mean (the classic mistake) is off by 10% or more here.
+agree with the whole-batch run to 5e-5 norm-wise relative and element-wise relative to the
+tensor's largest entry, the statistics to 1e-5. fp32 re-association differs with the sgemm
+kernels' blocking, which OpenBLAS chooses by shape: with its AVX-512 kernels, micro-batches of one
+line moved a bias gradient by 1.2e-5 of its tensor's largest entry, the norm-wise difference to
+5.6e-6 and the gradient norm by 1.1e-6 (under the sanitizer build). A per-micro-batch mean (the
+classic mistake) is off by 10% or more here, a thousand times the bound.
 """
 import os
 import sys
@@ -16,7 +19,7 @@ import tempfile
 from or1test import files, proc, ref
 from or1test.check import Checker
 
-NORMWISE, ELEM, STATS = 5e-6, 5e-6, 1e-6
+NORMWISE, ELEM, STATS = 5e-5, 5e-5, 1e-5
 LENGTHS = ((7, 9), (3, 4), (12, 6), (2, 11), (5, 3))
 
 
