@@ -77,7 +77,6 @@ enum { VL = 16 };
 enum { VL = 8 };
 #endif
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-typedef float v4f __attribute__((vector_size(4 * sizeof(float))));
 enum { TILE_R = 4, TILE_O = 6 }; /* rows x outputs of one tile: 24 accumulators in registers */
 
 /* Loads VL floats from any alignment. */
@@ -87,25 +86,21 @@ static inline vf loadv(const float *p) {
     return v;
 }
 
-/* The sum of a vector's lanes by halving: the same tree for every element of every tile. */
+#if !defined(__AVX512F__)
+typedef float v4f __attribute__((vector_size(4 * sizeof(float))));
+
+/* The sum of an 8-lane vector by halving (lanes l and l+4, then l+2, then l+1): the same tree
+ * for every element of every tile. With AVX-512, hsum16 sums 16 lanes the same way. */
 static inline float hsum(vf a) {
-    v4f q;
-#if defined(__AVX512F__)
-    typedef float v8 __attribute__((vector_size(32)));
-    v8 h = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7) +
-           __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
-    q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
-#else
-    q = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-#endif
+    v4f q = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
     return (q[0] + q[2]) + (q[1] + q[3]);
 }
+#endif
 
 #if defined(__AVX512F__)
-/* hsum of 16 vectors at once: out[e] = hsum(v[e]) bit for bit (the same pairs of lanes are
- * added at each level: l and l+8, then l and l+4, then l and l+2, then l and l+1; an addition
- * is commutative in floating point, so only the pairing matters), with 15 vector additions
- * instead of 16 separate trees. */
+/* The lane sums of 16 vectors at once, each by the same halving tree (lanes l and l+8, then
+ * l and l+4, then l and l+2, then l and l+1; an addition is commutative in floating point, so
+ * only the pairing matters): 15 vector additions instead of 16 separate trees. */
 static inline void hsum16(float out[16], const vf v[16]) {
     __m512 r[8], q[4], t[2];
     for (int e = 0; e < 8; e++) /* lanes l + l+8: [v[2e] | v[2e+1]], 8 partials each */
