@@ -169,6 +169,22 @@ enum { ROWS_L2_FLOATS = 1 << 17 }; /* 512 KiB of a block of inputs over all rows
 /* Outputs of 8 tiles are staged and then written to y a row segment at a time: writing each
  * tile's 6 columns straight into rows `out` apart cost 15% at out = 9728 (partial cache lines). */
 enum { STAGE_TILES = 8, STAGE = STAGE_TILES * TILE_O };
+enum { ROWS_CHUNK = 128 }; /* rows a weight tile is swept over: their inputs stay in L2 */
+
+/* Inputs per block for B rows: their share of a block stays in L2 (at least 4 vectors). */
+static int rows_block(int B) {
+    int kc = ROWS_L2_FLOATS / B / VL * VL;
+    return kc < 4 * VL ? 4 * VL : kc;
+}
+
+/* Floats of one thread's scratch for chunks of at most B rows and `in` inputs: the staged
+ * outputs (a multiple of 16 floats, so what follows stays vector-aligned), then, where the
+ * inputs come in blocks, the partial sums of a group of tiles. */
+static size_t rows_scratch(int B, int in) {
+    int n_rt = (B + TILE_R - 1) / TILE_R, kv = in - in % VL;
+    size_t part = kv > rows_block(B) ? (size_t)STAGE_TILES * n_rt * TILE_R * TILE_O * VL : 0;
+    return (size_t)ROWS_CHUNK * STAGE + part;
+}
 
 /* One unit of or1_matmul_rows' work: the weight rows of a tile over a block of inputs. */
 typedef struct {
@@ -236,17 +252,17 @@ static int next_unit(rows_unit *n, const float *w, int t, int g0, int g1, int t1
  * time, the block sized so that the B rows' share of it stays in the L2 cache beside the group's
  * partial sums (the weights' share sits in L1). No element's lane sums are split or reordered by
  * the blocking, so a row's result is the same bits whatever B, the tile it falls in and the
- * thread count. */
-static void matmul_rows_chunk(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
+ * thread count. Thread i stages outputs and partial sums in scratch + i * per_thread. */
+static void matmul_rows_chunk(float *y, const float *x, const float *w, const float *b, int B, int in, int out,
+                              float *scratch, size_t per_thread) {
     int n_tiles = (out + TILE_O - 1) / TILE_O, n_rt = (B + TILE_R - 1) / TILE_R, kv = in - in % VL;
-    int kc = ROWS_L2_FLOATS / B / VL * VL;
-    kc = kc < 4 * VL ? 4 * VL : kc;
+    int kc = rows_block(B);
     size_t part_tile = (size_t)n_rt * TILE_R * TILE_O; /* vectors of partial sums per tile */
     #pragma omp parallel
     {
-        vf *part = kv > kc ? (vf *)or1_alloc_floats(STAGE_TILES * part_tile * VL) : NULL;
-        float *ys = or1_alloc_floats((size_t)B * STAGE);
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        float *ys = scratch + (size_t)id * per_thread;
+        vf *part = kv > kc ? (vf *)(ys + (size_t)ROWS_CHUNK * STAGE) : NULL;
         int t0 = (int)((long)n_tiles * id / nt), t1 = (int)((long)n_tiles * (id + 1) / nt);
         for (int g0 = t0; g0 < t1; g0 += STAGE_TILES) {
             int g1 = t1 - g0 < STAGE_TILES ? t1 : g0 + STAGE_TILES;
@@ -261,20 +277,20 @@ static void matmul_rows_chunk(float *y, const float *x, const float *w, const fl
             int c0 = g0 * TILE_O, n = (g1 * TILE_O < out ? g1 * TILE_O : out) - c0;
             for (int r = 0; r < B; r++) memcpy(y + (size_t)r * out + c0, ys + (size_t)r * STAGE, (size_t)n * sizeof *y);
         }
-        free(ys);
-        free(part);
     }
 }
 
-enum { ROWS_CHUNK = 128 }; /* rows a weight tile is swept over: their inputs stay in L2 */
-
 /* Batch-invariant y = x W^T + b, ROWS_CHUNK rows at a time (a prompt's prefill has thousands):
  * beyond that the rows' inputs and partial sums leave the L2 cache, and the rate halved at 512
- * rows. Every row's result is the same bits in any chunk. */
+ * rows. Every row's result is the same bits in any chunk. Each thread's staging and partial
+ * sums are allocated once for all chunks. */
 void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
+    size_t per_thread = rows_scratch(B < ROWS_CHUNK ? B : ROWS_CHUNK, in); /* later chunks are no larger */
+    float *scratch = or1_alloc_floats((size_t)or1_threads() * per_thread);
     for (int r = 0; r < B; r += ROWS_CHUNK)
         matmul_rows_chunk(y + (size_t)r * out, x + (size_t)r * in, w, b, B - r < ROWS_CHUNK ? B - r : ROWS_CHUNK, in,
-                          out);
+                          out, scratch, per_thread);
+    free(scratch);
 }
 
 /* RMSNorm forward, one row per token. */

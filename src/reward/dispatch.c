@@ -27,13 +27,13 @@ static or1_reward failed(or1_reward_status st, const char *why) {
     return (or1_reward){NAN, st, 0.0f};
 }
 
-/* Math: the verifier against the row's gold answers. A check that a bound cut short without
- * a match is undecided: past the clock it timed out, else it ran out of memory or work. */
-static or1_reward verify_math(const or1_reward_job *j) {
+/* Math: the verifier against the row's gold answers, started at t0. A check that a bound cut
+ * short without a match is undecided: past the clock it timed out, else it ran out of memory
+ * or work. */
+static or1_reward verify_math(const or1_reward_job *j, double t0) {
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
     or1_math_result r;
-    double t0 = or1_now();
     if (or1_math_verify_json(j->response, j->ground_truth, &lim, &r) != 0)
         return failed(OR1_REWARD_VERIFIER_ERROR, or1_error());
     bool correct = r.correct, cut = r.bounded && !r.correct;
@@ -44,10 +44,10 @@ static or1_reward verify_math(const or1_reward_job *j) {
     return failed(OR1_REWARD_RESOURCE, "a memory, work or depth bound cut the math verification short");
 }
 
-/* verify_math with the time it took. */
+/* verify_math with the time it took (one clock read serves both). */
 static or1_reward score_math(const or1_reward_job *j) {
     double t0 = or1_now();
-    or1_reward r = verify_math(j);
+    or1_reward r = verify_math(j, t0);
     r.seconds = (float)(or1_now() - t0);
     return r;
 }

@@ -20,6 +20,20 @@ from or1test import files, proc, ref
 from or1test.check import Checker
 
 NORMWISE, ELEM, STATS = 5e-5, 5e-5, 1e-5
+
+
+def compare_runs(chk, what, got, base, keys):
+    """A split run's statistics (keys) and gradients against the whole-batch run's, within the
+    bounds above; each gradient element-wise (of its tensor's largest entry) and norm-wise."""
+    for key in keys:
+        want = base[0].get(key)
+        chk.close(f"{what}: {key}", got[0].get(key), want, STATS * max(1.0, abs(want)))
+    for name, g in base[1].items():
+        if not chk.ok(name in got[1], f"{what}: no gradient {name}"):
+            continue
+        chk.close(f"{what}: grad {name}", got[1][name], g, ELEM * float(g.abs().max()))
+        rel = float((got[1][name] - g).norm() / max(float(g.norm()), 1e-30))
+        chk.ok(rel <= NORMWISE, f"{what}: grad {name} norm-wise difference {rel:.3g}")
 LENGTHS = ((7, 9), (3, 4), (12, 6), (2, 11), (5, 3))
 
 
@@ -79,17 +93,8 @@ def main():
             if not (got and base):
                 continue
             what = f"K={k} ({n_micro} micro-batches)"
-            for key in ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm"):
-                want = base[0].get(key)
-                chk.close(f"{what}: {key}", got[0].get(key), want, STATS * max(1.0, abs(want)))
+            compare_runs(chk, what, got, base, ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm"))
             chk.ok(got[0].get("tokens") == base[0].get("tokens"), f"{what}: tokens differ")
-            for name, g in base[1].items():
-                if not chk.ok(name in got[1], f"{what}: no gradient {name}"):
-                    continue
-                scale = float(g.abs().max())
-                chk.close(f"{what}: grad {name}", got[1][name], g, ELEM * scale)
-                rel = float((got[1][name] - g).norm() / max(float(g.norm()), 1e-30))
-                chk.ok(rel <= NORMWISE, f"{what}: grad {name} norm-wise difference {rel:.3g}")
     chk.finish()
 
 

@@ -23,7 +23,7 @@ import torch
 from or1test import files, proc, ref
 from or1test.check import Checker
 from test_grad import check_grads, check_stats
-from test_microbatch import ELEM, NORMWISE, STATS, k_for
+from test_microbatch import compare_runs, k_for
 
 LENGTHS = ((7, 9), (3, 4), (12, 6), (2, 11), (5, 3))
 BASE = dict(temperature=0.8, ent_coef=0.01, clip_low=0.2, clip_high=0.28)
@@ -190,13 +190,7 @@ def check_micro(chk, or1, tmp, model, bpath, settings, base):
         got = run_grad(chk, or1, tmp, model, bpath, dict(BASE, **settings), what, k)
         if not got:
             continue
-        for key in ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm") + SELECTION_STATS:
-            want = base[0][key]
-            chk.close(f"{what}: {key}", got[0].get(key), want, STATS * max(1.0, abs(want)))
-        for name, g in base[1].items():
-            chk.close(f"{what}: grad {name}", got[1][name], g, ELEM * float(g.abs().max()))
-            rel = float((got[1][name] - g).norm() / max(float(g.norm()), 1e-30))
-            chk.ok(rel <= NORMWISE, f"{what}: grad {name} norm-wise difference {rel:.3g}")
+        compare_runs(chk, what, got, base, ("loss", "pg_loss", "entropy", "clip_frac", "grad_norm") + SELECTION_STATS)
 
 
 def main():
