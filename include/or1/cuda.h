@@ -82,7 +82,7 @@ void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B,
                                int nkv, int hd);
 
 void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter);
-void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, const float *da, const float *gu, int T, int inter);
+void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, float *a, const float *da, const float *gu, int T, int inter);
 
 /* Streaming log-prob + entropy head (or1_head / or1_head_bwd) over vocabulary chunks; the
  * context holds the [n x chunk] logits block. dh is overwritten, dw accumulated. */

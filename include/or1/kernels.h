@@ -51,8 +51,9 @@ void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const f
 
 /* a[T,inter] = silu(g) * u where gu rows are [g | u]. */
 void or1_swiglu(float *a, const float *gu, int T, int inter);
-/* dgu (overwritten) from da. */
-void or1_swiglu_bwd(float *dgu, const float *da, const float *gu, int T, int inter);
+/* dgu (overwritten) from da; a (overwritten) gets the forward's silu(g) * u again in the same
+ * pass over gu (backward recomputes it rather than keeping it for every layer). */
+void or1_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, int T, int inter);
 
 /* Streaming log-prob + entropy head over vocabulary chunks.
  * For n rows h[n,H] (final hidden states), logits z = h W^T / temperature with W[V,H]:

@@ -182,7 +182,7 @@ typedef struct {
                              const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv, int hd,
                              int ctx_cap);
     void (*swiglu)(or1_backend *be, float *a, const float *gu, int T, int inter);
-    void (*swiglu_bwd)(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter);
+    void (*swiglu_bwd)(or1_backend *be, float *dgu, float *a, const float *da, const float *gu, int T, int inter);
     void (*head)(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
                  const float *w, const int32_t *tgt, int n, int H, int V, float temperature);
     void (*head_bwd)(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,

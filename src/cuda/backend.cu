@@ -205,8 +205,9 @@ static void cuda_swiglu(or1_backend *be, float *a, const float *gu, int T, int i
     or1_cuda_swiglu(ctx(be), a, gu, T, inter);
 }
 
-static void cuda_swiglu_bwd(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter) {
-    or1_cuda_swiglu_bwd(ctx(be), dgu, da, gu, T, inter);
+static void cuda_swiglu_bwd(or1_backend *be, float *dgu, float *a, const float *da, const float *gu, int T,
+                            int inter) {
+    or1_cuda_swiglu_bwd(ctx(be), dgu, a, da, gu, T, inter);
 }
 
 static void cuda_head(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,

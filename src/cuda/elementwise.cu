@@ -171,19 +171,20 @@ void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter) {
     cu_launched(g, "swiglu");
 }
 
-/* dg and du of silu(g) * u, one thread per element. */
-__global__ void k_swiglu_bwd(float *dgu, const float *da, const float *gu, size_t T, int inter) {
+/* dg and du of silu(g) * u, and the forward's a again, one thread per element. */
+__global__ void k_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, size_t T, int inter) {
     GRID_STRIDE(k, T * inter) {
         size_t t = k / inter, i = k % inter, o = t * 2 * inter + i;
         float gv = gu[o], u = gu[o + inter], d = da[k], sig = 1.0f / (1.0f + expf(-gv));
         dgu[o] = d * u * sig * (1.0f + gv * (1.0f - sig));
         dgu[o + inter] = d * gv * sig;
+        a[k] = gv / (1.0f + expf(-gv)) * u;
     }
 }
 
 /* Launches the SwiGLU backward. */
-void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, const float *da, const float *gu, int T, int inter) {
-    k_swiglu_bwd<<<cu_blocks((size_t)T * inter, 256), 256, 0, g->stream>>>(dgu, da, gu, (size_t)T, inter);
+void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, float *a, const float *da, const float *gu, int T, int inter) {
+    k_swiglu_bwd<<<cu_blocks((size_t)T * inter, 256), 256, 0, g->stream>>>(dgu, a, da, gu, (size_t)T, inter);
     cu_launched(g, "swiglu_bwd");
 }
 

@@ -175,9 +175,10 @@ static void cpu_swiglu(or1_backend *be, float *a, const float *gu, int T, int in
     or1_swiglu(a, gu, T, inter);
 }
 
-static void cpu_swiglu_bwd(or1_backend *be, float *dgu, const float *da, const float *gu, int T, int inter) {
+static void cpu_swiglu_bwd(or1_backend *be, float *dgu, float *a, const float *da, const float *gu, int T,
+                           int inter) {
     (void)be;
-    or1_swiglu_bwd(dgu, da, gu, T, inter);
+    or1_swiglu_bwd(dgu, a, da, gu, T, inter);
 }
 
 static void cpu_head(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,

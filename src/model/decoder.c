@@ -388,10 +388,9 @@ static void layer_backward(or1_dmodel *dm, int i, const or1_batch *b) {
     or1_backend *be = dm->be;
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
-    op->swiglu(be, dm->a, l->gu, T, I);
-    op->matmul_dw(be, g->wd, NULL, dm->dres, dm->a, T, I, H);
     op->matmul_dx(be, dm->da, dm->dres, w->wd, T, I, H, 0);
-    op->swiglu_bwd(be, dm->dgu, dm->da, l->gu, T, I);
+    op->swiglu_bwd(be, dm->dgu, dm->a, dm->da, l->gu, T, I); /* the MLP's input a again, in the same pass */
+    op->matmul_dw(be, g->wd, NULL, dm->dres, dm->a, T, I, H);
     op->matmul_dw(be, g->wgu, NULL, dm->dgu, l->xn2, T, H, 2 * I);
     op->matmul_dx(be, dm->dxn, dm->dgu, w->wgu, T, H, 2 * I, 0);
     op->rmsnorm_bwd(be, dm->dres, g->ln2, dm->dxn, l->x2, l->r2, w->ln2, T, H);

@@ -187,10 +187,12 @@ static void check_swiglu(or1_cuda *g) {
     float *gu_d = to_dev(g, gu, (size_t)T * 2 * I * 4), *da_d = to_dev(g, da, (size_t)T * I * 4);
     float *a_d = or1_cuda_alloc((size_t)T * I * 4), *dgu_d = or1_cuda_alloc((size_t)T * 2 * I * 4);
     or1_swiglu(a, gu, T, I);
-    or1_swiglu_bwd(dgu, da, gu, T, I);
     or1_cuda_swiglu(g, a_d, gu_d, T, I);
-    or1_cuda_swiglu_bwd(g, dgu_d, da_d, gu_d, T, I);
     expect_dev(g, "swiglu", a_d, a, (size_t)T * I, 2e-5);
+    or1_swiglu_bwd(dgu, a, da, gu, T, I);
+    or1_cuda_zero(g, a_d, (size_t)T * I * 4);
+    or1_cuda_swiglu_bwd(g, dgu_d, a_d, da_d, gu_d, T, I);
+    expect_dev(g, "swiglu_bwd's a", a_d, a, (size_t)T * I, 2e-5);
     expect_dev(g, "swiglu_bwd", dgu_d, dgu, (size_t)T * 2 * I, 2e-5);
     void *dev[] = {gu_d, da_d, a_d, dgu_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);

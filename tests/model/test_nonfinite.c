@@ -18,11 +18,12 @@ enum { N_ODD = sizeof ODD / sizeof ODD[0] };
 /* SwiGLU forward and backward over every odd value as the gate: NaN in, NaN out; +-inf and
  * huge gates stay defined (the exp saturates). */
 static void test_swiglu(void) {
-    float gu[2 * N_ODD], a[N_ODD], da[N_ODD], dgu[2 * N_ODD];
+    float gu[2 * N_ODD], a[N_ODD], a2[N_ODD], da[N_ODD], dgu[2 * N_ODD];
     for (int i = 0; i < N_ODD; i++) gu[i] = ODD[i], gu[N_ODD + i] = 1.0f, da[i] = 1.0f;
     or1_swiglu(a, gu, 1, N_ODD);
-    or1_swiglu_bwd(dgu, da, gu, 1, N_ODD);
+    or1_swiglu_bwd(dgu, a2, da, gu, 1, N_ODD);
     CHECK(isnan(a[0]) && isnan(dgu[0]), "a NaN gate gives NaN (%g, %g)", a[0], dgu[0]);
+    CHECK(!memcmp(a, a2, sizeof a), "the backward's recomputed a is the forward's to the bit");
     CHECK(a[4] == 0.0f || fabsf(a[4]) < 1e-6f, "silu(-1e30) is 0, got %g", a[4]);
     CHECK(isfinite(a[5]) && isfinite(a[6]) && a[7] == 0.0f, "ordinary gates stay finite");
 }
