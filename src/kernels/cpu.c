@@ -354,8 +354,6 @@ void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos,
     }
 }
 
-enum { QBLOCK = 64 };
-
 /* exp(x) for float, vectorisable: x = n*ln2 + r with |r| <= ln2/2 (n rounded by the 1.5*2^23 trick), a degree-6 polynomial for
  * e^r, then 2^n through the exponent bits. Relative error about 2e-7; inputs below -87 give 0, above 88 e^88. The
  * clamp turns a NaN into a bound (a comparison with NaN is false), so the integer conversion and the shift always see
@@ -415,36 +413,181 @@ static inline float exp_sum(float *x, int n, float m) {
     return s;
 }
 
-/* Causal softmax of score rows i0..i0+nb-1 against keys 0..kl-1 (row r may see keys <= i0+r):
- * s is overwritten with probabilities (0 beyond the diagonal) and lse gets each row's
- * log-sum-exp at out-stride lse_stride. */
-static void causal_softmax(float *s, int nb, int kl, int i0, float *lse, int lse_stride) {
-    for (int r = 0; r < nb; r++) {
-        float *row = s + (size_t)r * kl;
-        int n = i0 + r + 1;
+/* Causal softmax of M stacked score rows (row stride ld): row r is query token i0 + r / G (G
+ * heads per token, see attn_geom) and may see keys <= that token. s is overwritten with
+ * probabilities, 0 from the row's last key up to ld; lse gets each row's log-sum-exp, token
+ * r / G's at lse + (r / G) * lse_stride + r % G. */
+static void causal_softmax(float *s, int M, int ld, int i0, int G, float *lse, int lse_stride) {
+    for (int r = 0; r < M; r++) {
+        float *row = s + (size_t)r * ld;
+        int n = i0 + r / G + 1;
         float m = row_max(row, n), sum = exp_sum(row, n, m), inv = 1.0f / sum;
         for (int j = 0; j < n; j++) row[j] *= inv;
-        for (int j = n; j < kl; j++) row[j] = 0;
-        lse[(size_t)r * lse_stride] = m + logf(sum);
+        for (int j = n; j < ld; j++) row[j] = 0;
+        lse[(size_t)(r / G) * lse_stride + r % G] = m + logf(sum);
     }
 }
 
-/* Forward for one (sequence, head) in query blocks: S = Q K^T by sgemm, causal softmax,
- * O = P V by sgemm. Only a [QBLOCK x len] score block exists at a time. */
-static void attend_head(float *out, float *lse, const float *qkv, int start, int len, int h, int nh,
-                        int nkv, int hd, float *s) {
-    int stride = (nh + 2 * nkv) * hd, kvh = h / (nh / nkv), ostride = nh * hd;
-    float scale = 1.0f / sqrtf((float)hd);
-    const float *q = qkv + (size_t)start * stride + (size_t)h * hd;
-    const float *k = qkv + (size_t)start * stride + (size_t)(nh + kvh) * hd, *v = k + (size_t)nkv * hd;
-    for (int i0 = 0; i0 < len; i0 += QBLOCK) {
-        int nb = len - i0 < QBLOCK ? len - i0 : QBLOCK, kl = i0 + nb;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, kl, hd, scale, q + (size_t)i0 * stride,
-                    stride, k, stride, 0.0f, s, kl);
-        causal_softmax(s, nb, kl, i0, lse + (size_t)(start + i0) * nh + h, nh);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, hd, kl, 1.0f, s, kl, v, stride, 0.0f,
-                    out + (size_t)(start + i0) * ostride + (size_t)h * hd, ostride);
+/* Shapes of packed causal GQA attention. A unit of work is one query block of one sequence for
+ * one KV head: its G query heads over nb tokens are taken as M = G * nb stacked rows, token-major
+ * (row r is token r / G, head r % G: a token's G heads are adjacent in qkv and in out, so row r
+ * lies at (r / G) * row stride + (r % G) * hd from the block's first), and every product below
+ * runs over all M rows, loading a key once for G heads. */
+typedef struct {
+    int nh, nkv, hd, G, w;   /* heads, KV heads, head size, query heads per KV head, G * hd */
+    int stride, ostride, nb; /* qkv and out row strides; tokens per query block */
+    float scale;
+} attn_geom;
+
+enum { ATT_ROWS = 256 }; /* stacked rows a query block aims at: scores of 256 x length stay in L2 */
+
+/* The shapes for nh query heads, nkv KV heads of hd each; query blocks of 16 to 64 tokens. */
+static attn_geom attn_geom_of(int nh, int nkv, int hd) {
+    attn_geom g = {nh, nkv, hd, nh / nkv, nh / nkv * hd, (nh + 2 * nkv) * hd, nh * hd, 0, 1.0f / sqrtf((float)hd)};
+    g.nb = ATT_ROWS / g.G;
+    g.nb = g.nb < 16 ? 16 : g.nb > 64 ? 64 : g.nb;
+    return g;
+}
+
+/* Stacked row r of a block at x whose tokens are rs floats apart (see attn_geom). */
+static inline const float *srow(const float *x, size_t rs, int r, int G, int hd) {
+    return x + (size_t)(r / G) * rs + (size_t)(r % G) * hd;
+}
+
+/* The attention products are small (head size 32-128, a few hundred keys), where sgemm spends
+ * more on packing and dispatch than on arithmetic; these kernels run them in registers. A tile is
+ * AR stacked rows by KT keys (scores) or by two vectors of the head (the others): AR * 2
+ * independent vector accumulators, one broadcast per row and input. */
+enum { AR = 4, KT = 2 * VL };
+
+/* Stores VL floats to any alignment. */
+static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+/* Keys of a score row stride: kl rounded up to whole tiles (the rest of a row is zero). */
+static int keys_ld(int kl) { return (kl + KT - 1) / KT * KT; }
+
+/* bt[d][j] = b[j][d] (rows ldb apart) for the first n keys, zero from n up to ld: keys made
+ * contiguous for the score tiles. Key rows are read whole (a column walk would touch one cache
+ * line per element). */
+static void keys_transpose(float *bt, int ld, const float *b, int ldb, int n, int hd) {
+    for (int j = 0; j < n; j++) {
+        const float *row = b + (size_t)j * ldb;
+        for (int d = 0; d < hd; d++) bt[(size_t)d * ld + j] = row[d];
     }
+    for (int d = 0; d < hd; d++) memset(bt + (size_t)d * ld + n, 0, (size_t)(ld - n) * sizeof *bt);
+}
+
+/* s[r][j] = scale * a_r . b_j (s rows ld apart) for the M stacked rows of the block at a (tokens
+ * ars apart) against the keys of bt (b transposed by keys_transpose, stride ldb), tile by tile up
+ * to each tile's last row's causal limit (entries past a row's own limit are zeroed later by the
+ * softmax). Any head size. */
+static void att_scores(float *s, int ld, const float *a, size_t ars, const float *bt, int ldb, int M, int i0, int G,
+                       int hd, float scale) {
+    for (int r0 = 0; r0 < M; r0 += AR) {
+        int nr = M - r0 < AR ? M - r0 : AR, n = i0 + (r0 + nr - 1) / G + 1;
+        const float *ar[AR];
+        for (int i = 0; i < AR; i++) ar[i] = srow(a, ars, r0 + (i < nr ? i : nr - 1), G, hd);
+        for (int j0 = 0; j0 < n; j0 += KT) {
+            vf acc[AR][2];
+            for (int i = 0; i < AR; i++) acc[i][0] = acc[i][1] = (vf){0};
+            for (int d = 0; d < hd; d++) {
+                vf b0 = loadv(bt + (size_t)d * ldb + j0), b1 = loadv(bt + (size_t)d * ldb + j0 + VL);
+                for (int i = 0; i < AR; i++) acc[i][0] += ar[i][d] * b0, acc[i][1] += ar[i][d] * b1;
+            }
+            for (int i = 0; i < nr; i++) {
+                storev(s + (size_t)(r0 + i) * ld + j0, acc[i][0] * scale);
+                storev(s + (size_t)(r0 + i) * ld + j0 + VL, acc[i][1] * scale);
+            }
+        }
+    }
+}
+
+/* o_r[d] = sum_j p[r][j] v[j][d] over a row's keys for the M stacked rows of p (stride ld, zero
+ * past each row's limit) and value rows ldv apart, into the stacked rows of the block at o
+ * (tokens ors apart). Head sizes beyond a multiple of KT take a scalar tail. */
+static void att_pv(float *o, size_t ors, const float *p, int ld, const float *v, int ldv, int M, int i0, int G,
+                   int hd) {
+    int hv = hd - hd % KT;
+    for (int r0 = 0; r0 < M; r0 += AR) {
+        int nr = M - r0 < AR ? M - r0 : AR, n = i0 + (r0 + nr - 1) / G + 1;
+        const float *pr[AR];
+        float *orow[AR];
+        for (int i = 0; i < AR; i++) {
+            int r = r0 + (i < nr ? i : nr - 1);
+            pr[i] = p + (size_t)r * ld;
+            orow[i] = o + (size_t)(r / G) * ors + (size_t)(r % G) * hd;
+        }
+        for (int d0 = 0; d0 < hv; d0 += KT) {
+            vf acc[AR][2];
+            for (int i = 0; i < AR; i++) acc[i][0] = acc[i][1] = (vf){0};
+            for (int j = 0; j < n; j++) {
+                vf v0 = loadv(v + (size_t)j * ldv + d0), v1 = loadv(v + (size_t)j * ldv + d0 + VL);
+                for (int i = 0; i < AR; i++) acc[i][0] += pr[i][j] * v0, acc[i][1] += pr[i][j] * v1;
+            }
+            for (int i = 0; i < nr; i++) storev(orow[i] + d0, acc[i][0]), storev(orow[i] + d0 + VL, acc[i][1]);
+        }
+        for (int i = 0; i < nr; i++)
+            for (int d = hv; d < hd; d++) {
+                float acc = 0;
+                for (int j = 0; j < n; j++) acc += pr[i][j] * v[(size_t)j * ldv + d];
+                orow[i][d] = acc;
+            }
+    }
+}
+
+/* out[j][d] += sum_r p[r][j] x_r[d] for keys j < kl (out rows ldo apart; x: the stacked rows of
+ * the block at x, tokens xrs apart): the key-side gradients dK += dS^T Q and dV += P^T dO. Rows
+ * whose token comes before a tile's first key hold zeros there and are skipped. Scalar tail as in
+ * att_pv. */
+static void att_tn(float *out, int ldo, const float *p, int ld, const float *x, size_t xrs, int M, int kl, int i0,
+                   int G, int hd) {
+    enum { AJ = 4 };
+    int hv = hd - hd % KT;
+    for (int j0 = 0; j0 < kl; j0 += AJ) {
+        int nj = kl - j0 < AJ ? kl - j0 : AJ, r1 = j0 > i0 ? (j0 - i0) * G : 0;
+        for (int d0 = 0; d0 < hv; d0 += KT) {
+            vf acc[AJ][2];
+            for (int j = 0; j < AJ; j++) acc[j][0] = acc[j][1] = (vf){0};
+            for (int r = r1; r < M; r++) {
+                const float *pr = p + (size_t)r * ld + j0, *xr = srow(x, xrs, r, G, hd) + d0;
+                vf x0 = loadv(xr), x1 = loadv(xr + VL);
+                for (int j = 0; j < AJ; j++) acc[j][0] += pr[j] * x0, acc[j][1] += pr[j] * x1;
+            }
+            for (int j = 0; j < nj; j++) {
+                float *o = out + (size_t)(j0 + j) * ldo + d0;
+                storev(o, loadv(o) + acc[j][0]);
+                storev(o + VL, loadv(o + VL) + acc[j][1]);
+            }
+        }
+        for (int j = 0; j < nj; j++)
+            for (int d = hv; d < hd; d++) {
+                float acc = 0;
+                for (int r = r1; r < M; r++) acc += p[(size_t)r * ld + j0 + j] * srow(x, xrs, r, G, hd)[d];
+                out[(size_t)(j0 + j) * ldo + d] += acc;
+            }
+    }
+}
+
+/* Forward of one unit (the sequence at `start`, KV head kvh, query tokens i0..): scores, causal
+ * softmax, P V. buf holds the transposed keys and a score block (attend_scratch). */
+static void attend_block(float *out, float *lse, const float *qkv, const attn_geom *g, int start, int len, int kvh,
+                         int i0, float *buf) {
+    int nb = len - i0 < g->nb ? len - i0 : g->nb, kl = i0 + nb, M = nb * g->G, ld = keys_ld(kl);
+    float *kt = buf, *s = kt + (size_t)g->hd * ld;
+    const float *base = qkv + (size_t)start * g->stride, *k = base + (size_t)(g->nh + kvh) * g->hd;
+    keys_transpose(kt, ld, k, g->stride, kl, g->hd);
+    att_scores(s, ld, base + (size_t)i0 * g->stride + (size_t)kvh * g->w, g->stride, kt, ld, M, i0, g->G, g->hd,
+               g->scale);
+    causal_softmax(s, M, ld, i0, g->G, lse + (size_t)(start + i0) * g->nh + (size_t)kvh * g->G, g->nh);
+    att_pv(out + (size_t)(start + i0) * g->ostride + (size_t)kvh * g->w, g->ostride, s, ld,
+           k + (size_t)g->nkv * g->hd, g->stride, M, i0, g->G, g->hd);
+}
+
+/* Floats of a thread's attention scratch for sequences of up to maxlen tokens: two transposed
+ * key blocks and `scores` score blocks. */
+static size_t attend_scratch(const attn_geom *g, int maxlen, int scores) {
+    size_t ld = (size_t)keys_ld(maxlen > 0 ? maxlen : 1);
+    return 2 * (size_t)g->hd * ld + (size_t)scores * g->nb * g->G * ld;
 }
 
 /* Longest sequence of a packed batch. */
@@ -455,19 +598,23 @@ static int longest(const int32_t *seq_start, int n_seqs) {
     return m;
 }
 
-/* Causal attention: parallel over (sequence, head) pairs, one score block per thread. */
+/* Causal attention: parallel over units (sequence, KV head, query block), the largest blocks
+ * (the last, which see the most keys) handed out first; one scratch block per thread. */
 void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_start, int n_seqs,
                    int nh, int nkv, int hd) {
-    int maxlen = longest(seq_start, n_seqs);
+    attn_geom g = attn_geom_of(nh, nkv, hd);
+    int maxlen = longest(seq_start, n_seqs), max_blocks = (maxlen + g.nb - 1) / g.nb;
     #pragma omp parallel
     {
-        float *s = or1_malloc((size_t)QBLOCK * (size_t)(maxlen > 0 ? maxlen : 1) * sizeof *s);
-        #pragma omp for schedule(dynamic, 1) collapse(2)
-        for (int q = 0; q < n_seqs; q++)
-            for (int h = 0; h < nh; h++)
-                attend_head(out, lse, qkv, seq_start[q], seq_start[q + 1] - seq_start[q], h, nh, nkv,
-                            hd, s);
-        free(s);
+        float *buf = or1_malloc(attend_scratch(&g, maxlen, 1) * sizeof *buf);
+        #pragma omp for schedule(dynamic, 1) collapse(3)
+        for (int b = max_blocks - 1; b >= 0; b--)
+            for (int q = 0; q < n_seqs; q++)
+                for (int kvh = 0; kvh < nkv; kvh++) {
+                    int len = seq_start[q + 1] - seq_start[q];
+                    if (b * g.nb < len) attend_block(out, lse, qkv, &g, seq_start[q], len, kvh, b * g.nb, buf);
+                }
+        free(buf);
     }
 }
 
@@ -537,65 +684,60 @@ void or1_attention_decode(float *out, const float *qkv, int B, const float *k, c
     }
 }
 
-/* Backward of one query block of one head: P from the saved lse, dP = dO V^T,
- * dS = P * (dP - rowsum(dO * O)) * scale, then dQ = dS K, dK += dS^T Q, dV += P^T dO. */
-static void attend_block_bwd(float *dq, float *dk, float *dv, const float *q, const float *k,
-                             const float *v, const float *dO, const float *O, const float *lse, int nb,
-                             int kl, int i0, int stride, int ostride, int lse_stride, int hd, float *p,
-                             float *dp) {
-    float scale = 1.0f / sqrtf((float)hd);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, kl, hd, scale, q, stride, k, stride, 0.0f, p, kl);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, kl, hd, 1.0f, dO, ostride, v, stride, 0.0f, dp, kl);
-    for (int r = 0; r < nb; r++) {
-        float *pr = p + (size_t)r * kl, *dpr = dp + (size_t)r * kl, l = lse[(size_t)r * lse_stride];
-        float D = dot(dO + (size_t)r * ostride, O + (size_t)r * ostride, hd);
-        int n = i0 + r + 1;
+/* Backward of one query block of one KV head's stacked rows (see attn_geom): P from the saved
+ * lse, dP = dO V^T, dS = P * (dP - rowsum(dO * O)) * scale, then dQ = dS K (written), dK += dS^T Q
+ * and dV += P^T dO, each one product over all G heads. kt and vt: the sequence's keys and values
+ * transposed (stride keys_ld(len)); p: room for the blocks P and dP. */
+static void attend_block_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
+                             const attn_geom *g, int start, int len, int kvh, int i0, const float *kt,
+                             const float *vt, float *p) {
+    int nb = len - i0 < g->nb ? len - i0 : g->nb, kl = i0 + nb, M = nb * g->G, hd = g->hd, ldt = keys_ld(len);
+    int ld = keys_ld(kl);
+    size_t koff = (size_t)(g->nh + kvh) * hd, voff = koff + (size_t)g->nkv * hd, qcol = (size_t)kvh * g->w;
+    float *dp = p + (size_t)g->nb * g->G * ld, *dbase = dqkv + (size_t)start * g->stride;
+    const float *base = qkv + (size_t)start * g->stride, *q = base + (size_t)i0 * g->stride + qcol;
+    const float *o = out + (size_t)(start + i0) * g->ostride + qcol, *dO = dout + (size_t)(start + i0) * g->ostride + qcol;
+    att_scores(p, ld, q, g->stride, kt, ldt, M, i0, g->G, hd, g->scale);
+    att_scores(dp, ld, dO, g->ostride, vt, ldt, M, i0, g->G, hd, 1.0f);
+    for (int r = 0; r < M; r++) {
+        int n = i0 + r / g->G + 1;
+        float *pr = p + (size_t)r * ld, *dpr = dp + (size_t)r * ld;
+        float l = lse[(size_t)(start + i0 + r / g->G) * g->nh + (size_t)kvh * g->G + r % g->G];
+        float D = dot(srow(dO, g->ostride, r, g->G, hd), srow(o, g->ostride, r, g->G, hd), hd);
         for (int j = 0; j < n; j++) {
             pr[j] = fast_exp(pr[j] - l);
-            dpr[j] = pr[j] * (dpr[j] - D) * scale;
+            dpr[j] = pr[j] * (dpr[j] - D) * g->scale;
         }
-        for (int j = n; j < kl; j++) pr[j] = dpr[j] = 0;
+        for (int j = n; j < ld; j++) pr[j] = dpr[j] = 0;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, hd, kl, 1.0f, dp, kl, k, stride, 1.0f, dq, stride);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kl, hd, nb, 1.0f, dp, kl, q, stride, 1.0f, dk, stride);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kl, hd, nb, 1.0f, p, kl, dO, ostride, 1.0f, dv, stride);
+    att_pv(dbase + (size_t)i0 * g->stride + qcol, g->stride, dp, ld, base + koff, g->stride, M, i0, g->G, hd);
+    att_tn(dbase + koff, g->stride, dp, ld, q, g->stride, M, kl, i0, g->G, hd);
+    att_tn(dbase + voff, g->stride, p, ld, dO, g->ostride, M, kl, i0, g->G, hd);
 }
 
-/* Backward for one (sequence, kv head) and all query heads sharing it, so dK/dV rows
- * are written by one thread only. */
-static void attend_group_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                             const float *lse, int start, int len, int kvh, int nh, int nkv, int hd,
-                             float *p, float *dp) {
-    int stride = (nh + 2 * nkv) * hd, ostride = nh * hd, group = nh / nkv;
-    size_t base = (size_t)start * stride, koff = (size_t)(nh + kvh) * hd, voff = koff + (size_t)nkv * hd;
-    for (int h = kvh * group; h < (kvh + 1) * group; h++) {
-        for (int i0 = 0; i0 < len; i0 += QBLOCK) {
-            int nb = len - i0 < QBLOCK ? len - i0 : QBLOCK;
-            size_t qrow = base + (size_t)i0 * stride + (size_t)h * hd;
-            size_t orow = (size_t)(start + i0) * ostride + (size_t)h * hd;
-            attend_block_bwd(dqkv + qrow, dqkv + base + koff, dqkv + base + voff, qkv + qrow, qkv + base + koff,
-                             qkv + base + voff, dout + orow, out + orow, lse + (size_t)(start + i0) * nh + h,
-                             nb, i0 + nb, i0, stride, ostride, nh, hd, p, dp);
-        }
-    }
-}
-
-/* Attention backward: zero dqkv, then parallel over (sequence, kv head) pairs. */
+/* Attention backward: zero dqkv, then parallel over (sequence, KV head) pairs, each running its
+ * query blocks in turn, so that a KV head's dK/dV rows are written by one thread only. */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd) {
-    size_t stride = (size_t)(nh + 2 * nkv) * hd;
+    attn_geom g = attn_geom_of(nh, nkv, hd);
     int maxlen = longest(seq_start, n_seqs);
-    memset(dqkv, 0, (size_t)seq_start[n_seqs] * stride * sizeof *dqkv);
+    memset(dqkv, 0, (size_t)seq_start[n_seqs] * g.stride * sizeof *dqkv);
     #pragma omp parallel
     {
-        size_t cap = (size_t)QBLOCK * (size_t)(maxlen > 0 ? maxlen : 1);
-        float *p = or1_malloc(2 * cap * sizeof *p);
+        float *buf = or1_malloc(attend_scratch(&g, maxlen, 2) * sizeof *buf);
+        size_t ldmax = (size_t)keys_ld(maxlen > 0 ? maxlen : 1);
+        float *kt = buf, *vt = kt + (size_t)hd * ldmax, *p = vt + (size_t)hd * ldmax;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int s = 0; s < n_seqs; s++)
-            for (int g = 0; g < nkv; g++)
-                attend_group_bwd(dqkv, dout, qkv, out, lse, seq_start[s], seq_start[s + 1] - seq_start[s], g,
-                                 nh, nkv, hd, p, p + cap);
-        free(p);
+            for (int kvh = 0; kvh < nkv; kvh++) {
+                int len = seq_start[s + 1] - seq_start[s], ldt = keys_ld(len);
+                const float *k = qkv + (size_t)seq_start[s] * g.stride + (size_t)(nh + kvh) * hd;
+                keys_transpose(kt, ldt, k, g.stride, len, hd);
+                keys_transpose(vt, ldt, k + (size_t)nkv * hd, g.stride, len, hd);
+                for (int i0 = 0; i0 < len; i0 += g.nb)
+                    attend_block_bwd(dqkv, dout, qkv, out, lse, &g, seq_start[s], len, kvh, i0, kt, vt, p);
+            }
+        free(buf);
     }
 }
 
@@ -609,19 +751,26 @@ void or1_swiglu(float *a, const float *gu, int T, int inter) {
     }
 }
 
-/* d/dg = da*u*sig*(1 + g*(1-sig)),  d/du = da*silu(g), and a = silu(g)*u from the same exp,
- * computed as or1_swiglu does so that it is the forward's value to the bit. */
+/* One row of swiglu_bwd: d/dg = da*u*sig*(1 + g*(1-sig)), d/du = da*silu(g), and a =
+ * silu(g)*u from the same exp, computed as or1_swiglu does so that it is the forward's value to
+ * the bit. restrict parameters: six streams are more than the vectoriser's overlap checks allow. */
+static void swiglu_bwd_row(float *restrict a, float *restrict dg, float *restrict du, const float *restrict g,
+                           const float *restrict u, const float *restrict d, int inter) {
+    for (int i = 0; i < inter; i++) {
+        float e = 1.0f + fast_exp(-g[i]), sig = 1.0f / e;
+        a[i] = g[i] / e * u[i];
+        dg[i] = d[i] * u[i] * sig * (1.0f + g[i] * (1.0f - sig));
+        du[i] = d[i] * g[i] * sig;
+    }
+}
+
+/* SwiGLU backward (and the forward's a again), rows in parallel. */
 void or1_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, int T, int inter) {
     #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) {
-        const float *g = gu + (size_t)t * 2 * inter, *u = g + inter, *d = da + (size_t)t * inter;
-        float *dg = dgu + (size_t)t * 2 * inter, *du = dg + inter, *ar = a + (size_t)t * inter;
-        for (int i = 0; i < inter; i++) {
-            float e = 1.0f + fast_exp(-g[i]), sig = 1.0f / e;
-            ar[i] = g[i] / e * u[i];
-            dg[i] = d[i] * u[i] * sig * (1.0f + g[i] * (1.0f - sig));
-            du[i] = d[i] * g[i] * sig;
-        }
+        size_t r2 = (size_t)t * 2 * inter;
+        swiglu_bwd_row(a + (size_t)t * inter, dgu + r2, dgu + r2 + inter, gu + r2, gu + r2 + inter,
+                       da + (size_t)t * inter, inter);
     }
 }
 

@@ -1,6 +1,6 @@
 """`or1 grad` statistics and every gradient tensor against the float64 reference.
 
-usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | defaults | rollout)
+usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | long | defaults | rollout)
 
 The batches put tokens on both sides of both clip bounds with advantages of both signs (see
 ref.make_batch), use an entropy coefficient != 0 and temperatures != 1, over tied and untied,
@@ -61,6 +61,20 @@ GROUPS = {
         # 0.29 and -0.13, so delta 0.1 drops row 1 only; row 0 (A > 0, 0.14) must stay
         dict(cfg=dict(arch="llama", tied=True), dtype="F32", shards=1, rollout=True, rollout_shift=[0, 0.5, 0, 0.1, 0],
              flags=dict(offpolicy_delta=0.1, rollout_is="mis-geo", rollout_is_low=0.5, rollout_is_high=2.0)),
+    ],
+    # sequences of 100-153 tokens: several query blocks of the CPU attention (64 tokens a block
+    # with up to 4 query heads per KV head, 32 with 8), the last one partial, at 1, 4 and 8 query
+    # heads per KV head, with head sizes its kernels run in whole vectors (32, 64), partly (40)
+    # and not at all (4)
+    "long": [
+        dict(cfg=dict(arch="qwen2", tied=False, heads=8, kv_heads=2, head_dim=32), dtype="F32", shards=1,
+             lengths=((40, 60), (3, 150), (130, 2)), flags=dict(temperature=0.7, entropy_coef=0.01)),
+        dict(cfg=dict(arch="llama", tied=True, heads=8, kv_heads=1, head_dim=40), dtype="F32", shards=1,
+             lengths=((70, 31), (9, 120)), flags=dict(temperature=0.9, entropy_coef=0.003)),
+        dict(cfg=dict(arch="qwen2", tied=False, heads=4, kv_heads=4, head_dim=64), dtype="F32", shards=1,
+             lengths=((65, 64), (1, 100)), flags=dict(entropy_coef=0.01)),
+        dict(cfg=dict(arch="qwen2", tied=False, heads=8, kv_heads=2), dtype="F32", shards=1,
+             lengths=((40, 70), (100, 3)), flags=dict(entropy_coef=0.01)),
     ],
     "defaults": [
         dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False,
@@ -134,8 +148,9 @@ def check_case(chk, or1, tmp, k, case):
     model = os.path.join(tmp, f"m{k}")
     cfg, params = ref.new_checkpoint(model, seed=10 + k, dtype=case["dtype"],
                                      shards=case["shards"], **case["cfg"])
-    batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"],
-                           with_old=case.get("with_old", True), with_rollout=case.get("rollout", False))
+    lengths = {"lengths": case["lengths"]} if "lengths" in case else {}
+    batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"], with_old=case.get("with_old", True),
+                           with_rollout=case.get("rollout", False), **lengths)
     for row, shift in zip(batch, case.get("rollout_shift", [])):
         row["rollout_logprobs"] = [x + shift for x in row["rollout_logprobs"]]
     bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
