@@ -477,6 +477,12 @@ static void keys_transpose(float *bt, int ld, const float *b, int ldb, int n, in
     for (int d = 0; d < hd; d++) memset(bt + (size_t)d * ld + n, 0, (size_t)(ld - n) * sizeof *bt);
 }
 
+/* The first n rows of hd floats of b (rows ldb apart) packed contiguously: the value (or key)
+ * rows att_pv streams through, one cache line pair each instead of one every ldb floats. */
+static void keys_pack(float *bp, const float *b, int ldb, int n, int hd) {
+    for (int j = 0; j < n; j++) memcpy(bp + (size_t)j * hd, b + (size_t)j * ldb, (size_t)hd * sizeof *bp);
+}
+
 /* s[r][j] = scale * a_r . b_j (s rows ld apart) for the M stacked rows of the block at a (tokens
  * ars apart) against the keys of bt (b transposed by keys_transpose, stride ldb), tile by tile up
  * to each tile's last row's causal limit (entries past a row's own limit are zeroed later by the
@@ -548,11 +554,12 @@ static void att_tn(float *out, int ldo, const float *p, int ld, const float *x, 
         for (int d0 = 0; d0 < hv; d0 += KT) {
             vf acc[AJ][2];
             for (int j = 0; j < AJ; j++) acc[j][0] = acc[j][1] = (vf){0};
-            for (int r = r1; r < M; r++) {
-                const float *pr = p + (size_t)r * ld + j0, *xr = srow(x, xrs, r, G, hd) + d0;
-                vf x0 = loadv(xr), x1 = loadv(xr + VL);
-                for (int j = 0; j < AJ; j++) acc[j][0] += pr[j] * x0, acc[j][1] += pr[j] * x1;
-            }
+            for (int t = r1 / G; t < M / G; t++) /* token by token: no division per row */
+                for (int h = 0; h < G; h++) {
+                    const float *pr = p + (size_t)(t * G + h) * ld + j0, *xr = x + (size_t)t * xrs + (size_t)h * hd + d0;
+                    vf x0 = loadv(xr), x1 = loadv(xr + VL);
+                    for (int j = 0; j < AJ; j++) acc[j][0] += pr[j] * x0, acc[j][1] += pr[j] * x1;
+                }
             for (int j = 0; j < nj; j++) {
                 float *o = out + (size_t)(j0 + j) * ldo + d0;
                 storev(o, loadv(o) + acc[j][0]);
@@ -569,25 +576,27 @@ static void att_tn(float *out, int ldo, const float *p, int ld, const float *x, 
 }
 
 /* Forward of one unit (the sequence at `start`, KV head kvh, query tokens i0..): scores, causal
- * softmax, P V. buf holds the transposed keys and a score block (attend_scratch). */
+ * softmax, P V. buf holds the transposed keys, the packed values and a score block
+ * (attend_scratch). */
 static void attend_block(float *out, float *lse, const float *qkv, const attn_geom *g, int start, int len, int kvh,
                          int i0, float *buf) {
     int nb = len - i0 < g->nb ? len - i0 : g->nb, kl = i0 + nb, M = nb * g->G, ld = keys_ld(kl);
-    float *kt = buf, *s = kt + (size_t)g->hd * ld;
+    float *kt = buf, *vp = kt + (size_t)g->hd * ld, *s = vp + (size_t)g->hd * ld;
     const float *base = qkv + (size_t)start * g->stride, *k = base + (size_t)(g->nh + kvh) * g->hd;
     keys_transpose(kt, ld, k, g->stride, kl, g->hd);
+    keys_pack(vp, k + (size_t)g->nkv * g->hd, g->stride, kl, g->hd);
     att_scores(s, ld, base + (size_t)i0 * g->stride + (size_t)kvh * g->w, g->stride, kt, ld, M, i0, g->G, g->hd,
                g->scale);
     causal_softmax(s, M, ld, i0, g->G, lse + (size_t)(start + i0) * g->nh + (size_t)kvh * g->G, g->nh);
-    att_pv(out + (size_t)(start + i0) * g->ostride + (size_t)kvh * g->w, g->ostride, s, ld,
-           k + (size_t)g->nkv * g->hd, g->stride, M, i0, g->G, g->hd);
+    att_pv(out + (size_t)(start + i0) * g->ostride + (size_t)kvh * g->w, g->ostride, s, ld, vp, g->hd, M, i0, g->G,
+           g->hd);
 }
 
-/* Floats of a thread's attention scratch for sequences of up to maxlen tokens: two transposed
- * key blocks and `scores` score blocks. */
+/* Floats of a thread's attention scratch for sequences of up to maxlen tokens: three blocks of
+ * keys or values (transposed or packed) and `scores` score blocks. */
 static size_t attend_scratch(const attn_geom *g, int maxlen, int scores) {
     size_t ld = (size_t)keys_ld(maxlen > 0 ? maxlen : 1);
-    return 2 * (size_t)g->hd * ld + (size_t)scores * g->nb * g->G * ld;
+    return 3 * (size_t)g->hd * ld + (size_t)scores * g->nb * g->G * ld;
 }
 
 /* Longest sequence of a packed batch. */
@@ -687,10 +696,10 @@ void or1_attention_decode(float *out, const float *qkv, int B, const float *k, c
 /* Backward of one query block of one KV head's stacked rows (see attn_geom): P from the saved
  * lse, dP = dO V^T, dS = P * (dP - rowsum(dO * O)) * scale, then dQ = dS K (written), dK += dS^T Q
  * and dV += P^T dO, each one product over all G heads. kt and vt: the sequence's keys and values
- * transposed (stride keys_ld(len)); p: room for the blocks P and dP. */
+ * transposed (stride keys_ld(len)), kp its keys packed; p: room for the blocks P and dP. */
 static void attend_block_bwd(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
                              const attn_geom *g, int start, int len, int kvh, int i0, const float *kt,
-                             const float *vt, float *p) {
+                             const float *vt, const float *kp, float *p) {
     int nb = len - i0 < g->nb ? len - i0 : g->nb, kl = i0 + nb, M = nb * g->G, hd = g->hd, ldt = keys_ld(len);
     int ld = keys_ld(kl);
     size_t koff = (size_t)(g->nh + kvh) * hd, voff = koff + (size_t)g->nkv * hd, qcol = (size_t)kvh * g->w;
@@ -710,7 +719,7 @@ static void attend_block_bwd(float *dqkv, const float *dout, const float *qkv, c
         }
         for (int j = n; j < ld; j++) pr[j] = dpr[j] = 0;
     }
-    att_pv(dbase + (size_t)i0 * g->stride + qcol, g->stride, dp, ld, base + koff, g->stride, M, i0, g->G, hd);
+    att_pv(dbase + (size_t)i0 * g->stride + qcol, g->stride, dp, ld, kp, hd, M, i0, g->G, hd);
     att_tn(dbase + koff, g->stride, dp, ld, q, g->stride, M, kl, i0, g->G, hd);
     att_tn(dbase + voff, g->stride, p, ld, dO, g->ostride, M, kl, i0, g->G, hd);
 }
@@ -726,7 +735,7 @@ void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const f
     {
         float *buf = or1_malloc(attend_scratch(&g, maxlen, 2) * sizeof *buf);
         size_t ldmax = (size_t)keys_ld(maxlen > 0 ? maxlen : 1);
-        float *kt = buf, *vt = kt + (size_t)hd * ldmax, *p = vt + (size_t)hd * ldmax;
+        float *kt = buf, *vt = kt + (size_t)hd * ldmax, *kp = vt + (size_t)hd * ldmax, *p = kp + (size_t)hd * ldmax;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int s = 0; s < n_seqs; s++)
             for (int kvh = 0; kvh < nkv; kvh++) {
@@ -734,8 +743,9 @@ void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const f
                 const float *k = qkv + (size_t)seq_start[s] * g.stride + (size_t)(nh + kvh) * hd;
                 keys_transpose(kt, ldt, k, g.stride, len, hd);
                 keys_transpose(vt, ldt, k + (size_t)nkv * hd, g.stride, len, hd);
+                keys_pack(kp, k, g.stride, len, hd);
                 for (int i0 = 0; i0 < len; i0 += g.nb)
-                    attend_block_bwd(dqkv, dout, qkv, out, lse, &g, seq_start[s], len, kvh, i0, kt, vt, p);
+                    attend_block_bwd(dqkv, dout, qkv, out, lse, &g, seq_start[s], len, kvh, i0, kt, vt, kp, p);
             }
         free(buf);
     }
