@@ -792,8 +792,30 @@ static void chunk_logits(float *z, const float *h, const float *w, int n, int H,
 /* Scratch floats for the head: one [n x VOCAB_CHUNK] logits block. */
 long or1_head_scratch(int n) { return (long)n * VOCAB_CHUNK; }
 
-/* Streams vocabulary chunks: logits by sgemm, then an online max / sum(exp) / sum(exp*z)
- * per row in double precision, and the target's logit when it falls in the chunk. */
+/* sum(e) and sum(e * z) with e = exp(z - m) over a logits chunk, in LANES float lanes (the
+ * vectorised exp; a chunk's sums are then carried across chunks in double). */
+static void exp_moments(const float *z, int n, float m, double *a, double *b) {
+    float sa[LANES] = {0}, sb[LANES] = {0};
+    int v = 0;
+    for (; v + LANES <= n; v += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float e = fast_exp(z[v + l] - m);
+            sa[l] += e;
+            sb[l] += e * z[v + l];
+        }
+    double ta = 0, tb = 0;
+    for (; v < n; v++) {
+        float e = fast_exp(z[v] - m);
+        ta += e;
+        tb += (double)e * z[v];
+    }
+    for (int l = 0; l < LANES; l++) ta += sa[l], tb += sb[l];
+    *a = ta, *b = tb;
+}
+
+/* Streams vocabulary chunks: logits by sgemm, then an online max / sum(exp) / sum(exp*z) per
+ * row (each chunk's sums in float lanes, the running ones in double), and the target's logit
+ * when it falls in the chunk. */
 void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
               const int32_t *tgt, int n, int H, int V, float temperature, float *scratch) {
     double m[n], s[n], sz[n];
@@ -806,14 +828,9 @@ void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++) {
             const float *z = scratch + (size_t)i * vc;
-            float cm = -INFINITY;
-            for (int v = 0; v < vc; v++) cm = z[v] > cm ? z[v] : cm;
-            double nm = cm > m[i] ? cm : m[i], scale = exp(m[i] - nm), a = 0, b = 0;
-            for (int v = 0; v < vc; v++) {
-                double e = exp((double)z[v] - nm);
-                a += e;
-                b += e * z[v];
-            }
+            float cm = row_max(z, vc);
+            double nm = cm > m[i] ? cm : m[i], scale = exp(m[i] - nm), a, b;
+            exp_moments(z, vc, (float)nm, &a, &b); /* nm is one of the chunks' float maxima */
             s[i] = s[i] * scale + a;
             sz[i] = sz[i] * scale + b;
             m[i] = nm;
