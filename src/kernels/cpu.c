@@ -305,23 +305,37 @@ void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, i
     }
 }
 
-/* RMSNorm backward: dx += r*(dy*w) - x*r^3*sum(dy*w*x)/H;  dw += sum_t dy*x*r.
- * The weight gradient is reduced over fixed row chunks (colsum). */
+/* One row of RMSNorm backward: dx += r*(dy*w) - x*r^3*sum(dy*w*x)/H, and the row's share of
+ * the weight gradient dy*x*r added into part. */
+static void rmsnorm_bwd_row(float *restrict dx, float *restrict part, const float *restrict dy,
+                            const float *restrict x, const float *restrict w, float r, int H) {
+    float acc[8] = {0}, s = 0;
+    int i = 0; /* sum(dy*w*x) in eight lanes, as in dot */
+    for (; i + 8 <= H; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += dy[i + l] * w[i + l] * x[i + l];
+    for (; i < H; i++) s += dy[i] * w[i] * x[i];
+    for (int l = 0; l < 8; l++) s += acc[l];
+    float c = r * r * r * s / (float)H;
+    for (int i = 0; i < H; i++) {
+        dx[i] += r * dy[i] * w[i] - c * x[i];
+        part[i] += dy[i] * x[i] * r;
+    }
+}
+
+/* RMSNorm backward in one pass over dy and x: fixed row chunks in parallel, each adding its
+ * rows' weight-gradient shares into its own partial sum, the partials then added in chunk order
+ * (as colsum does: the result does not depend on the thread count). */
 void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *rstd,
                      const float *w, int T, int H) {
+    float *part = or1_alloc_floats((size_t)ROW_CHUNKS * H);
     #pragma omp parallel for schedule(static)
-    for (int t = 0; t < T; t++) {
-        const float *xr = x + (size_t)t * H, *dyr = dy + (size_t)t * H;
-        float *dxr = dx + (size_t)t * H, r = rstd[t], acc[8] = {0}, s = 0;
-        int i = 0; /* sum(dy*w*x) in eight lanes, as in dot */
-        for (; i + 8 <= H; i += 8)
-            for (int l = 0; l < 8; l++) acc[l] += dyr[i + l] * w[i + l] * xr[i + l];
-        for (; i < H; i++) s += dyr[i] * w[i] * xr[i];
-        for (int l = 0; l < 8; l++) s += acc[l];
-        float c = r * r * r * s / (float)H;
-        for (int i = 0; i < H; i++) dxr[i] += r * dyr[i] * w[i] - c * xr[i];
-    }
-    colsum(dw, dy, x, rstd, T, H);
+    for (int k = 0; k < ROW_CHUNKS; k++)
+        for (int t = (int)((long)T * k / ROW_CHUNKS); t < (int)((long)T * (k + 1) / ROW_CHUNKS); t++)
+            rmsnorm_bwd_row(dx + (size_t)t * H, part + (size_t)k * H, dy + (size_t)t * H, x + (size_t)t * H, w,
+                            rstd[t], H);
+    for (int k = 0; k < ROW_CHUNKS; k++)
+        for (int j = 0; j < H; j++) dw[j] += part[(size_t)k * H + j];
+    free(part);
 }
 
 /* RoPE tables in double precision, stored as float. */
