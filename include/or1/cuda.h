@@ -57,10 +57,9 @@ void or1_cuda_matmul_dw(or1_cuda *g, float *dw, float *db, const float *dy, cons
 /* x[t] = E[ids[t]] and dE[ids[t]] += dx[t] (embedding lookup and its gradient). */
 void or1_cuda_embed(or1_cuda *g, float *x, const float *emb, const int32_t *ids, int T, int H);
 void or1_cuda_embed_bwd(or1_cuda *g, float *demb, const float *dx, const int32_t *ids, int T, int H);
-/* y += x over n floats (residual connections). */
-void or1_cuda_add(or1_cuda *g, float *y, const float *x, size_t n);
 
-void or1_cuda_rmsnorm(or1_cuda *g, float *y, float *rstd, const float *x, const float *w, int T, int H,
+/* or1_rmsnorm: res (or NULL) added into x first (residual connections), then the norm. */
+void or1_cuda_rmsnorm(or1_cuda *g, float *y, float *rstd, float *x, const float *res, const float *w, int T, int H,
                       float eps);
 void or1_cuda_rmsnorm_bwd(or1_cuda *g, float *dx, float *dw, const float *dy, const float *x,
                           const float *rstd, const float *w, int T, int H);

@@ -20,8 +20,9 @@ void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T,
  * Used by the rollout engine, whose samples must not depend on batch composition. */
 void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out);
 
-/* y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps) saved per row. */
-void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, int H, float eps);
+/* x += res first when res is not NULL (the residual connection into this norm, in the same pass),
+ * then y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps) saved per row. */
+void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int T, int H, float eps);
 /* dx += d(y)/d(x)^T dy;  dw += sum_t dy * x * rstd */
 void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *rstd,
                      const float *w, int T, int H);

@@ -160,8 +160,8 @@ typedef struct {
                       int out);
     void (*gather)(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H);
     void (*scatter_add)(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H);
-    void (*add)(or1_backend *be, float *y, const float *x, size_t n);
-    void (*rmsnorm)(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int H,
+    /* rmsnorm first adds res (NULL: nothing) into x: the decoder's residual connections. */
+    void (*rmsnorm)(or1_backend *be, float *y, float *rstd, float *x, const float *res, const float *w, int T, int H,
                     float eps);
     void (*rmsnorm_bwd)(or1_backend *be, float *dx, float *dw, const float *dy, const float *x, const float *rstd,
                         const float *w, int T, int H);

@@ -148,11 +148,9 @@ static void cuda_scatter_add(or1_backend *be, float *dst, const float *src, cons
     or1_cuda_embed_bwd(ctx(be), dst, src, idx, n, H);
 }
 
-static void cuda_add(or1_backend *be, float *y, const float *x, size_t n) { or1_cuda_add(ctx(be), y, x, n); }
-
-static void cuda_rmsnorm(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int H,
-                         float eps) {
-    or1_cuda_rmsnorm(ctx(be), y, rstd, x, w, T, H, eps);
+static void cuda_rmsnorm(or1_backend *be, float *y, float *rstd, float *x, const float *res, const float *w, int T,
+                         int H, float eps) {
+    or1_cuda_rmsnorm(ctx(be), y, rstd, x, res, w, T, H, eps);
 }
 
 static void cuda_rmsnorm_bwd(or1_backend *be, float *dx, float *dw, const float *dy, const float *x,
@@ -514,7 +512,6 @@ static const or1_backend_ops CUDA_OPS = {
     cuda_matmul_dw,
     cuda_gather,
     cuda_scatter_add,
-    cuda_add,
     cuda_rmsnorm,
     cuda_rmsnorm_bwd,
     cuda_rope,

@@ -53,22 +53,13 @@ void or1_cuda_embed_bwd(or1_cuda *g, float *demb, const float *dx, const int32_t
     cu_launched(g, "embed_bwd");
 }
 
-/* y += x element-wise. */
-__global__ void k_add(float *y, const float *x, size_t n) {
-    GRID_STRIDE(i, n) y[i] += x[i];
-}
-
-/* Launches the residual add. */
-void or1_cuda_add(or1_cuda *g, float *y, const float *x, size_t n) {
-    k_add<<<cu_blocks(n, 256), 256, 0, g->stream>>>(y, x, n);
-    cu_launched(g, "add");
-}
-
-/* One block per row: rstd from the mean square, then the scaled copy. */
-__global__ void k_rmsnorm(float *y, float *rstd, const float *x, const float *w, int H, float eps) {
+/* One block per row: the residual res (if any) added into x, rstd from the mean square, then the
+ * scaled copy (each thread reads back only the elements it updated). */
+__global__ void k_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int H, float eps) {
     __shared__ float sh[32];
-    const float *xr = x + (size_t)blockIdx.x * H;
-    float *yr = y + (size_t)blockIdx.x * H, s = 0;
+    float *xr = x + (size_t)blockIdx.x * H, *yr = y + (size_t)blockIdx.x * H, s = 0;
+    if (res)
+        for (int i = threadIdx.x; i < H; i += blockDim.x) xr[i] += res[(size_t)blockIdx.x * H + i];
     for (int i = threadIdx.x; i < H; i += blockDim.x) s += xr[i] * xr[i];
     float r = rsqrtf(block_sum(s, sh) / (float)H + eps);
     if (threadIdx.x == 0) rstd[blockIdx.x] = r;
@@ -76,10 +67,10 @@ __global__ void k_rmsnorm(float *y, float *rstd, const float *x, const float *w,
 }
 
 /* One 256-thread block per token. */
-void or1_cuda_rmsnorm(or1_cuda *g, float *y, float *rstd, const float *x, const float *w, int T, int H,
+void or1_cuda_rmsnorm(or1_cuda *g, float *y, float *rstd, float *x, const float *res, const float *w, int T, int H,
                       float eps) {
     if (T <= 0) return;
-    k_rmsnorm<<<T, 256, 0, g->stream>>>(y, rstd, x, w, H, eps);
+    k_rmsnorm<<<T, 256, 0, g->stream>>>(y, rstd, x, res, w, H, eps);
     cu_launched(g, "rmsnorm");
 }
 

@@ -293,12 +293,13 @@ void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, i
     free(scratch);
 }
 
-/* RMSNorm forward, one row per token. */
-void or1_rmsnorm(float *y, float *rstd, const float *x, const float *w, int T, int H, float eps) {
+/* RMSNorm forward, one row per token, after adding the residual res (if any) into x. */
+void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int T, int H, float eps) {
     #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) {
-        const float *xr = x + (size_t)t * H;
-        float *yr = y + (size_t)t * H;
+        float *xr = x + (size_t)t * H, *yr = y + (size_t)t * H;
+        if (res)
+            for (int i = 0; i < H; i++) xr[i] += res[(size_t)t * H + i];
         float r = 1.0f / sqrtf(dot(xr, xr, H) / (float)H + eps);
         rstd[t] = r;
         for (int i = 0; i < H; i++) yr[i] = xr[i] * r * w[i];

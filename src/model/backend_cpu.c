@@ -113,17 +113,10 @@ static void cpu_scatter_add(or1_backend *be, float *dst, const float *src, const
     }
 }
 
-/* y += x elementwise (residual connections), in parallel when large enough to pay for it. */
-static void cpu_add(or1_backend *be, float *y, const float *x, size_t n) {
+static void cpu_rmsnorm(or1_backend *be, float *y, float *rstd, float *x, const float *res, const float *w, int T,
+                        int H, float eps) {
     (void)be;
-    #pragma omp parallel for schedule(static) if (n > 262144)
-    for (size_t i = 0; i < n; i++) y[i] += x[i];
-}
-
-static void cpu_rmsnorm(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int H,
-                        float eps) {
-    (void)be;
-    or1_rmsnorm(y, rstd, x, w, T, H, eps);
+    or1_rmsnorm(y, rstd, x, res, w, T, H, eps);
 }
 
 static void cpu_rmsnorm_bwd(or1_backend *be, float *dx, float *dw, const float *dy, const float *x,
@@ -255,7 +248,6 @@ static const or1_backend_ops CPU_OPS = {
     .matmul_dw = cpu_matmul_dw,
     .gather = cpu_gather,
     .scatter_add = cpu_scatter_add,
-    .add = cpu_add,
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_bwd = cpu_rmsnorm_bwd,
     .rope = cpu_rope,

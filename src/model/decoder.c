@@ -290,8 +290,12 @@ static float *pool_keys(const or1_dmodel *dm, int i) {
     return dm->kv + (size_t)i * 2 * dm->pool_rows * kvd;
 }
 
-/* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). */
-static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, int T, const layer_mode *md) {
+/* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). Each
+ * residual add is done by the norm that reads its sum: x += res (the previous layer's x2, NULL for
+ * the first layer) by the first norm, x2 += x by the second; out gets mlp(...) alone, and the next
+ * norm (next layer's first, or the final one) adds this layer's x2 into it. */
+static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, const float *res, int T,
+                          const layer_mode *md) {
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     const or1_layer *w = &dm->w.layer[i];
@@ -302,7 +306,7 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, int 
      * sample never depends on the thread count or on what else is decoded */
     void (*mm)(or1_backend *, float *, const float *, const float *, const float *, int, int, int) =
         md->kv_rows ? op->matmul_rows : op->matmul;
-    op->rmsnorm(be, l->xn1, l->r1, l->x, w->ln1, T, H, c->rms_eps);
+    op->rmsnorm(be, l->xn1, l->r1, l->x, res, w->ln1, T, H, c->rms_eps);
     mm(be, l->qkv, l->xn1, w->wqkv, w->bqkv, T, H, qkvd);
     op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);
     float *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd : NULL;
@@ -314,24 +318,26 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, int 
         op->attention_decode(be, l->att, l->qkv, T, k, v, md->seg, md->blocks, dm->block, c->heads, c->kv_heads, hd,
                              dm->cap_len);
     mm(be, l->x2, l->att, w->wo, w->bo, T, qd, H);
-    op->add(be, l->x2, l->x, (size_t)T * H);
-    op->rmsnorm(be, l->xn2, l->r2, l->x2, w->ln2, T, H, c->rms_eps);
+    op->rmsnorm(be, l->xn2, l->r2, l->x2, l->x, w->ln2, T, H, c->rms_eps);
     mm(be, l->gu, l->xn2, w->wgu, NULL, T, H, 2 * I);
     op->swiglu(be, dm->a, l->gu, T, I);
     mm(be, out, dm->a, w->wd, NULL, T, I, H);
-    op->add(be, out, l->x2, (size_t)T * H);
 }
 
-/* Every layer over T embedded rows in l[0].x, then the final norm into out. */
+/* Every layer over T embedded rows in l[0].x, then the final norm into out. Each layer's x2 is
+ * added into the next layer's input by that layer's first norm (the last one's by the final norm);
+ * without train the one slot's x2 still holds it when the next layer starts. */
 static void run_layers(or1_dmodel *dm, int T, bool train, const layer_mode *md, float *out) {
     const or1_model_config *c = &dm->cfg;
+    const float *res = NULL;
     for (int i = 0; i < c->layers; i++) {
         layer_acts *l = &dm->l[train ? i : 0];
         float *next = train && i + 1 < c->layers ? dm->l[i + 1].x : dm->xf;
-        layer_forward(dm, i, l, next, T, md);
+        layer_forward(dm, i, l, next, res, T, md);
+        res = l->x2;
         if (!train && i + 1 < c->layers) dm->op->copy(dm->be, l->x, dm->xf, (size_t)T * c->hidden * sizeof(float));
     }
-    dm->op->rmsnorm(dm->be, out, dm->rf, dm->xf, dm->w.norm, T, c->hidden, c->rms_eps);
+    dm->op->rmsnorm(dm->be, out, dm->rf, dm->xf, res, dm->w.norm, T, c->hidden, c->rms_eps);
 }
 
 /* Embedding lookup, every layer and the final norm for a packed batch. */

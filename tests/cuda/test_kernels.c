@@ -77,27 +77,29 @@ static void check_embed(or1_cuda *g) {
     free(emb), free(dx), free(demb), free(x);
 }
 
-/* RMSNorm forward (output, rstd) and backward (dx accumulated, dw accumulated). */
+/* RMSNorm forward with a residual added first (sum, output, rstd) and backward (dx accumulated,
+ * dw accumulated). */
 static void check_rmsnorm(or1_cuda *g) {
     int T = 45, H = 300;
     float *x = rand_floats((size_t)T * H, 20, 2), *w = rand_floats(H, 21, 1), *dy = rand_floats((size_t)T * H, 22, 1);
-    float *dx = rand_floats((size_t)T * H, 23, 1), *dw = rand_floats(H, 24, 1);
+    float *dx = rand_floats((size_t)T * H, 23, 1), *dw = rand_floats(H, 24, 1), *res = rand_floats((size_t)T * H, 25, 1);
     float *y = or1_alloc_floats((size_t)T * H), *r = or1_alloc_floats(T);
     float *x_d = to_dev(g, x, (size_t)T * H * 4), *w_d = to_dev(g, w, (size_t)H * 4);
     float *dy_d = to_dev(g, dy, (size_t)T * H * 4), *dx_d = to_dev(g, dx, (size_t)T * H * 4);
     float *dw_d = to_dev(g, dw, (size_t)H * 4), *y_d = or1_cuda_alloc((size_t)T * H * 4);
-    float *r_d = or1_cuda_alloc((size_t)T * 4);
-    or1_rmsnorm(y, r, x, w, T, H, 1e-6f);
+    float *r_d = or1_cuda_alloc((size_t)T * 4), *res_d = to_dev(g, res, (size_t)T * H * 4);
+    or1_rmsnorm(y, r, x, res, w, T, H, 1e-6f);
     or1_rmsnorm_bwd(dx, dw, dy, x, r, w, T, H);
-    or1_cuda_rmsnorm(g, y_d, r_d, x_d, w_d, T, H, 1e-6f);
+    or1_cuda_rmsnorm(g, y_d, r_d, x_d, res_d, w_d, T, H, 1e-6f);
     or1_cuda_rmsnorm_bwd(g, dx_d, dw_d, dy_d, x_d, r_d, w_d, T, H);
+    expect_dev(g, "rmsnorm's residual sum", x_d, x, (size_t)T * H, 2e-5);
     expect_dev(g, "rmsnorm", y_d, y, (size_t)T * H, 2e-5);
     expect_dev(g, "rmsnorm rstd", r_d, r, T, 2e-5);
     expect_dev(g, "rmsnorm_bwd dx", dx_d, dx, (size_t)T * H, 2e-5);
     expect_dev(g, "rmsnorm_bwd dw", dw_d, dw, H, 2e-5);
-    void *dev[] = {x_d, w_d, dy_d, dx_d, dw_d, y_d, r_d};
+    void *dev[] = {x_d, w_d, dy_d, dx_d, dw_d, y_d, r_d, res_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
-    free(x), free(w), free(dy), free(dx), free(dw), free(y), free(r);
+    free(x), free(w), free(dy), free(dx), free(dw), free(y), free(r), free(res);
 }
 
 /* RoPE forward and inverse on strided rows with the same tables. */

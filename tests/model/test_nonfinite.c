@@ -84,7 +84,7 @@ static void test_sample(void) {
  * only on its own parameter. */
 static void test_norm_adamw(void) {
     float x[4] = {1, INFINITY, 2, 3}, w[4] = {1, 1, 1, 1}, y[4], rstd;
-    or1_rmsnorm(y, &rstd, x, w, 1, 4, 1e-6f);
+    or1_rmsnorm(y, &rstd, x, NULL, w, 1, 4, 1e-6f);
     CHECK(isnan(y[1]), "rmsnorm: the infinite element comes out NaN, got %g", y[1]);
     float p[3] = {1, 1, 1}, m[3] = {0}, v[3] = {0}, g[3] = {0.1f, NAN, -0.1f};
     or1_adamw_update(p, m, v, g, 3, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f);
