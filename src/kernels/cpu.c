@@ -739,13 +739,13 @@ static void attend_block_bwd(float *dqkv, const float *dout, const float *qkv, c
     att_tn(dbase + voff, g->stride, p, ld, dO, g->ostride, M, kl, i0, g->G, hd);
 }
 
-/* Attention backward: zero dqkv, then parallel over (sequence, KV head) pairs, each running its
- * query blocks in turn, so that a KV head's dK/dV rows are written by one thread only. */
+/* Attention backward, parallel over (sequence, KV head) pairs, each running its query blocks in
+ * turn, so that a KV head's dK/dV rows are written by one thread only: each pair zeroes its dK/dV
+ * columns and accumulates into them; every dQ row is written once by its query block. */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd) {
     attn_geom g = attn_geom_of(nh, nkv, hd);
     int maxlen = longest(seq_start, n_seqs);
-    memset(dqkv, 0, (size_t)seq_start[n_seqs] * g.stride * sizeof *dqkv);
     #pragma omp parallel
     {
         float *buf = or1_malloc(attend_scratch(&g, maxlen, 2) * sizeof *buf);
@@ -759,6 +759,11 @@ void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const f
                 keys_transpose(kt, ldt, k, g.stride, len, hd);
                 keys_transpose(vt, ldt, k + (size_t)nkv * hd, g.stride, len, hd);
                 keys_pack(kp, k, g.stride, len, hd);
+                float *dk = dqkv + (size_t)seq_start[s] * g.stride + (size_t)(nh + kvh) * hd;
+                for (int j = 0; j < len; j++) {
+                    memset(dk + (size_t)j * g.stride, 0, (size_t)hd * sizeof *dk);
+                    memset(dk + (size_t)j * g.stride + (size_t)nkv * hd, 0, (size_t)hd * sizeof *dk);
+                }
                 for (int i0 = 0; i0 < len; i0 += g.nb)
                     attend_block_bwd(dqkv, dout, qkv, out, lse, &g, seq_start[s], len, kvh, i0, kt, vt, kp, p);
             }
