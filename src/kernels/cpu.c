@@ -473,7 +473,7 @@ static inline const float *srow(const float *x, size_t rs, int r, int G, int hd)
  * more on packing and dispatch than on arithmetic; these kernels run them in registers. A tile is
  * AR stacked rows by KT keys (scores) or by two vectors of the head (the others): AR * 2
  * independent vector accumulators, one broadcast per row and input. */
-enum { AR = 4, KT = 2 * VL };
+enum { AR = 6, KT = 2 * VL };
 
 /* Stores VL floats to any alignment. */
 static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
