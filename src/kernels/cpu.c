@@ -454,13 +454,19 @@ typedef struct {
     float scale;
 } attn_geom;
 
-enum { ATT_ROWS = 256 }; /* stacked rows a query block aims at: scores of 256 x length stay in L2 */
+/* Stacked rows a query block aims at (scores of 256 x a few hundred keys stay in L2), and the
+ * floats a score block may take: 1 MiB, or 64 rows of the longest sequence (the per-head blocks
+ * before) where that is more, so that long sequences take no more memory per thread than they did. */
+enum { ATT_ROWS = 256, ATT_BLOCK_FLOATS = 1 << 18 };
 
-/* The shapes for nh query heads, nkv KV heads of hd each; query blocks of 16 to 64 tokens. */
-static attn_geom attn_geom_of(int nh, int nkv, int hd) {
+/* The shapes for nh query heads, nkv KV heads of hd each and sequences of up to maxlen tokens:
+ * query blocks of 16 to 64 tokens, fewer where the score block would outgrow its budget. */
+static attn_geom attn_geom_of(int nh, int nkv, int hd, int maxlen) {
     attn_geom g = {nh, nkv, hd, nh / nkv, nh / nkv * hd, (nh + 2 * nkv) * hd, nh * hd, 0, 1.0f / sqrtf((float)hd)};
-    g.nb = ATT_ROWS / g.G;
-    g.nb = g.nb < 16 ? 16 : g.nb > 64 ? 64 : g.nb;
+    long ld = (maxlen > 0 ? maxlen : 1) + 2L * VL, budget = 64 * ld > ATT_BLOCK_FLOATS ? 64 * ld : ATT_BLOCK_FLOATS;
+    long nb = ATT_ROWS / g.G, fit = budget / ld / g.G;
+    nb = nb < 16 ? 16 : nb > 64 ? 64 : nb;
+    g.nb = (int)(nb < fit ? nb : fit > 0 ? fit : 1);
     return g;
 }
 
@@ -626,8 +632,9 @@ static int longest(const int32_t *seq_start, int n_seqs) {
  * (the last, which see the most keys) handed out first; one scratch block per thread. */
 void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_start, int n_seqs,
                    int nh, int nkv, int hd) {
-    attn_geom g = attn_geom_of(nh, nkv, hd);
-    int maxlen = longest(seq_start, n_seqs), max_blocks = (maxlen + g.nb - 1) / g.nb;
+    int maxlen = longest(seq_start, n_seqs);
+    attn_geom g = attn_geom_of(nh, nkv, hd, maxlen);
+    int max_blocks = (maxlen + g.nb - 1) / g.nb;
     #pragma omp parallel
     {
         float *buf = or1_malloc(attend_scratch(&g, maxlen, 1) * sizeof *buf);
@@ -744,8 +751,8 @@ static void attend_block_bwd(float *dqkv, const float *dout, const float *qkv, c
  * columns and accumulates into them; every dQ row is written once by its query block. */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd) {
-    attn_geom g = attn_geom_of(nh, nkv, hd);
     int maxlen = longest(seq_start, n_seqs);
+    attn_geom g = attn_geom_of(nh, nkv, hd, maxlen);
     #pragma omp parallel
     {
         float *buf = or1_malloc(attend_scratch(&g, maxlen, 2) * sizeof *buf);

@@ -65,7 +65,8 @@ GROUPS = {
     # sequences of 100-153 tokens: several query blocks of the CPU attention (64 tokens a block
     # with up to 4 query heads per KV head, 32 with 8), the last one partial, at 1, 4 and 8 query
     # heads per KV head, with head sizes its kernels run in whole vectors (32, 64), partly (40)
-    # and not at all (4)
+    # and not at all (4); and 1140 tokens, where the score-block budget cuts the blocks to 27
+    # tokens
     "long": [
         dict(cfg=dict(arch="qwen2", tied=False, heads=8, kv_heads=2, head_dim=32), dtype="F32", shards=1,
              lengths=((40, 60), (3, 150), (130, 2)), flags=dict(temperature=0.7, entropy_coef=0.01)),
@@ -75,6 +76,8 @@ GROUPS = {
              lengths=((65, 64), (1, 100)), flags=dict(entropy_coef=0.01)),
         dict(cfg=dict(arch="qwen2", tied=False, heads=8, kv_heads=2), dtype="F32", shards=1,
              lengths=((40, 70), (100, 3)), flags=dict(entropy_coef=0.01)),
+        dict(cfg=dict(arch="llama", tied=False, heads=8, kv_heads=1, head_dim=32), dtype="F32", shards=1,
+             lengths=((1100, 40), (5, 30)), flags=dict(temperature=0.8, entropy_coef=0.01)),
     ],
     "defaults": [
         dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, flags={}, with_old=False,
