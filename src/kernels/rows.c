@@ -75,34 +75,48 @@ static inline void tile_sums(float acc[TILE_R][TILE_O], vf a[TILE_R][TILE_O]) {
 #endif
 }
 
-/* One tile over the inputs [k0, k1): rows x[0..TILE_R) against weight rows w[0..TILE_O) (row
- * pointers, so that a tile at the edge repeats its last row or output rather than read past it).
+/* One tile over the inputs [k0, k1): rows x[0..nr) against weight rows w[0..TILE_O) (row
+ * pointers, so that a tile at the edge repeats its last output rather than read past it).
  * Each element is a VL-lane accumulation carried in part[] from one block of inputs to the next
  * (zero before the first); after the last block (last != 0) its lanes are summed by a fixed
  * halving tree and the scalar tail added in order, into acc. The same arithmetic wherever the
  * element sits, whatever the batch and however the inputs are blocked. */
-static inline void dot_tile(float acc[TILE_R][TILE_O], vf *part, const float *const *x, const float *const *w,
-                            int k0, int k1, int in, int last) {
-    vf a[TILE_R][TILE_O];
-    for (int i = 0; i < TILE_R; i++)
+static inline __attribute__((always_inline)) void dot_tile(float acc[TILE_R][TILE_O], vf *part,
+                                                           const float *const *x, const float *const *w, int k0,
+                                                           int k1, int in, int last, int nr) {
+    vf a[TILE_R][TILE_O] = {{{0}}};
+    for (int i = 0; i < nr; i++)
         for (int j = 0; j < TILE_O; j++) a[i][j] = k0 == 0 ? (vf){0} : part[i * TILE_O + j];
     for (int k = k0; k + VL <= k1; k += VL) {
         vf wv[TILE_O];
         for (int j = 0; j < TILE_O; j++) wv[j] = loadv(w[j] + k);
-        for (int i = 0; i < TILE_R; i++) {
+        for (int i = 0; i < nr; i++) {
             vf xv = loadv(x[i] + k);
             for (int j = 0; j < TILE_O; j++) a[i][j] += xv * wv[j];
         }
     }
     if (!last) {
-        for (int i = 0; i < TILE_R; i++)
+        for (int i = 0; i < nr; i++)
             for (int j = 0; j < TILE_O; j++) part[i * TILE_O + j] = a[i][j];
         return;
     }
     tile_sums(acc, a);
-    for (int i = 0; i < TILE_R; i++)
+    for (int i = 0; i < nr; i++)
         for (int j = 0; j < TILE_O; j++)
             for (int t = in - in % VL; t < in; t++) acc[i][j] += x[i][t] * w[j][t];
+}
+
+/* dot_tile over the first nr rows of a tile only (the last tile of a batch, or a batch of 1 to
+ * 3 rows: decoding the last few sequences of a rollout), compiled for each row count. Rows do not
+ * touch each other's sums, so a row's result is the same bits as in a full tile. */
+static void dot_tile_rows(float acc[TILE_R][TILE_O], vf *part, const float *const *x, const float *const *w, int k0,
+                          int k1, int in, int last, int nr) {
+    switch (nr) {
+    case 1: dot_tile(acc, part, x, w, k0, k1, in, last, 1); break;
+    case 2: dot_tile(acc, part, x, w, k0, k1, in, last, 2); break;
+    case 3: dot_tile(acc, part, x, w, k0, k1, in, last, 3); break;
+    default: dot_tile(acc, part, x, w, k0, k1, in, last, TILE_R);
+    }
 }
 
 enum { ROWS_L2_FLOATS = 1 << 17 }; /* 512 KiB of a block of inputs over all rows: stays in L2 */
@@ -215,7 +229,7 @@ static void sweep_unit(float *ys, int c, const float *x, const float *b, vf *par
         const float *xr[TILE_R];
         for (int i = 0; i < TILE_R; i++) xr[i] = x + (size_t)(r0 + (i < nr ? i : nr - 1)) * in;
         float acc[TILE_R][TILE_O];
-        dot_tile(acc, part ? part + (size_t)rt * TILE_R * TILE_O : NULL, xr, u->w, u->k0, u->k1, in, last);
+        dot_tile_rows(acc, part ? part + (size_t)rt * TILE_R * TILE_O : NULL, xr, u->w, u->k0, u->k1, in, last, nr);
         if (!last) continue;
         for (int i = 0; i < nr; i++)
             for (int j = 0; j < u->no; j++)
