@@ -12,8 +12,9 @@ architecture qwen2, tokenizer "none" with the checkpoint's vocabulary size: neit
 
 Every run is B sequences (B = slots), each a random 32-token prompt followed by exactly 128 new
 tokens, all B decoding together. llama.cpp: `llama-batched-bench -npp 32 -ntg 128 -npl B` with an
-F32 KV cache like or1's and flash attention off (--kv, --fa), 2048/512 batch/micro-batch; its S_TG column (B x 128 tokens over the 128 decode steps that follow the prefill; its prefill is
-timed apart). or1: `or1 generate --n 1 --max-slots B` on B such prompts; decode-only time is that
+F32 KV cache like or1's and flash attention off (--kv, --fa), batch 2048, micro-batch 512; its S_TG
+column (B x 128 tokens over the 128 decode steps that follow the prefill; its prefill is timed
+apart). or1: `or1 generate --n 1 --max-slots B` on B such prompts; decode-only time is that
 run's minus the time of the same run with one new token (loading, prefill and the first token),
 for B x 127 tokens. The sides alternate for several rounds and each keeps its best; the load
 average is printed beside each round, since the machine is shared.
