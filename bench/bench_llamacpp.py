@@ -3,6 +3,7 @@
 usage: bench_llamacpp.py --or1 build/or1 --llama-dir LLAMA_CPP_BUILD [--threads 2]
                          [--shapes small,qwen] [--slots small=64,128,256:qwen=128]
                          [--rounds small=2:qwen=1] [--bf16 yes|no] [--kv f32|f16|bf16] [--fa off|on|auto]
+                         [--precision fp32,bf16]
 
 For each shape the rollout benchmark's random EOS-free F32 checkpoint (bench_rollout.SHAPES) is
 written to a temporary folder, then the same weights as a GGUF file for llama.cpp: F32, and BF16
@@ -14,7 +15,8 @@ Every run is B sequences (B = slots), each a random 32-token prompt followed by 
 tokens, all B decoding together. llama.cpp: `llama-batched-bench -npp 32 -ntg 128 -npl B` with an
 F32 KV cache like or1's and flash attention off (--kv, --fa), batch 2048, micro-batch 512; its S_TG
 column (B x 128 tokens over the 128 decode steps that follow the prefill; its prefill is timed
-apart). or1: `or1 generate --n 1 --max-slots B` on B such prompts; decode-only time is that
+apart). or1: `or1 generate --n 1 --max-slots B --precision P` on B such prompts, one column for
+each P of --precision (default fp32 and bf16); decode-only time is that
 run's minus the time of the same run with one new token (loading, prefill and the first token),
 for B x 127 tokens. The sides alternate for several rounds and each keeps its best; the load
 average is printed beside each round, since the machine is shared.
@@ -111,10 +113,10 @@ def run_llama(args, model, slots):
     return rows[0]["speed_tg"]
 
 
-def or1_decode_rate(args, model, inp, slots):
+def or1_decode_rate(args, model, inp, slots, precision):
     """Decode tokens/s of one or1 round: the full run's time minus the time of the L=1 run."""
-    one, _ = run_or1(args.or1, model, inp, 1, 1, args.threads, slots)
-    full, _ = run_or1(args.or1, model, inp, 1, NEW, args.threads, slots)
+    one, _ = run_or1(args.or1, model, inp, 1, 1, args.threads, slots, precision)
+    full, _ = run_or1(args.or1, model, inp, 1, NEW, args.threads, slots, precision)
     return slots * (NEW - 1) / max(full - one, 1e-9)
 
 
@@ -124,10 +126,10 @@ def measure(args, name, cfg, model, ggufs, slots, rounds):
     inp = files.write_jsonl(os.path.join(os.path.dirname(model), f"p{slots}.jsonl"),
                             [{"prompt_ids": g.integers(0, cfg["vocab_size"], PROMPT).tolist()}
                              for _ in range(slots)])
-    best = dict(or1=0.0, **{k: 0.0 for k in ggufs})
+    best = {**{f"or1 {p}": 0.0 for p in args.precisions}, **{k: 0.0 for k in ggufs}}
     for i in range(rounds):
         t0 = time.perf_counter()
-        got = {"or1": or1_decode_rate(args, model, inp, slots)}
+        got = {f"or1 {p}": or1_decode_rate(args, model, inp, slots, p) for p in args.precisions}
         for kind, path in ggufs.items():
             got[kind] = run_llama(args, path, slots)
         best = {k: max(best[k], got[k]) for k in best}
@@ -146,11 +148,15 @@ def main():
     ap.add_argument("--slots", default="small=64,128,256:qwen=128")
     ap.add_argument("--rounds", default="small=2:qwen=1")
     ap.add_argument("--bf16", choices=["yes", "no"], default="yes", help="also run llama.cpp on BF16 weights")
+    ap.add_argument("--precision", default="fp32,bf16", help="or1's --precision values, one column each")
     ap.add_argument("--kv", choices=["f32", "f16", "bf16"], default="f32", help="llama.cpp's KV cache type")
     # With an F32 cache, llama.cpp's CPU flash attention converts keys and values to F16 every step;
     # its plain attention was about 1.6x faster at the small shape, 128 slots.
     ap.add_argument("--fa", choices=["off", "on", "auto"], default="off", help="llama.cpp's flash attention")
     args = ap.parse_args()
+    args.precisions = args.precision.split(",")
+    if not args.precisions or any(p not in ("fp32", "bf16") for p in args.precisions):
+        raise SystemExit(f"bench_llamacpp: --precision: '{args.precision}' is not a list of fp32, bf16")
     slots, rounds = parse_per_shape(args.slots, "--slots"), parse_per_shape(args.rounds, "--rounds")
     args.bench = os.path.join(args.llama_dir, "bin", "llama-batched-bench")
     src = os.environ.get("LLAMA_CPP_SRC", os.path.dirname(os.path.abspath(args.llama_dir)))
@@ -181,17 +187,21 @@ def main():
 
 
 def print_table(rows):
-    """The results as one Markdown table: decode tok/s, or1 over each llama.cpp column, GFLOP/s."""
-    kinds = [k for k in rows[0] if k.startswith("llama.cpp")] if rows else []
-    head = ["shape", "slots", "or1 tok/s"] + [f"{k} tok/s" for k in kinds] + [f"or1 / {k}" for k in kinds] \
-        + ["or1 GFLOP/s"] + [f"{k} GFLOP/s" for k in kinds]
+    """The results as one Markdown table: decode tok/s of each side, each or1 column over each
+    llama.cpp column, GFLOP/s."""
+    if not rows:
+        return
+    ours = [k for k in rows[0] if k.startswith("or1 ")]
+    kinds = [k for k in rows[0] if k.startswith("llama.cpp")]
+    head = ["shape", "slots"] + [f"{k} tok/s" for k in ours + kinds] \
+        + [f"{o} / {k}" for o in ours for k in kinds] + [f"{k} GFLOP/s" for k in ours + kinds]
     print()
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
-        cells = [r["shape"], str(r["slots"]), f"{r['or1']:.0f}"] + [f"{r[k]:.0f}" for k in kinds] \
-            + [f"{r['or1'] / r[k]:.2f}" for k in kinds] + [f"{r['or1'] * r['flop'] / 1e9:.1f}"] \
-            + [f"{r[k] * r['flop'] / 1e9:.1f}" for k in kinds]
+        cells = [r["shape"], str(r["slots"])] + [f"{r[k]:.0f}" for k in ours + kinds] \
+            + [f"{r[o] / r[k]:.2f}" for o in ours for k in kinds] \
+            + [f"{r[k] * r['flop'] / 1e9:.1f}" for k in ours + kinds]
         print("| " + " | ".join(cells) + " |")
 
 
