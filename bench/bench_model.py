@@ -1,7 +1,10 @@
 """Forward+backward tokens/s of `or1 grad --bench-iters` against PyTorch fp32 on the same batch.
 
 usage: bench_model.py --or1 build/or1 [--sgemm build/bench_sgemm] [--threads 2]
-                      [--shapes small,qwen]
+                      [--shapes small,qwen] [--precision fp32|bf16]
+
+--precision bf16 runs or1 with --precision bf16 and PyTorch's iteration under
+torch.autocast("cpu", dtype=torch.bfloat16) (its matmuls in bf16 over fp32 master weights).
 
 For each shape a random F32 checkpoint and a packed batch are written to a temporary directory;
 or1 times N iterations after one warm-up; then PyTorch (torch.set_num_threads = or1's --threads)
@@ -134,14 +137,16 @@ def packed(batch):
 class TorchRunner:
     """Times the PyTorch model on one batch; the first call also runs a warm-up iteration."""
 
-    def __init__(self, cfg, params, batch):
-        self.model, self.args, self.warm = TorchModel(cfg, params), packed(batch), False
+    def __init__(self, cfg, params, batch, bf16=False):
+        self.model, self.args, self.warm, self.bf16 = TorchModel(cfg, params), packed(batch), False, bf16
 
     def iteration(self):
-        """One forward+backward from cleared gradients."""
+        """One forward+backward from cleared gradients (the forward autocast to bf16 if asked)."""
         for t in self.model.p.values():
             t.grad = None
-        self.model.loss(*self.args).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            loss = self.model.loss(*self.args)
+        loss.backward()
 
     def seconds(self, iters):
         """Mean seconds per iteration over iters iterations."""
@@ -181,10 +186,11 @@ def flops(cfg, batch):
     return 6 * (L * layer * tokens + cfg["vocab_size"] * H * resp) + attn
 
 
-def run_or1(or1, model, bpath, iters, threads):
+def run_or1(or1, model, bpath, iters, threads, precision):
     """or1's bench JSON line."""
     r = subprocess.run([or1, "grad", "--model", model, "--batch", bpath, "--entropy-coef",
-                        str(ENT_COEF), "--bench-iters", str(iters), "--threads", str(threads)],
+                        str(ENT_COEF), "--bench-iters", str(iters), "--threads", str(threads),
+                        "--precision", precision],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"or1 failed ({r.returncode}): {r.stderr.strip()}")
@@ -192,9 +198,11 @@ def run_or1(or1, model, bpath, iters, threads):
 
 
 def main():
-    args = common_args(argparse.ArgumentParser()).parse_args()
+    ap = common_args(argparse.ArgumentParser())
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    args = ap.parse_args()
     peak = start(args, self_check)
-    print(f"threads {args.threads}; OpenBLAS sgemm (n=1024): "
+    print(f"{args.precision}; threads {args.threads}; OpenBLAS sgemm (n=1024): "
           f"{'n/a' if peak is None else f'{peak:.1f} GFLOP/s'}", flush=True)
     rows = []
     for name in args.shapes.split(","):
@@ -204,10 +212,10 @@ def main():
             batch = make_batch(cfg, spec)
             bpath = os.path.join(tmp, "b.jsonl")
             files.write_jsonl(bpath, batch)
-            runner = TorchRunner(cfg, params, batch)
+            runner = TorchRunner(cfg, params, batch, args.precision == "bf16")
             t_or1, t_torch = [], []
             for _ in range(spec["rounds"]):  # interleaved, best round kept: load comes and goes
-                got = run_or1(args.or1, model, bpath, spec["iters"], args.threads)
+                got = run_or1(args.or1, model, bpath, spec["iters"], args.threads, args.precision)
                 t_or1.append(got["seconds_per_iter"])
                 t_torch.append(runner.seconds(spec["iters"]))
                 print(f"{name}: or1 {t_or1[-1]:.2f} s/iter, torch {t_torch[-1]:.2f} s/iter "

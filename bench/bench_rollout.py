@@ -1,12 +1,16 @@
-"""Rollout throughput: `or1 generate` against a PyTorch fp32 sampler with a KV cache, same run.
+"""Rollout throughput: `or1 generate` against a PyTorch sampler with a KV cache, same run.
 
 usage: bench_rollout.py --or1 build/or1 [--sgemm build/bench_sgemm] [--threads 2]
                         [--shapes small,qwen] [--slots 64,128,256] [--long auto|yes|no]
+                        [--precision fp32|bf16]
+
+--precision bf16 runs or1 with --precision bf16 and the PyTorch side with bf16 weights, activations
+and KV cache (RMSNorm and softmaxes in fp32), as a bf16 inference in PyTorch runs on a CPU.
 
 For each shape a random EOS-free F32 checkpoint and P random prompts (16 to 48 tokens) are written
 to a temporary directory; every prompt gets S samples of exactly L new tokens at temperature 1 (no
 top-p/top-k), so both sides generate P*S*L tokens; each --slots value B gives a run of B / S prompts. or1 runs as a process with --max-slots P*S (every
-sample in one decode batch); its time includes loading the checkpoint. The PyTorch side (fp32,
+sample in one decode batch); its time includes loading the checkpoint. The PyTorch side (fp32 or bf16,
 torch.set_num_threads = or1's --threads) prefills each prompt once, copies its keys and values to
 its S samples' rows of a padded [B, kv_heads, max_len, head_dim] cache per layer, then decodes all
 B = P*S samples together as [B, 1] steps: per-row positions, per-row cache writes, attention masked
@@ -52,18 +56,19 @@ def prompts_for(vocab, n, seed=0):
 
 
 class TorchSampler:
-    """The decoder in PyTorch fp32 with a padded, masked KV cache, written for speed."""
+    """The decoder in PyTorch (fp32, or bf16 weights, activations and KV cache with RMSNorm and the
+    softmaxes in fp32) with a padded, masked KV cache, written for speed."""
 
-    def __init__(self, cfg, params):
-        self.cfg = cfg
-        self.p = {n: t.to(torch.float32).contiguous() for n, t in params.items()}
+    def __init__(self, cfg, params, dtype=F32):
+        self.cfg, self.dt = cfg, dtype
+        self.p = {n: t.to(dtype).contiguous() for n, t in params.items()}
         self.head = self.p.get("lm_head.weight", self.p["model.embed_tokens.weight"])
         self.hd = ref.head_dim_of(cfg)
         self.nh, self.nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
         inv = cfg["rope_theta"] ** (-torch.arange(0, self.hd, 2, dtype=torch.float32) / self.hd)
         ang = torch.arange(cfg["max_position_embeddings"], dtype=torch.float32)[:, None] * inv[None, :]
-        self.cos = torch.cat([ang.cos(), ang.cos()], -1)
-        self.sin = torch.cat([ang.sin(), ang.sin()], -1)
+        self.cos = torch.cat([ang.cos(), ang.cos()], -1).to(dtype)
+        self.sin = torch.cat([ang.sin(), ang.sin()], -1).to(dtype)
 
     def lin(self, x, name):
         """x @ W^T + b."""
@@ -77,8 +82,8 @@ class TorchSampler:
 
     def norm(self, x, name):
         """RMSNorm."""
-        eps = self.cfg["rms_norm_eps"]
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.p[name]
+        eps, xf = self.cfg["rms_norm_eps"], x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(self.dt) * self.p[name]
 
     def layers(self, h, pos, attend):
         """The decoder stack; attend(l, q, k, v) does attention for layer l."""
@@ -99,14 +104,14 @@ class TorchSampler:
         """Causal forward of one prompt: ([layers] of (k, v) [kv, n, hd], last hidden [H])."""
         n, g = len(ids), self.nh // self.nkv
         kv = []
-        mask = torch.full((n, n), float("-inf"), dtype=F32).triu(1)
+        mask = torch.full((n, n), float("-inf"), dtype=self.dt).triu(1)
 
         def attend(l, q, k, v):
             """Causal attention of the prompt; keeps layer l's keys and values."""
             kv.append((k.transpose(0, 1), v.transpose(0, 1)))
             qs = q.view(n, self.nkv, g, self.hd).permute(1, 2, 0, 3)          # [kv, g, n, hd]
             s = qs @ k.permute(1, 2, 0)[:, None] / math.sqrt(self.hd) + mask  # [kv, g, n, n]
-            o = s.softmax(-1) @ v.transpose(0, 1)[:, None]                     # [kv, g, n, hd]
+            o = s.float().softmax(-1).to(self.dt) @ v.transpose(0, 1)[:, None]  # [kv, g, n, hd]
             return o.permute(2, 0, 1, 3)
 
         h = self.layers(self.p["model.embed_tokens.weight"][torch.tensor(ids)], torch.arange(n), attend)
@@ -114,7 +119,7 @@ class TorchSampler:
 
     def sample(self, h, temperature, gen, greedy=False):
         """Next tokens and their log-probs from final hidden states [B, H]."""
-        logp = torch.log_softmax((h @ self.head.T) / temperature, -1)
+        logp = torch.log_softmax((h @ self.head.T).float() / temperature, -1)
         tok = logp.argmax(-1) if greedy else torch.multinomial(logp.exp(), 1, generator=gen)[:, 0]
         return tok, logp.gather(1, tok[:, None])[:, 0]
 
@@ -124,9 +129,9 @@ class TorchSampler:
         gen = torch.Generator().manual_seed(seed)
         B, L, g = len(prompts) * n, max(map(len, prompts)) + new, self.nh // self.nkv
         t0 = time.perf_counter()
-        kc = [torch.zeros(B, self.nkv, L, self.hd, dtype=F32) for _ in range(self.cfg["num_hidden_layers"])]
-        vc = [torch.zeros(B, self.nkv, L, self.hd, dtype=F32) for _ in range(self.cfg["num_hidden_layers"])]
-        last = torch.empty(B, self.cfg["hidden_size"], dtype=F32)
+        kc = [torch.zeros(B, self.nkv, L, self.hd, dtype=self.dt) for _ in range(self.cfg["num_hidden_layers"])]
+        vc = [torch.zeros(B, self.nkv, L, self.hd, dtype=self.dt) for _ in range(self.cfg["num_hidden_layers"])]
+        last = torch.empty(B, self.cfg["hidden_size"], dtype=self.dt)
         for i, ids in enumerate(prompts):
             kv, h = self.prefill(ids)
             rows = slice(i * n, (i + 1) * n)
@@ -143,7 +148,7 @@ class TorchSampler:
             pos = lens + step - 1           # position of the token being fed
             width = int(pos.max()) + 1
             valid = torch.arange(width)[None, :] <= pos[:, None]
-            bias = torch.zeros(B, 1, 1, width, dtype=F32).masked_fill(~valid[:, None, None, :], float("-inf"))
+            bias = torch.zeros(B, 1, 1, width, dtype=self.dt).masked_fill(~valid[:, None, None, :], float("-inf"))
 
             def attend(l, q, k, v):
                 """Writes each row's new key/value at its position, attends over its length."""
@@ -151,7 +156,7 @@ class TorchSampler:
                 vc[l][rows, :, pos] = v
                 qs = q.view(B, self.nkv, g, self.hd)
                 s = qs @ kc[l][:, :, :width].transpose(-1, -2) / math.sqrt(self.hd) + bias
-                return s.softmax(-1) @ vc[l][:, :, :width]                  # [B, kv, g, hd]
+                return s.float().softmax(-1).to(self.dt) @ vc[l][:, :, :width]  # [B, kv, g, hd]
 
             h = self.layers(self.p["model.embed_tokens.weight"][out[:, step - 1]], pos, attend)
             out[:, step], _ = self.sample(h, temperature, gen, greedy)
@@ -186,11 +191,12 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def run_or1(or1, model, inp, n, new, threads, slots):
+def run_or1(or1, model, inp, n, new, threads, slots, precision):
     """(wall, CPU) seconds of one `or1 generate` process, after checking its output is complete."""
     t0, c0 = time.perf_counter(), child_cpu()
     r = subprocess.run([or1, "generate", "--model", model, "--input", inp, "--n", str(n), "--max-new-tokens",
-                        str(new), "--seed", "1", "--threads", str(threads), "--max-slots", str(slots)],
+                        str(new), "--seed", "1", "--threads", str(threads), "--max-slots", str(slots),
+                        "--precision", precision],
                        capture_output=True, text=True)
     dt, cpu = time.perf_counter() - t0, child_cpu() - c0
     if r.returncode != 0:
@@ -209,8 +215,8 @@ def measure(args, name, cfg, model, sampler, P, S, L, rounds):
     files.write_jsonl(inp, [{"prompt_ids": p} for p in prompts])
     o_full, o_one, o_cpu, t_full, t_dec, t_cpu = [], [], [], [], [], []
     for _ in range(rounds):
-        o_one.append(run_or1(args.or1, model, inp, S, 1, args.threads, P * S)[0])
-        wall, cpu = run_or1(args.or1, model, inp, S, L, args.threads, P * S)
+        o_one.append(run_or1(args.or1, model, inp, S, 1, args.threads, P * S, args.precision)[0])
+        wall, cpu = run_or1(args.or1, model, inp, S, L, args.threads, P * S, args.precision)
         o_full.append(wall)
         o_cpu.append(cpu)
         c0 = time.process_time()
@@ -234,16 +240,18 @@ def main():
     ap = common_args(argparse.ArgumentParser())
     ap.add_argument("--long", choices=["auto", "yes", "no"], default="auto")
     ap.add_argument("--slots", default="64,128,256", help="decode batch sizes (samples decoding together)")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="or1's --precision; the PyTorch side runs in the same dtype")
     args = ap.parse_args()
     peak = start(args, self_check)
-    print(f"threads {args.threads}; OpenBLAS sgemm: {'n/a' if peak is None else f'{peak:.1f} GFLOP/s'}; "
+    print(f"{args.precision}; threads {args.threads}; OpenBLAS sgemm: {'n/a' if peak is None else f'{peak:.1f} GFLOP/s'}; "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     rows, notes = [], []
     for name in args.shapes.split(","):
         spec = SHAPES[name]
         with tempfile.TemporaryDirectory() as tmp:
             model, cfg, params = random_checkpoint(tmp, spec["cfg"])
-            sampler = TorchSampler(cfg, params)
+            sampler = TorchSampler(cfg, params, torch.bfloat16 if args.precision == "bf16" else F32)
             S = spec["samples"]
             for slots in (int(v) for v in args.slots.split(",")):
                 rows.append(measure(args, name, cfg, model, sampler, max(1, slots // S), S, spec["new"],

@@ -105,10 +105,11 @@ or1_backend *or1_backend_cuda(or1_cuda_prec prec);
 /* The GPU behind a backend made by or1_backend_cuda: name and memory, for reports. */
 const char *or1_backend_cuda_device(or1_backend *be);
 
-/* The backend for a device name: "cpu" (or empty), or "cuda" (bf16 matmuls; fp32 when the
- * environment sets OR1_CUDA_PREC=fp32). NULL with or1_fail for an unknown name or a device
- * that cannot be opened. */
-or1_backend *or1_backend_open(const char *device);
+/* The backend for a device name and a matmul precision: "cpu" (or empty), or "cuda"; precision
+ * "fp32", "bf16", or "auto" / empty / NULL for the device's own (fp32 on the CPU; bf16 on a GPU,
+ * fp32 there when the environment sets OR1_CUDA_PREC=fp32). NULL with or1_fail for an unknown
+ * name or a device that cannot be opened. */
+or1_backend *or1_backend_open(const char *device, const char *precision);
 
 #ifdef __cplusplus
 }

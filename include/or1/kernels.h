@@ -20,6 +20,18 @@ void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T,
  * Used by the rollout engine, whose samples must not depend on batch composition. */
 void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out);
 
+/* bf16 (bfloat16) values as their 16 bits: the upper half of the float they round to. */
+typedef uint16_t or1_bf16;
+/* n floats to bf16, rounding to nearest, ties to even (NaN stays NaN, overflow gives inf). */
+void or1_bf16_from_f32(or1_bf16 *dst, const float *src, size_t n);
+/* x rounded to the nearest bf16 value, as a float. */
+float or1_bf16_round(float x);
+/* or1_matmul_rows with bf16 weights: each input is rounded to bf16, each product of two bf16
+ * values is formed exactly and summed in fp32 in or1_matmul_rows' order (the bias, fp32, added
+ * last). Batch-invariant as or1_matmul_rows; the trainer's forward and the rollout both use it
+ * under `precision: bf16`, so their matmuls agree bit for bit. */
+void or1_matmul_rows_bf16(float *y, const float *x, const or1_bf16 *w, const float *b, int B, int in, int out);
+
 /* x += res first when res is not NULL (the residual connection into this norm, in the same pass),
  * then y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps) saved per row. */
 void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int T, int H, float eps);
@@ -58,11 +70,14 @@ void or1_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, int 
 
 /* Streaming log-prob + entropy head over vocabulary chunks.
  * For n rows h[n,H] (final hidden states), logits z = h W^T / temperature with W[V,H]:
- * logp[i] = z[tgt[i]] - lse_i, entropy[i] = lse_i - E_p[z]; lse and ez are saved for backward. */
+ * logp[i] = z[tgt[i]] - lse_i, entropy[i] = lse_i - E_p[z]; lse and ez are saved for backward.
+ * With wb (W's bf16 copy, else NULL) the logits are or1_matmul_rows_bf16's. */
 void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
-              const int32_t *tgt, int n, int H, int V, float temperature, float *scratch);
-/* Given g_logp, g_entropy per row: dh[n,H] (overwritten) and dW[V,H] (accumulated). */
-void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+              const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature, float *scratch);
+/* Given g_logp, g_entropy per row: dh[n,H] (overwritten) and dW[V,H] (accumulated). With wb the
+ * logits are recomputed as the forward made them; dh and dW are taken against the fp32 W and h
+ * (the bf16 rounding passes gradients straight through). */
+void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb, const int32_t *tgt,
                   const float *lse, const float *ez, const float *g_logp, const float *g_entropy,
                   int n, int H, int V, float temperature, float *scratch);
 /* Floats of scratch or1_head / or1_head_bwd need for n rows. */

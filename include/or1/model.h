@@ -214,10 +214,14 @@ typedef struct {
 /* Every backend instance starts with this (its own state follows). */
 struct or1_backend {
     const or1_backend_ops *ops;
+    bool bf16; /* forward matmuls over bf16 copies of the weights (params_changed keeps them) */
 };
 
 /* The CPU backend (OpenBLAS + OpenMP); never fails. */
 or1_backend *or1_backend_cpu(void);
+/* The CPU backend with its forward matmuls (trainer and rollout, the head's logits) in bf16
+ * over bf16 copies of the weights when bf16 is true (see or1_matmul_rows_bf16). */
+or1_backend *or1_backend_cpu_prec(bool bf16);
 /* Releases a backend made by any constructor. */
 void or1_backend_free(or1_backend *be);
 

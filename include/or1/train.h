@@ -111,7 +111,8 @@ typedef struct {
         or1_dtype dtype;      /* of the weights: OR1_F32 or OR1_BF16 */
     } checkpoint;
     char *output_dir;
-    char *device; /* backend name: cpu | cuda */
+    char *device;    /* backend name: cpu | cuda */
+    char *precision; /* matmul precision: auto | fp32 | bf16 */
     int seed;
 } or1_train_config;
 

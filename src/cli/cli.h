@@ -54,7 +54,9 @@ typedef struct {
         FLAG_INT("max-new-tokens", max_new_def, max_new_lo, 1 << 24, max_new_help),                            \
         FLAG_INT("seed", "0", 0, INT64_MAX, "sampling seed (each prompt gets its own stream)")
 /* --device of the commands that run a model. */
-#define FLAG_DEVICE FLAG_STR("device", "cpu|cuda", "cpu", "backend the model runs on")
+#define FLAG_DEVICE                                                                                     \
+    FLAG_STR("device", "cpu|cuda", "cpu", "backend the model runs on"),                                \
+        FLAG_STR("precision", "auto|fp32|bf16", "auto", "matmul precision; auto: fp32 on cpu, bf16 on cuda")
 
 /* A subcommand: its name, its function, and what `or1 help CMD` prints. */
 typedef struct cli_args cli_args;
@@ -122,7 +124,7 @@ typedef struct {
 } cli_model;
 
 /* Loads dir and places it on device: -1 (with or1_fail) and nothing open on failure. */
-int cli_model_open(cli_model *cm, const char *dir, const char *device);
+int cli_model_open(cli_model *cm, const char *dir, const char *device, const char *precision);
 void cli_model_close(cli_model *cm);
 
 /* Token ids of one side of an input row: "<side>_ids", or "<side>" text through tok (NULL:

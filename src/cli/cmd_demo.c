@@ -216,7 +216,7 @@ typedef struct {
     or1_sft_cfg cfg;
     or1_dtype dtype;
     int64_t save_every;
-    const char *device;
+    const char *device, *precision;
     cli_model *cm;
     int save_rc;
 } sft_opts;
@@ -279,6 +279,7 @@ static int sft_flags(cli_args *a, sft_opts *o) {
     o->out = cli_str(a, "out");
     o->tokenizer = cli_str(a, "tokenizer");
     o->device = cli_str(a, "device");
+    o->precision = cli_str(a, "precision");
     cli_int(a, "steps", &steps);
     cli_int(a, "batch", &batch);
     cli_int(a, "warmup", &warmup);
@@ -330,7 +331,7 @@ static int cmd_sft(cli_args *a) {
     sft_opts o;
     if (sft_flags(a, &o)) return 2;
     cli_model cm;
-    if (cli_model_open(&cm, o.dir, o.device)) return 1;
+    if (cli_model_open(&cm, o.dir, o.device, o.precision)) return 1;
     or1_tokenizer *tok = NULL;
     example_list l = {0};
     int rc = 1;

@@ -157,9 +157,10 @@ static const cli_flag_spec generate_flags[] = {
 
 /* or1 generate --model DIR --input FILE [--n M] [--temperature T] [--top-p P] [--top-k K]
  *   [--max-new-tokens L] [--seed S] [--stop ID,...] [--tokenizer PATH] [--max-slots B] [--kv-cache-gb G]
- *   [--device cpu|cuda] */
+ *   [--device cpu|cuda] [--precision P] */
 static int cmd_generate(cli_args *a) {
     const char *dir = cli_str(a, "model"), *input = cli_str(a, "input"), *device = cli_str(a, "device");
+    const char *precision = cli_str(a, "precision");
     or1_sampling s;
     int64_t n, slots;
     double kv_gb;
@@ -167,7 +168,7 @@ static int cmd_generate(cli_args *a) {
     cli_int(a, "max-slots", &slots);
     cli_double(a, "kv-cache-gb", &kv_gb);
     cli_model cm;
-    if (cli_model_open(&cm, dir, device)) return 1;
+    if (cli_model_open(&cm, dir, device, precision)) return 1;
     const or1_model *m = &cm.m;
     or1_tokenizer *tok = NULL;
     int32_t *stop = NULL;

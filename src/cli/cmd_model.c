@@ -72,15 +72,16 @@ static const cli_flag_spec logprobs_flags[] = {
     FLAG_DEVICE,
 };
 
-/* or1 logprobs --model DIR --input FILE [--temperature T] [--device cpu|cuda] */
+/* or1 logprobs --model DIR --input FILE [--temperature T] [--device cpu|cuda] [--precision P] */
 static int cmd_logprobs(cli_args *a) {
     const char *dir = cli_str(a, "model"), *input = cli_str(a, "input"), *device = cli_str(a, "device");
+    const char *precision = cli_str(a, "precision");
     double t = 1.0;
     cli_double(a, "temperature", &t);
     float temperature = (float)t;
     if (cli_check_unused(a)) return 2;
     cli_model cm;
-    if (cli_model_open(&cm, dir, device)) return 1;
+    if (cli_model_open(&cm, dir, device, precision)) return 1;
     or1_jsonl_reader r;
     if (or1_jsonl_open(&r, input)) {
         cli_model_close(&cm);
@@ -213,7 +214,7 @@ typedef struct {
     or1_loss_cfg loss;
     int64_t micro_tokens, bench_iters;
     bool step;
-    const char *device;
+    const char *device, *precision;
     or1_adamw_cfg adam;
     double max_grad_norm;
     or1_dtype save_dtype;
@@ -270,6 +271,7 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     o->save = cli_str(a, "save");
     o->step = cli_flag(a, "step");
     o->device = cli_str(a, "device");
+    o->precision = cli_str(a, "precision");
     cli_double(a, "temperature", &t);
     cli_double(a, "clip-low", &lo);
     cli_double(a, "clip-high", &hi);
@@ -365,7 +367,7 @@ static int cmd_grad(cli_args *a) {
     grad_opts o;
     if (grad_flags(a, &o)) return 2;
     cli_model cm;
-    if (cli_model_open(&cm, o.dir, o.device)) return 1;
+    if (cli_model_open(&cm, o.dir, o.device, o.precision)) return 1;
     sample_list l = {0};
     int rc = read_batch(o.batch, cm.m.cfg.vocab, &l);
     or1_values ents = {0};

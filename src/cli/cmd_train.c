@@ -58,7 +58,7 @@ const cli_command cli_cmd_train = CLI_COMMAND(
 
 /* Flags shared by eval and difficulty: model, data, sampling. */
 typedef struct {
-    const char *model, *data, *tokenizer, *template_name, *dump, *device;
+    const char *model, *data, *tokenizer, *template_name, *dump, *device, *precision;
     or1_eval_opts o;
 } eval_flags;
 
@@ -86,6 +86,7 @@ static void parse_eval_flags(cli_args *a, eval_flags *f) {
     f->template_name = cli_str(a, "chat-template");
     f->dump = cli_str(a, "dump");
     f->device = cli_str(a, "device");
+    f->precision = cli_str(a, "precision");
     cli_sampling(a, &s, &n);
     cli_int(a, "max-slots", &slots);
     cli_double(a, "kv-cache-gb", &kv_gb);
@@ -105,7 +106,7 @@ typedef struct {
 /* Loads model, tokenizer, rows (unfiltered, in file order) and a sandbox pool if needed. */
 static int eval_open(eval_env *e, const eval_flags *f) {
     memset(e, 0, sizeof *e);
-    if (cli_model_open(&e->cm, f->model, f->device)) return -1;
+    if (cli_model_open(&e->cm, f->model, f->device, f->precision)) return -1;
     e->tok = or1_tokenizer_load(f->tokenizer ? f->tokenizer : f->model);
     if (!e->tok) return -1;
     or1_data_file file = {(char *)f->data, 1};

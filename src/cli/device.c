@@ -7,14 +7,14 @@
 
 #include <string.h>
 
-/* Loads dir and places it on device; on failure nothing is left open. */
-int cli_model_open(cli_model *cm, const char *dir, const char *device) {
+/* Loads dir and places it on device in the given precision; on failure nothing is left open. */
+int cli_model_open(cli_model *cm, const char *dir, const char *device, const char *precision) {
     memset(cm, 0, sizeof *cm);
     if (or1_model_load(&cm->m, dir)) return -1;
-    cm->be = or1_backend_open(device);
+    cm->be = or1_backend_open(device, precision);
     if (cm->be) cm->dm = or1_dmodel_new(cm->be, &cm->m);
     if (cm->dm) return 0;
-    or1_fail_ctx("--device %s", device);
+    or1_fail_ctx("--device %s --precision %s", device, precision ? precision : "auto");
     cli_model_close(cm);
     return -1;
 }

@@ -550,6 +550,7 @@ or1_backend *or1_backend_cuda(or1_cuda_prec prec) {
     if (!g) return NULL;
     cuda_backend *c = (cuda_backend *)or1_calloc(1, sizeof *c);
     c->base.ops = &CUDA_OPS;
+    c->base.bf16 = prec == OR1_CUDA_BF16;
     c->g = g;
     return &c->base;
 }

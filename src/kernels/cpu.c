@@ -4,7 +4,6 @@
 #include "or1/core.h"
 
 #include <cblas.h>
-#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -70,227 +69,19 @@ void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T,
     if (db) colsum(db, dy, NULL, NULL, T, out);
 }
 
-/* The batch-invariant matmul's vectors: 16 lanes where the CPU has AVX-512, else 8. */
+/* The attention kernels' vectors: 16 lanes where the CPU has AVX-512, else 8. */
 #if defined(__AVX512F__)
 enum { VL = 16 };
 #else
 enum { VL = 8 };
 #endif
 typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-enum { TILE_R = 4, TILE_O = 6 }; /* rows x outputs of one tile: 24 accumulators in registers */
 
 /* Loads VL floats from any alignment. */
 static inline vf loadv(const float *p) {
     vf v;
     memcpy(&v, p, sizeof v);
     return v;
-}
-
-#if !defined(__AVX512F__)
-typedef float v4f __attribute__((vector_size(4 * sizeof(float))));
-
-/* The sum of an 8-lane vector by halving (lanes l and l+4, then l+2, then l+1): the same tree
- * for every element of every tile. With AVX-512, hsum16 sums 16 lanes the same way. */
-static inline float hsum(vf a) {
-    v4f q = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-    return (q[0] + q[2]) + (q[1] + q[3]);
-}
-#endif
-
-#if defined(__AVX512F__)
-/* The lane sums of 16 vectors at once, each by the same halving tree (lanes l and l+8, then
- * l and l+4, then l and l+2, then l and l+1; an addition is commutative in floating point, so
- * only the pairing matters): 15 vector additions instead of 16 separate trees. */
-static inline void hsum16(float out[16], const vf v[16]) {
-    __m512 r[8], q[4], t[2];
-    for (int e = 0; e < 8; e++) /* lanes l + l+8: [v[2e] | v[2e+1]], 8 partials each */
-        r[e] = _mm512_add_ps(_mm512_shuffle_f32x4((__m512)v[2 * e], (__m512)v[2 * e + 1], 0x44),
-                             _mm512_shuffle_f32x4((__m512)v[2 * e], (__m512)v[2 * e + 1], 0xEE));
-    for (int e = 0; e < 4; e++) /* l + l+4: quarter k holds element 4e+k's 4 partials */
-        q[e] = _mm512_add_ps(_mm512_shuffle_f32x4(r[2 * e], r[2 * e + 1], 0x88),
-                             _mm512_shuffle_f32x4(r[2 * e], r[2 * e + 1], 0xDD));
-    for (int e = 0; e < 2; e++) /* l + l+2: quarter k holds [4k', 4k'+1 of q[2e]], then of q[2e+1] */
-        t[e] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * e], q[2 * e + 1], 0x44),
-                             _mm512_shuffle_ps(q[2 * e], q[2 * e + 1], 0xEE));
-    __m512 f = _mm512_add_ps(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xDD));
-    float lanes[16];
-    _mm512_storeu_ps(lanes, f);
-    for (int k = 0; k < 4; k++) /* lane 4k + c holds element k + 4c */
-        for (int c = 0; c < 4; c++) out[k + 4 * c] = lanes[4 * k + c];
-}
-#endif
-
-/* The lane sums of a tile's accumulators into acc (hsum16 where there are 16 lanes). */
-static inline void tile_sums(float acc[TILE_R][TILE_O], vf a[TILE_R][TILE_O]) {
-#if defined(__AVX512F__)
-    enum { N = TILE_R * TILE_O };
-    vf v[32] = {{0}};
-    float s[32];
-    memcpy(v, a, sizeof(vf) * N);
-    for (int e = 0; e < N; e += 16) hsum16(s + e, v + e);
-    memcpy(acc, s, sizeof(float) * N);
-#else
-    for (int i = 0; i < TILE_R; i++)
-        for (int j = 0; j < TILE_O; j++) acc[i][j] = hsum(a[i][j]);
-#endif
-}
-
-/* One tile over the inputs [k0, k1): rows x[0..TILE_R) against weight rows w[0..TILE_O) (row
- * pointers, so that a tile at the edge repeats its last row or output rather than read past it).
- * Each element is a VL-lane accumulation carried in part[] from one block of inputs to the next
- * (zero before the first); after the last block (last != 0) its lanes are summed by a fixed
- * halving tree and the scalar tail added in order, into acc. The same arithmetic wherever the
- * element sits, whatever the batch and however the inputs are blocked. */
-static inline void dot_tile(float acc[TILE_R][TILE_O], vf *part, const float *const *x, const float *const *w,
-                            int k0, int k1, int in, int last) {
-    vf a[TILE_R][TILE_O];
-    for (int i = 0; i < TILE_R; i++)
-        for (int j = 0; j < TILE_O; j++) a[i][j] = k0 == 0 ? (vf){0} : part[i * TILE_O + j];
-    for (int k = k0; k + VL <= k1; k += VL) {
-        vf wv[TILE_O];
-        for (int j = 0; j < TILE_O; j++) wv[j] = loadv(w[j] + k);
-        for (int i = 0; i < TILE_R; i++) {
-            vf xv = loadv(x[i] + k);
-            for (int j = 0; j < TILE_O; j++) a[i][j] += xv * wv[j];
-        }
-    }
-    if (!last) {
-        for (int i = 0; i < TILE_R; i++)
-            for (int j = 0; j < TILE_O; j++) part[i * TILE_O + j] = a[i][j];
-        return;
-    }
-    tile_sums(acc, a);
-    for (int i = 0; i < TILE_R; i++)
-        for (int j = 0; j < TILE_O; j++)
-            for (int t = in - in % VL; t < in; t++) acc[i][j] += x[i][t] * w[j][t];
-}
-
-enum { ROWS_L2_FLOATS = 1 << 17 }; /* 512 KiB of a block of inputs over all rows: stays in L2 */
-/* Outputs of 8 tiles are staged and then written to y a row segment at a time: writing each
- * tile's 6 columns straight into rows `out` apart cost 15% at out = 9728 (partial cache lines). */
-enum { STAGE_TILES = 8, STAGE = STAGE_TILES * TILE_O };
-enum { ROWS_CHUNK = 128 }; /* rows a weight tile is swept over: their inputs stay in L2 */
-
-/* Inputs per block for B rows: their share of a block stays in L2 (at least 4 vectors). */
-static int rows_block(int B) {
-    int kc = ROWS_L2_FLOATS / B / VL * VL;
-    return kc < 4 * VL ? 4 * VL : kc;
-}
-
-/* Floats of one thread's scratch for chunks of at most B rows and `in` inputs: the staged
- * outputs (a multiple of 16 floats, so what follows stays vector-aligned), then, where the
- * inputs come in blocks, the partial sums of a group of tiles. */
-static size_t rows_scratch(int B, int in) {
-    int n_rt = (B + TILE_R - 1) / TILE_R, kv = in - in % VL;
-    size_t part = kv > rows_block(B) ? (size_t)STAGE_TILES * n_rt * TILE_R * TILE_O * VL : 0;
-    return (size_t)ROWS_CHUNK * STAGE + part;
-}
-
-/* One unit of or1_matmul_rows' work: the weight rows of a tile over a block of inputs. */
-typedef struct {
-    const float *w[TILE_O];
-    int o0, no, k0, k1;
-} rows_unit;
-
-/* The unit of tile t and input block k0 (kc inputs a block, kv the vectorised inputs). */
-static rows_unit unit_at(const float *w, int t, int k0, int kc, int kv, int in, int out) {
-    rows_unit u = {.o0 = t * TILE_O, .k0 = k0, .k1 = kv - k0 > kc ? k0 + kc : kv};
-    u.no = out - u.o0 < TILE_O ? out - u.o0 : TILE_O;
-    for (int j = 0; j < TILE_O; j++) u.w[j] = w + (size_t)(u.o0 + (j < u.no ? j : u.no - 1)) * in;
-    return u;
-}
-
-/* Part `part` of `parts` of a unit's weight cache lines, prefetched into L2: the weights sit in
- * L1 while a unit is swept over every row, so the hardware sees no misses to prefetch on, and
- * each new unit would wait on memory; spreading the next unit's lines over the current sweep
- * hides that wait. */
-static void prefetch_unit(const rows_unit *u, int part, int parts) {
-    enum { LINE = 64 / sizeof(float) };
-    long per_row = (u->k1 - u->k0 + LINE - 1) / LINE, lines = per_row * TILE_O;
-    if (!lines) return; /* fewer inputs than a vector: nothing but the scalar tail */
-    long id = lines * part / parts, end = lines * (part + 1) / parts, j = id / per_row, l = id % per_row;
-    for (; id < end; id++) {
-        __builtin_prefetch(u->w[j] + u->k0 + l * LINE, 0, 2);
-        if (++l == per_row) l = 0, j++;
-    }
-}
-
-/* Sweeps one unit over all B rows, TILE_R at a time, carrying partial sums in part; after the
- * last input block writes the results (plus bias) to column c of ys, whose rows are STAGE wide.
- * `next` (or NULL) is prefetched along the way. */
-static void sweep_unit(float *ys, int c, const float *x, const float *b, vf *part, const rows_unit *u,
-                       const rows_unit *next, int B, int in, int last) {
-    int n_rt = (B + TILE_R - 1) / TILE_R;
-    for (int rt = 0; rt < n_rt; rt++) {
-        if (next) prefetch_unit(next, rt, n_rt);
-        int r0 = rt * TILE_R, nr = B - r0 < TILE_R ? B - r0 : TILE_R;
-        const float *xr[TILE_R];
-        for (int i = 0; i < TILE_R; i++) xr[i] = x + (size_t)(r0 + (i < nr ? i : nr - 1)) * in;
-        float acc[TILE_R][TILE_O];
-        dot_tile(acc, part ? part + (size_t)rt * TILE_R * TILE_O : NULL, xr, u->w, u->k0, u->k1, in, last);
-        if (!last) continue;
-        for (int i = 0; i < nr; i++)
-            for (int j = 0; j < u->no; j++)
-                ys[(size_t)(r0 + i) * STAGE + c + j] = b ? acc[i][j] + b[u->o0 + j] : acc[i][j];
-    }
-}
-
-/* The unit after tile t over the block k0 in a group of tiles [g0, g1) of a thread's tiles
- * [.., t1): the next tile on the same block, else the group's first on the next block, else the
- * next group's first. Returns 0 when there is none. */
-static int next_unit(rows_unit *n, const float *w, int t, int g0, int g1, int t1, const rows_unit *u, int kc, int kv,
-                     int in, int out) {
-    if (t + 1 < g1) *n = unit_at(w, t + 1, u->k0, kc, kv, in, out);
-    else if (u->k1 < kv) *n = unit_at(w, g0, u->k1, kc, kv, in, out);
-    else if (g1 < t1) *n = unit_at(w, g1, 0, kc, kv, in, out);
-    else return 0;
-    return 1;
-}
-
-/* or1_matmul_rows over at most ROWS_CHUNK rows: parallel over tiles of TILE_O weight rows. A tile's weights
- * are swept over all B rows; groups of STAGE_TILES tiles go through the inputs one block at a
- * time, the block sized so that the B rows' share of it stays in the L2 cache beside the group's
- * partial sums (the weights' share sits in L1). No element's lane sums are split or reordered by
- * the blocking, so a row's result is the same bits whatever B, the tile it falls in and the
- * thread count. Thread i stages outputs and partial sums in scratch + i * per_thread. */
-static void matmul_rows_chunk(float *y, const float *x, const float *w, const float *b, int B, int in, int out,
-                              float *scratch, size_t per_thread) {
-    int n_tiles = (out + TILE_O - 1) / TILE_O, n_rt = (B + TILE_R - 1) / TILE_R, kv = in - in % VL;
-    int kc = rows_block(B);
-    size_t part_tile = (size_t)n_rt * TILE_R * TILE_O; /* vectors of partial sums per tile */
-    #pragma omp parallel
-    {
-        int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        float *ys = scratch + (size_t)id * per_thread;
-        vf *part = kv > kc ? (vf *)(ys + (size_t)ROWS_CHUNK * STAGE) : NULL;
-        int t0 = (int)((long)n_tiles * id / nt), t1 = (int)((long)n_tiles * (id + 1) / nt);
-        for (int g0 = t0; g0 < t1; g0 += STAGE_TILES) {
-            int g1 = t1 - g0 < STAGE_TILES ? t1 : g0 + STAGE_TILES;
-            for (int k0 = 0, last = 0; !last; k0 += kc)
-                for (int t = g0; t < g1; t++) {
-                    rows_unit u = unit_at(w, t, k0, kc, kv, in, out), next;
-                    last = u.k1 == kv;
-                    int more = next_unit(&next, w, t, g0, g1, t1, &u, kc, kv, in, out);
-                    sweep_unit(ys, (t - g0) * TILE_O, x, b, part ? part + (t - g0) * part_tile : NULL, &u,
-                               more ? &next : NULL, B, in, last);
-                }
-            int c0 = g0 * TILE_O, n = (g1 * TILE_O < out ? g1 * TILE_O : out) - c0;
-            for (int r = 0; r < B; r++) memcpy(y + (size_t)r * out + c0, ys + (size_t)r * STAGE, (size_t)n * sizeof *y);
-        }
-    }
-}
-
-/* Batch-invariant y = x W^T + b, ROWS_CHUNK rows at a time (a prompt's prefill has thousands):
- * beyond that the rows' inputs and partial sums leave the L2 cache, and the rate halved at 512
- * rows. Every row's result is the same bits in any chunk. Each thread's staging and partial
- * sums are allocated once for all chunks. */
-void or1_matmul_rows(float *y, const float *x, const float *w, const float *b, int B, int in, int out) {
-    size_t per_thread = rows_scratch(B < ROWS_CHUNK ? B : ROWS_CHUNK, in); /* later chunks are no larger */
-    float *scratch = or1_alloc_floats((size_t)or1_threads() * per_thread);
-    for (int r = 0; r < B; r += ROWS_CHUNK)
-        matmul_rows_chunk(y + (size_t)r * out, x + (size_t)r * in, w, b, B - r < ROWS_CHUNK ? B - r : ROWS_CHUNK, in,
-                          out, scratch, per_thread);
-    free(scratch);
 }
 
 /* RMSNorm forward, one row per token, after adding the residual res (if any) into x. */
@@ -811,9 +602,18 @@ void or1_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, int 
     }
 }
 
-/* Logits of vocabulary rows [c0, c0+vc) for n hidden rows, already divided by the temperature. */
-static void chunk_logits(float *z, const float *h, const float *w, int n, int H, int c0, int vc, float inv_t) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, vc, H, inv_t, h, H, w + (size_t)c0 * H, H, 0.0f, z, vc);
+/* Logits of vocabulary rows [c0, c0+vc) for n hidden rows, already divided by the temperature:
+ * sgemm, or with bf16 weights (wb) the bf16 row kernel that the rollout's sampler also uses. */
+static void chunk_logits(float *z, const float *h, const float *w, const or1_bf16 *wb, int n, int H, int c0, int vc,
+                         float inv_t) {
+    if (!wb) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, vc, H, inv_t, h, H, w + (size_t)c0 * H, H, 0.0f, z,
+                    vc);
+        return;
+    }
+    or1_matmul_rows_bf16(z, h, wb + (size_t)c0 * H, NULL, n, H, vc);
+    size_t m = (size_t)n * vc;
+    for (size_t i = 0; i < m; i++) z[i] *= inv_t;
 }
 
 /* Scratch floats for the head: one [n x VOCAB_CHUNK] logits block. */
@@ -844,14 +644,14 @@ static void exp_moments(const float *z, int n, float m, double *a, double *b) {
  * row (each chunk's sums in float lanes, the running ones in double), and the target's logit
  * when it falls in the chunk. */
 void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
-              const int32_t *tgt, int n, int H, int V, float temperature, float *scratch) {
+              const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature, float *scratch) {
     double m[n], s[n], sz[n];
     float zt[n];
     for (int i = 0; i < n; i++) m[i] = -INFINITY, s[i] = 0, sz[i] = 0, zt[i] = 0;
     float inv_t = 1.0f / temperature;
     for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
         int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
-        chunk_logits(scratch, h, w, n, H, c0, vc, inv_t);
+        chunk_logits(scratch, h, w, wb, n, H, c0, vc, inv_t);
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++) {
             const float *z = scratch + (size_t)i * vc;
@@ -875,14 +675,14 @@ void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h
 
 /* Recomputes each logits chunk, forms dz = g_lp*(onehot - p) - g_H*p*(z - E[z]), scales by
  * 1/temperature, and feeds two sgemms: dh += dz W_chunk, dW_chunk += dz^T h. */
-void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
+void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb, const int32_t *tgt,
                   const float *lse, const float *ez, const float *g_logp, const float *g_entropy,
                   int n, int H, int V, float temperature, float *scratch) {
     float inv_t = 1.0f / temperature;
     memset(dh, 0, (size_t)n * H * sizeof *dh);
     for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
         int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
-        chunk_logits(scratch, h, w, n, H, c0, vc, inv_t);
+        chunk_logits(scratch, h, w, wb, n, H, c0, vc, inv_t);
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++) {
             float *z = scratch + (size_t)i * vc;

@@ -226,25 +226,25 @@ static bool has_code(const or1_dataset *d) {
 static double gib(double n) { return n / 1073741824.0; }
 
 /* What this rank holds on its device, printed once at the start: weights (fp32 masters,
- * and their bf16 copies off the host), gradients, AdamW moments (its shard under ZeRO-1),
+ * and their bf16 copies in bf16 precision), gradients, AdamW moments (its shard under ZeRO-1),
  * the training workspace at the largest micro-batch, and the rollout KV budget. */
 static void report_memory(const trainer *t) {
-    double w = (double)t->m.n_floats * sizeof(float), bf = t->be->ops->host_memory ? 0 : w / 2;
+    double w = (double)t->m.n_floats * sizeof(float), bf = t->be->bf16 ? w / 2 : 0;
     int micro = 0;
     for (size_t s = 0; s < t->cfg->n_stages; s++)
         if (or1_train_micro_tokens(t->cfg, s) > micro) micro = or1_train_micro_tokens(t->cfg, s);
     fprintf(stderr,
-            "train: memory on rank %d (%s): weights %.3g GiB + bf16 copy %.3g GiB, gradients %.3g GiB, AdamW moments "
+            "train: memory on rank %d (%s, %s): weights %.3g GiB + bf16 copy %.3g GiB, gradients %.3g GiB, AdamW moments "
             "%.3g GiB, activations %.3g GiB at %d tokens, KV cache up to %.3g GiB%s\n",
-            t->d->rank, t->be->ops->name, gib(w), gib(bf), gib(w), gib(2.0 * (double)t->opt.n * sizeof(float)),
+            t->d->rank, t->be->ops->name, t->be->bf16 ? "bf16 matmuls" : "fp32", gib(w), gib(bf), gib(w), gib(2.0 * (double)t->opt.n * sizeof(float)),
             gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.kv_cache_gb,
             t->has_ref ? " (and the reference model's weights)" : "");
 }
 
 /* The configured backend, with the model (and the reference) placed on it. */
 static int open_device(trainer *t) {
-    t->be = or1_backend_open(t->cfg->device);
-    if (!t->be) return or1_fail_ctx("key \"device\"");
+    t->be = or1_backend_open(t->cfg->device, t->cfg->precision);
+    if (!t->be) return or1_fail_ctx("keys \"device\" and \"precision\"");
     t->dm = or1_dmodel_new(t->be, &t->m);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new(t->be, &t->ref);
     if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;

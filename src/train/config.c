@@ -122,6 +122,7 @@ const or1_yaml_key or1_train_schema[] = {
     STR_KEY("checkpoint.dtype", "f32", "weights in checkpoints: f32 (exact resume) | bf16 (half the size)"),
     PATH_KEY("output.dir", "runs/train", "metrics.jsonl and checkpoints go here"),
     STR_KEY("device", "cpu", "backend the model runs on: cpu | cuda"),
+    STR_KEY("precision", "auto", "matmul precision: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16"),
     INT_KEY("seed", "1", 0, INT_MAX, "data order and sampling seed"),
 };
 const size_t or1_train_schema_len = sizeof or1_train_schema / sizeof or1_train_schema[0];
@@ -139,7 +140,7 @@ static const struct {
     F("data.difficulty.max", data.difficulty_max), F("rollout.n", rollout.n),
     F("rollout.temperature", rollout.temperature), F("rollout.top_p", rollout.top_p),
     F("rollout.top_k", rollout.top_k), F("rollout.max_new_tokens", rollout.max_new_tokens),
-    F("rollout.max_slots", rollout.max_slots), F("rollout.kv_cache_gb", rollout.kv_cache_gb), F("device", device),
+    F("rollout.max_slots", rollout.max_slots), F("rollout.kv_cache_gb", rollout.kv_cache_gb), F("device", device), F("precision", precision),
     F("train.prompts_per_step", train.prompts_per_step), F("train.mini_batch", train.mini_batch),
     F("train.epochs", train.epochs), F("train.steps", train.steps), F("train.micro_tokens", train.micro_tokens),
     F("train.zero", train.zero),
@@ -240,7 +241,7 @@ static const char *where_of(const or1_yaml *cfg, const char *path, char *buf, si
 }
 
 /* The enumerated keys: entropy mode and update cadence, KL estimator, rollout correction, advantage estimator
- * and mask, loss aggregation and mode, missing difficulty policy, checkpoint dtype. */
+ * and mask, loss aggregation and mode, missing difficulty policy, checkpoint dtype, precision. */
 static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     const or1_yaml_node *root = or1_yaml_root(cfg);
     char w[700];
@@ -266,6 +267,9 @@ static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     if (strcmp(dt, "f32") && strcmp(dt, "bf16"))
         return or1_fail("%s: \"%.64s\" is not one of f32, bf16", where_of(cfg, "checkpoint.dtype", w, sizeof w), dt);
     c->checkpoint.dtype = strcmp(dt, "bf16") ? OR1_F32 : OR1_BF16;
+    const char *pr = str_of(root, "precision");
+    if (strcmp(pr, "auto") && strcmp(pr, "fp32") && strcmp(pr, "bf16"))
+        return or1_fail("%s: \"%.64s\" is not one of auto, fp32, bf16", where_of(cfg, "precision", w, sizeof w), pr);
     c->advantage.reject = c->rejection.enabled;
     c->advantage.keep_single = c->rejection.keep_single;
     return 0;

@@ -20,13 +20,13 @@ OR1, ROOT = sys.argv[1], sys.argv[2]
 MODEL = os.path.join(ROOT, "models", "arith-base")
 SAMPLING = ["n", "temperature", "top-p", "top-k", "max-new-tokens", "seed"]
 EVAL = ["model", "data", "tokenizer", "chat-template", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
-        "code-timeout", "device"]
+        "code-timeout", "device", "precision"]
 # Every flag of every command, written out here (not read from the program) so that a flag
 # dropped from a table, or a table the help does not show, fails the test.
 FLAGS = {
-    "logprobs": ["model", "input", "temperature", "device"],
+    "logprobs": ["model", "input", "temperature", "device", "precision"],
     "init": ["config", "out", "seed", "std", "save-dtype"],
-    "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "max-slots", "kv-cache-gb", "device"],
+    "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "max-slots", "kv-cache-gb", "device", "precision"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
     "eval": EVAL,
     "difficulty": [*EVAL, "out", "in-place", "name"],
@@ -34,7 +34,7 @@ FLAGS = {
              "entropy-coef", "micro-batch-tokens", "bench-iters", "lr", "weight-decay", "max-grad-norm",
              "rollout-is", "rollout-is-low", "rollout-is-high", "offpolicy-delta", "loss-agg", "loss-scale", "loss-mode", "clip-ratio-c",
              "gspo-clip-low", "gspo-clip-high", "cispo-clip-low", "cispo-clip-high", "clip-cov-ratio", "clip-cov-lb",
-             "clip-cov-ub", "kl-cov-ratio", "ppo-kl-coef", "top-entropy-quantile", "seed", "device"],
+             "clip-cov-ub", "kl-cov-ratio", "ppo-kl-coef", "top-entropy-quantile", "seed", "device", "precision"],
     "verify-math": ["input", "output", "time-limit"],
     "verify-code": ["input", "output", "workers", "memory-mb", "all-tests"],
     "tokenize": ["tokenizer", "input", "output", "add-special", "split-special"],
@@ -43,7 +43,7 @@ FLAGS = {
     "gen-arith": ["n", "seed", "split", "min-ops", "max-ops", "out", "traces", "tokenizer", "noise", "guess",
                   "split-products"],
     "sft": ["model", "data", "out", "tokenizer", "steps", "batch", "warmup", "micro-batch-tokens", "seed",
-            "log-every", "save-every", "lr", "min-lr", "weight-decay", "max-grad-norm", "save-dtype", "device"],
+            "log-every", "save-every", "lr", "min-lr", "weight-decay", "max-grad-norm", "save-dtype", "device", "precision"],
 }
 COMMON = ["threads", "help"]
 # Defaults the commands had before their tables existed: the help must show them.

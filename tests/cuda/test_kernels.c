@@ -218,8 +218,8 @@ static void check_head(or1_cuda *g, double tol_fwd, double tol_bwd, const char *
     float *dw_d = to_dev(g, dw, (size_t)V * H * 4), *res_d = or1_cuda_alloc((size_t)4 * n * 4);
     float *dh_d = or1_cuda_alloc((size_t)n * H * 4);
     int32_t *tgt_d = to_dev(g, tgt, sizeof tgt);
-    or1_head(res, res + n, res + 2 * n, res + 3 * n, h, w, tgt, n, H, V, temp, scratch);
-    or1_head_bwd(dh, dw, h, w, tgt, res + 2 * n, res + 3 * n, glp, gH, n, H, V, temp, scratch);
+    or1_head(res, res + n, res + 2 * n, res + 3 * n, h, w, NULL, tgt, n, H, V, temp, scratch);
+    or1_head_bwd(dh, dw, h, w, NULL, tgt, res + 2 * n, res + 3 * n, glp, gH, n, H, V, temp, scratch);
     or1_cuda_head(g, res_d, res_d + n, res_d + 2 * n, res_d + 3 * n, h_d, w_d, tgt_d, n, H, V, temp);
     float *got = from_dev(g, res_d, (size_t)4 * n);
     const char *parts[] = {"logp", "entropy", "lse", "E[z]"};

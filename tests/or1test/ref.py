@@ -224,9 +224,32 @@ def rope(x, theta):
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
 
+MATMUL = {"bf16": False}  # set_matmul_precision switches every matmul of the model to bf16
+
+
+def set_matmul_precision(precision):
+    """'bf16': each matmul of the model (projections, MLP, head) takes its input and weight rounded
+    to bfloat16 (nearest even), their products summed in float64; gradients pass the rounding
+    straight through, to the unrounded input and weight (or1's `precision: bf16`). 'fp32': none."""
+    MATMUL["bf16"] = precision == "bf16"
+
+
+def bf16_round(x):
+    """x rounded to bfloat16 and widened back to its dtype (float64 is rounded to float32 first)."""
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
+def matmul_t(x, w):
+    """x @ w^T, in the precision set_matmul_precision chose (straight-through in bf16)."""
+    y = x @ w.T
+    if not MATMUL["bf16"]:
+        return y
+    return y + (bf16_round(x.detach()) @ bf16_round(w.detach()).T - y.detach())
+
+
 def linear(x, p, name):
     """x @ W^T (+ b when the checkpoint has that bias)."""
-    y = x @ p[name + ".weight"].T
+    y = matmul_t(x, p[name + ".weight"])
     return y + p[name + ".bias"] if name + ".bias" in p else y
 
 
@@ -262,7 +285,7 @@ def forward_logits(p, cfg, ids):
                           pre + "self_attn.", cfg)
         h = h + mlp(rms_norm(h, p[pre + "post_attention_layernorm.weight"], eps), p, pre + "mlp.")
     head = p.get("lm_head.weight", p["model.embed_tokens.weight"])
-    return rms_norm(h, p["model.norm.weight"], eps) @ head.T
+    return matmul_t(rms_norm(h, p["model.norm.weight"], eps), head)
 
 
 def token_logprobs(logits, targets, temperature):

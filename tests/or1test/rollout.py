@@ -69,13 +69,15 @@ def generate(chk, or1, model, inp, n_prompts, **flags):
     return generate_lines(chk, or1, model, inp, n_prompts, **flags)[0]
 
 
-def logprobs(chk, or1, model, seqs, tmp, temperature=1.0, name="lp.jsonl"):
+def logprobs(chk, or1, model, seqs, tmp, temperature=1.0, name="lp.jsonl", precision=None):
     """`or1 logprobs` of each sequence: a list of len(seq) - 1 next-token log-probs (None on failure)."""
     path = os.path.join(tmp, name)
     files.write_jsonl(path, [{"ids": s} for s in seqs])
     args = ["logprobs", "--model", model, "--input", path]
     if temperature != 1.0:
         args += ["--temperature", temperature]
+    if precision:
+        args += ["--precision", precision]
     r = proc.run_or1(or1, args)
     if not chk.ok(r.returncode == 0 and not proc.sanitizer_report(r.stderr),
                   f"logprobs T={temperature}: exit {r.returncode}: {r.stderr.strip()[-2000:]}"):

@@ -1,0 +1,82 @@
+/* The CPU backend in bf16 keeps its weight copy current: after an optimizer step (and after a
+ * push of changed host weights) the forward sees the new weights, bit for bit what a fresh bf16
+ * backend placed on the same weights computes; before the step the results differ; and bf16 and
+ * fp32 backends differ (the copy is used at all). */
+#include "or1/core.h"
+#include "or1/model.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+
+enum { N_TOK = 24, N_SC = N_TOK - 1 };
+
+/* Log-probs and entropies of the scored positions of b under m on a backend of the given
+ * precision (a fresh backend, so no copy from an earlier call can be reused). */
+static void fresh_logprobs(or1_model *m, const or1_batch *b, bool bf16, float *logp) {
+    or1_backend *be = or1_backend_cpu_prec(bf16);
+    or1_dmodel *dm = or1_dmodel_new(be, m);
+    float ent[N_SC];
+    CHECK(dm && !or1_dmodel_forward(dm, b, false) && !or1_dmodel_head(dm, b, 1.0f, logp, ent),
+          "fresh %s backend: forward failed", bf16 ? "bf16" : "fp32");
+    or1_dmodel_free(dm);
+    or1_backend_free(be);
+}
+
+/* Log-probs of b on an existing placed model. */
+static void placed_logprobs(or1_dmodel *dm, const or1_batch *b, float *logp) {
+    float ent[N_SC];
+    CHECK(!or1_dmodel_forward(dm, b, false) && !or1_dmodel_head(dm, b, 1.0f, logp, ent), "forward failed");
+}
+
+/* Whether two arrays of log-probs are the same bits. */
+static bool same(const float *a, const float *b) { return memcmp(a, b, N_SC * sizeof *a) == 0; }
+
+int main(void) {
+    or1_model_config cfg = {.arch = OR1_ARCH_QWEN2, .hidden = 64, .intermediate = 96, .layers = 2, .heads = 4,
+                            .kv_heads = 2, .head_dim = 16, .vocab = 301, .max_pos = 128, .rms_eps = 1e-6f,
+                            .rope_theta = 10000.0f, .tied = false, .qkv_bias = true};
+    or1_model m;
+    or1_model_init(&m, &cfg);
+    or1_model_randomize(&m, 7, 0.5f);
+    int32_t ids[N_TOK];
+    for (int t = 0; t < N_TOK; t++) ids[t] = (t * 37 + 11) % cfg.vocab;
+    or1_seq seq = {ids, N_TOK, 1};
+    or1_batch b;
+    or1_batch_pack(&b, &seq, 1);
+
+    float fp32[N_SC], before[N_SC], after[N_SC], fresh[N_SC];
+    fresh_logprobs(&m, &b, false, fp32);
+    or1_backend *be = or1_backend_cpu_prec(true);
+    or1_dmodel *dm = or1_dmodel_new(be, &m);
+    placed_logprobs(dm, &b, before);
+    CHECK(!same(before, fp32), "bf16 and fp32 backends give the same log-probs: the bf16 copy is not used");
+
+    /* an AdamW step on made-up gradients: the copy must follow the new masters */
+    for (size_t i = 0; i < m.n_floats; i++) m.grads[i] = sinf((float)i);
+    or1_adamw opt;
+    or1_adamw_init(&opt, m.n_floats);
+    or1_adamw_cfg ac = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
+    CHECK(!or1_dmodel_step(dm, &opt, &ac, 0.0, NULL), "step failed");
+    placed_logprobs(dm, &b, after);
+    fresh_logprobs(&m, &b, true, fresh);
+    CHECK(!same(after, before), "the step did not change the bf16 forward");
+    CHECK(same(after, fresh), "after a step the bf16 copy is stale: log-probs differ from a fresh backend's");
+
+    /* host weights changed and pushed (a resume, a broadcast, a reference reset) */
+    for (size_t i = 0; i < m.n_floats; i++) m.params[i] *= 0.9f;
+    CHECK(!or1_dmodel_push(dm), "push failed");
+    placed_logprobs(dm, &b, after);
+    fresh_logprobs(&m, &b, true, fresh);
+    CHECK(same(after, fresh), "after a push the bf16 copy is stale");
+
+    or1_adamw_free(&opt);
+    or1_dmodel_free(dm);
+    or1_backend_free(be);
+    or1_batch_free(&b);
+    or1_model_free(&m);
+    return check_report();
+}
