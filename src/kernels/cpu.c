@@ -2,6 +2,7 @@
 #include "or1/kernels.h"
 
 #include "or1/core.h"
+#include "internal.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -69,20 +70,6 @@ void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T,
     if (db) colsum(db, dy, NULL, NULL, T, out);
 }
 
-/* The attention kernels' vectors: 16 lanes where the CPU has AVX-512, else 8. */
-#if defined(__AVX512F__)
-enum { VL = 16 };
-#else
-enum { VL = 8 };
-#endif
-typedef float vf __attribute__((vector_size(VL * sizeof(float))));
-
-/* Loads VL floats from any alignment. */
-static inline vf loadv(const float *p) {
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
 
 /* RMSNorm forward, one row per token, after adding the residual res (if any) into x. */
 void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int T, int H, float eps) {

@@ -4,27 +4,14 @@
 #include "or1/kernels.h"
 
 #include "or1/core.h"
+#include "internal.h"
 
 #include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The batch-invariant matmul's vectors: 16 lanes where the CPU has AVX-512, else 8. */
-#if defined(__AVX512F__)
-enum { VL = 16 };
-#else
-enum { VL = 8 };
-#endif
-typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 enum { TILE_R = 4, TILE_O = 6 }; /* rows x outputs of one tile: 24 accumulators in registers */
-
-/* Loads VL floats from any alignment. */
-static inline vf loadv(const float *p) {
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
 
 #if !defined(__AVX512F__)
 typedef float v4f __attribute__((vector_size(4 * sizeof(float))));
