@@ -40,36 +40,38 @@ void or1_matmul_dx(float *dx, const float *dy, const float *w, int T, int in, in
                 acc ? 1.0f : 0.0f, dx, in);
 }
 
+/* Column sums over T rows (a bias gradient, RMSNorm's weight gradient) run in ROW_CHUNKS fixed
+ * row chunks in parallel, each into its own partial sum, and the partials are added in chunk
+ * order: cache-friendly, and the result does not depend on the thread count. */
 enum { ROW_CHUNKS = 32 };
 
-/* acc[j] += sum_t a[t,j] * b[t,j] * scale[t] over a [T, n] row-major operand (b and scale
- * optional). Fixed row chunks run in parallel and their partial sums are added in chunk
- * order: cache-friendly, and the result does not depend on the thread count. */
-static void colsum(float *acc, const float *a, const float *b, const float *row_scale, int T, int n) {
-    float *part = or1_alloc_floats((size_t)ROW_CHUNKS * n);
-    #pragma omp parallel for schedule(static)
-    for (int k = 0; k < ROW_CHUNKS; k++) {
-        float *p = part + (size_t)k * n;
-        for (int t = (int)((long)T * k / ROW_CHUNKS); t < (int)((long)T * (k + 1) / ROW_CHUNKS); t++) {
-            const float *ar = a + (size_t)t * n, *br = b ? b + (size_t)t * n : NULL;
-            float sc = row_scale ? row_scale[t] : 1.0f;
-            if (br)
-                for (int j = 0; j < n; j++) p[j] += ar[j] * br[j] * sc;
-            else
-                for (int j = 0; j < n; j++) p[j] += ar[j];
-        }
-    }
+/* The first row of chunk k of T rows (chunk k is rows [chunk_row(T, k), chunk_row(T, k + 1))). */
+static inline int chunk_row(int T, int k) { return (int)((long)T * k / ROW_CHUNKS); }
+
+/* acc[j] += the ROW_CHUNKS partial sums of part ([ROW_CHUNKS, n]) in chunk order; frees part. */
+static void add_partials(float *acc, float *part, int n) {
     for (int k = 0; k < ROW_CHUNKS; k++)
         for (int j = 0; j < n; j++) acc[j] += part[(size_t)k * n + j];
     free(part);
 }
 
+/* acc[j] += sum_t a[t,j] over a [T, n] row-major operand, by row chunks. */
+static void colsum(float *acc, const float *a, int T, int n) {
+    float *part = or1_alloc_floats((size_t)ROW_CHUNKS * n);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < ROW_CHUNKS; k++) {
+        float *p = part + (size_t)k * n;
+        for (int t = chunk_row(T, k); t < chunk_row(T, k + 1); t++)
+            for (int j = 0; j < n; j++) p[j] += a[(size_t)t * n + j];
+    }
+    add_partials(acc, part, n);
+}
+
 /* dW += dy^T x and db += column sums of dy (weight gradients of a linear layer). */
 void or1_matmul_dw(float *dw, float *db, const float *dy, const float *x, int T, int in, int out) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, T, 1.0f, dy, out, x, in, 1.0f, dw, in);
-    if (db) colsum(db, dy, NULL, NULL, T, out);
+    if (db) colsum(db, dy, T, out);
 }
-
 
 /* RMSNorm forward, one row per token, after adding the residual res (if any) into x. */
 void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int T, int H, float eps) {
@@ -101,20 +103,17 @@ static void rmsnorm_bwd_row(float *restrict dx, float *restrict part, const floa
     }
 }
 
-/* RMSNorm backward in one pass over dy and x: fixed row chunks in parallel, each adding its
- * rows' weight-gradient shares into its own partial sum, the partials then added in chunk order
- * (as colsum does: the result does not depend on the thread count). */
+/* RMSNorm backward in one pass over dy and x, by row chunks (see colsum): each chunk adds its
+ * rows' weight-gradient shares into its own partial sum. */
 void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *rstd,
                      const float *w, int T, int H) {
     float *part = or1_alloc_floats((size_t)ROW_CHUNKS * H);
     #pragma omp parallel for schedule(static)
     for (int k = 0; k < ROW_CHUNKS; k++)
-        for (int t = (int)((long)T * k / ROW_CHUNKS); t < (int)((long)T * (k + 1) / ROW_CHUNKS); t++)
+        for (int t = chunk_row(T, k); t < chunk_row(T, k + 1); t++)
             rmsnorm_bwd_row(dx + (size_t)t * H, part + (size_t)k * H, dy + (size_t)t * H, x + (size_t)t * H, w,
                             rstd[t], H);
-    for (int k = 0; k < ROW_CHUNKS; k++)
-        for (int j = 0; j < H; j++) dw[j] += part[(size_t)k * H + j];
-    free(part);
+    add_partials(dw, part, H);
 }
 
 /* RoPE tables in double precision, stored as float. */
@@ -258,9 +257,6 @@ static inline const float *srow(const float *x, size_t rs, int r, int G, int hd)
  * AR stacked rows by KT keys (scores) or by two vectors of the head (the others): AR * 2
  * independent vector accumulators, one broadcast per row and input. */
 enum { AR = 6, KT = 2 * VL };
-
-/* Stores VL floats to any alignment. */
-static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
 
 /* Keys of a score row stride: kl rounded up to whole tiles (the rest of a row is zero). */
 static int keys_ld(int kl) { return (kl + KT - 1) / KT * KT; }

@@ -1,4 +1,5 @@
-/* What the CPU kernels' files share: the vector type of their hand-vectorised loops. */
+/* What the CPU kernels' files share: the vector type of their hand-vectorised loops, its loads
+ * and stores. */
 #ifndef OR1_KERNELS_INTERNAL_H
 #define OR1_KERNELS_INTERNAL_H
 
@@ -18,5 +19,8 @@ static inline vf loadv(const float *p) {
     memcpy(&v, p, sizeof v);
     return v;
 }
+
+/* Stores VL floats to any alignment. */
+static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
 
 #endif

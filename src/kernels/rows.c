@@ -297,7 +297,7 @@ static void matmul_rows_src(float *y, const float *x, const rows_src *ws, const 
     int first = B < ROWS_CHUNK ? B : ROWS_CHUNK;
     size_t per_thread = rows_scratch(first, in, ws->wb != NULL); /* later chunks are no larger */
     float *scratch = or1_alloc_floats((size_t)or1_threads() * per_thread);
-    float *xr = ws->wb ? or1_alloc_floats((size_t)first * in) : NULL;
+    float *xr = ws->wb ? or1_malloc((size_t)first * in * sizeof *xr) : NULL; /* written before read */
     for (int r = 0; r < B; r += ROWS_CHUNK) {
         int n = B - r < ROWS_CHUNK ? B - r : ROWS_CHUNK;
         const float *xc = x + (size_t)r * in;
