@@ -26,6 +26,10 @@ typedef uint16_t or1_bf16;
 void or1_bf16_from_f32(or1_bf16 *dst, const float *src, size_t n);
 /* x rounded to the nearest bf16 value, as a float. */
 float or1_bf16_round(float x);
+/* n bf16 values widened to floats (exact). */
+void or1_f32_from_bf16(float *dst, const or1_bf16 *src, size_t n);
+/* or1_matmul_dx with W in bf16 (its values widened exactly, blocks of rows at a time). */
+void or1_matmul_dx_bf16(float *dx, const float *dy, const or1_bf16 *w, int T, int in, int out, int acc);
 /* or1_matmul_rows with bf16 weights: each input is rounded to bf16, each product of two bf16
  * values is formed exactly and summed in fp32 in or1_matmul_rows' order (the bias, fp32, added
  * last). Batch-invariant as or1_matmul_rows; the trainer's forward and the rollout both use it
@@ -75,13 +79,14 @@ void or1_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, int 
 void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
               const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature, float *scratch);
 /* Given g_logp, g_entropy per row: dh[n,H] (overwritten) and dW[V,H] (accumulated). With wb the
- * logits are recomputed as the forward made them; dh and dW are taken against the fp32 W and h
- * (the bf16 rounding passes gradients straight through). */
+ * logits are recomputed as the forward made them and dh is taken against the bf16 W (w may then
+ * be NULL); dW is taken against the fp32 h (the rounding passes the weight gradient straight
+ * through). */
 void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb, const int32_t *tgt,
                   const float *lse, const float *ez, const float *g_logp, const float *g_entropy,
                   int n, int H, int V, float temperature, float *scratch);
-/* Floats of scratch or1_head / or1_head_bwd need for n rows. */
-long or1_head_scratch(int n);
+/* Floats of scratch or1_head / or1_head_bwd need for n rows of width H. */
+long or1_head_scratch(int n, int H);
 
 /* The sampling settings of one row of logits (one decoding sequence). */
 typedef struct {

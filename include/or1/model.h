@@ -145,20 +145,24 @@ typedef struct {
     void (*copy)(or1_backend *be, void *dst, const void *src, size_t bytes);
     void (*zero)(or1_backend *be, void *p, size_t bytes);
     int (*sync)(or1_backend *be);
-    /* A parameter buffer of n floats was written (a backend keeping low-precision copies of
-     * weights refreshes them), or is going away. */
-    int (*params_changed)(or1_backend *be, const float *params, size_t n);
-    void (*params_forget)(or1_backend *be, const float *params);
+    /* n floats to bf16, round to nearest even (the model's bf16 weights from its fp32 ones). */
+    void (*to_bf16)(or1_backend *be, or1_bf16 *dst, const float *src, size_t n);
 
-    /* The kernels of or1/kernels.h. matmul_rows computes each row independently of the
-     * others (decode); gather is y[i] = src[idx[i]], scatter_add dst[idx[i]] += src[i]. */
-    void (*matmul)(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in, int out);
-    void (*matmul_rows)(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in,
-                        int out);
-    void (*matmul_dx)(or1_backend *be, float *dx, const float *dy, const float *w, int T, int in, int out, int acc);
+    /* The kernels of or1/kernels.h. A weight comes as fp32 (w) and, in bf16 precision, as the
+     * model's bf16 copy (wb): the kernel then computes with wb alone (the forward, the input
+     * gradient, the head's logits and dh), and w may be NULL. matmul_rows computes each row
+     * independently of the others (decode); gather is y[i] = src[idx[i]] (rows of srcb,
+     * widened, when srcb is given), scatter_add dst[idx[i]] += src[i]. */
+    void (*matmul)(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb, const float *b,
+                   int T, int in, int out);
+    void (*matmul_rows)(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
+                        const float *b, int T, int in, int out);
+    void (*matmul_dx)(or1_backend *be, float *dx, const float *dy, const float *w, const or1_bf16 *wb, int T, int in,
+                      int out, int acc);
     void (*matmul_dw)(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
                       int out);
-    void (*gather)(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H);
+    void (*gather)(or1_backend *be, float *y, const float *src, const or1_bf16 *srcb, const int32_t *idx, int n,
+                   int H);
     void (*scatter_add)(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H);
     /* rmsnorm first adds res (NULL: nothing) into x: the decoder's residual connections. */
     void (*rmsnorm)(or1_backend *be, float *y, float *rstd, float *x, const float *res, const float *w, int T, int H,
@@ -184,10 +188,10 @@ typedef struct {
     void (*swiglu)(or1_backend *be, float *a, const float *gu, int T, int inter);
     void (*swiglu_bwd)(or1_backend *be, float *dgu, float *a, const float *da, const float *gu, int T, int inter);
     void (*head)(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
-                 const float *w, const int32_t *tgt, int n, int H, int V, float temperature);
-    void (*head_bwd)(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
-                     const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n, int H,
-                     int V, float temperature);
+                 const float *w, const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature);
+    void (*head_bwd)(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb,
+                     const int32_t *tgt, const float *lse, const float *ez, const float *g_logp,
+                     const float *g_entropy, int n, int H, int V, float temperature);
     void (*adamw)(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
                   const or1_adamw_cfg *c);
     /* Global L2 norm in double (waits for queued work; -1 on error) and clip_grad_norm_. */
@@ -202,19 +206,20 @@ typedef struct {
      * none: the trainer then sums through the host mirror over MPI. comm_id writes rank 0's
      * id (at most cap bytes) and returns its size; every rank passes it to comm_init. The
      * reduce-scatter and all-gather split n floats at starts[0..size] (rank r's shard is
-     * [starts[r], starts[r+1])); the reduce-scatter leaves each rank's summed shard in place. */
+     * [starts[r], starts[r+1])); the reduce-scatter leaves each rank's summed shard in place.
+     * The all-gather moves elements of elem bytes (4: fp32 weights, 2: bf16 weights). */
     int (*comm_id)(or1_backend *be, void *id, size_t cap);
     int (*comm_init)(or1_backend *be, const void *id, int rank, int size);
     int (*allreduce)(or1_backend *be, float *buf, size_t n);
     int (*reduce_scatter)(or1_backend *be, float *buf, const size_t *starts);
-    int (*allgather)(or1_backend *be, float *buf, const size_t *starts);
+    int (*allgather)(or1_backend *be, void *buf, size_t elem, const size_t *starts);
     void (*destroy)(or1_backend *be);
 } or1_backend_ops;
 
 /* Every backend instance starts with this (its own state follows). */
 struct or1_backend {
     const or1_backend_ops *ops;
-    bool bf16; /* forward matmuls over bf16 copies of the weights (params_changed keeps them) */
+    bool bf16; /* matmuls over the model's bf16 weights (the fp32 ones stay the masters) */
 };
 
 /* The CPU backend (OpenBLAS + OpenMP); never fails. */
@@ -235,6 +240,12 @@ typedef struct or1_dmodel or1_dmodel;
 
 /* Places m on be (m must outlive the result). */
 or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m);
+/* Places m on a bf16 backend keeping fp32 master weights for the parameters [lo, hi) alone
+ * (ZeRO stage 1's shard of a rank): the model computes with its bf16 weights, the norms' and
+ * biases' fp32 values and the whole fp32 gradients; step_range must cover [lo, hi), pull
+ * brings back that range of the host parameters only, and allgather_params gathers the bf16
+ * weights (a host path gathers the host parameters and pushes). */
+or1_dmodel *or1_dmodel_new_sharded(or1_backend *be, or1_model *m, size_t lo, size_t hi);
 void or1_dmodel_free(or1_dmodel *dm);
 const or1_model_config *or1_dmodel_config(const or1_dmodel *dm);
 or1_backend *or1_dmodel_backend(const or1_dmodel *dm);
@@ -265,7 +276,8 @@ int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, doub
 /* The gradients' global L2 norm, and the norm of the range [lo, hi) of them. */
 double or1_dmodel_grad_norm(or1_dmodel *dm);
 double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi);
-/* The parameters' global L2 norm (a finiteness check of every weight; -1 on error). */
+/* The parameters' global L2 norm (a finiteness check of every weight; -1 on error); of the
+ * master shard alone in a sharded model. */
 double or1_dmodel_param_norm(or1_dmodel *dm);
 /* or1_dmodel_step over the parameters [lo, hi) alone, clipped by a norm the caller computed
  * (the global one): opt holds hi - lo moments. ZeRO stage 1 runs it on each rank's shard. */

@@ -1,6 +1,5 @@
-/* The CUDA backend behind the seam of or1/model.h: memory, the kernels of this folder, and
- * bf16 copies of each parameter buffer the model registers (params_changed), which the
- * matmuls and the head use in bf16 mode instead of casting weights on every call. The
+/* The CUDA backend behind the seam of or1/model.h: memory and the kernels of this folder; in
+ * bf16 mode the matmuls and the head use the model's bf16 weights as they are handed in. The
  * decoder, the head's blocking, the optimizer step and the rollout engine are the ones the
  * CPU runs (src/model/decoder.c, src/rollout/engine.c). */
 #include "internal.h"
@@ -17,19 +16,11 @@ extern "C" {
 #include <nccl.h>
 #endif
 
-enum { CUDA_HEAD_ROWS = 1024, MAX_WEIGHT_SETS = 4 };
-
-/* A registered parameter buffer and its bf16 copy. */
-typedef struct {
-    const float *base;
-    size_t n;
-    __nv_bfloat16 *bf;
-} weight_set;
+enum { CUDA_HEAD_ROWS = 1024 };
 
 typedef struct {
     or1_backend base;
     or1_cuda *g;
-    weight_set ws[MAX_WEIGHT_SETS];
     /* sampling, for B <= rows_cap rows: seeds; floats laid out [temperature | top-p | log-prob]
      * and ints [stream | counter | top-k | next token], B apart, on the device and (but the
      * results) in the host staging */
@@ -51,14 +42,8 @@ typedef struct {
 static cuda_backend *cb(or1_backend *be) { return (cuda_backend *)be; }
 static or1_cuda *ctx(or1_backend *be) { return cb(be)->g; }
 
-/* The bf16 twin of a pointer into a registered parameter buffer (NULL if none). */
-static const __nv_bfloat16 *bf(or1_backend *be, const float *p) {
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
-        const weight_set *w = &cb(be)->ws[i];
-        if (w->bf && p >= w->base && p < w->base + w->n) return w->bf + (p - w->base);
-    }
-    return NULL;
-}
+/* The seam's bf16 weights as CUDA's type (the same 16 bits). */
+static const __nv_bfloat16 *bf(const or1_bf16 *wb) { return (const __nv_bfloat16 *)wb; }
 
 static void *cuda_alloc(or1_backend *be, size_t bytes) {
     (void)be;
@@ -88,51 +73,19 @@ static void cuda_zero(or1_backend *be, void *p, size_t bytes) { or1_cuda_zero(ct
 
 static int cuda_sync(or1_backend *be) { return or1_cuda_sync(ctx(be)); }
 
-/* (Re)makes the bf16 copy of a parameter buffer, registering it on first sight. */
-static int cuda_params_changed(or1_backend *be, const float *params, size_t n) {
-    weight_set *w = NULL, *free_set = NULL;
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
-        weight_set *s = &cb(be)->ws[i];
-        if (s->bf && s->base == params) w = s;
-        if (!s->bf && !free_set) free_set = s;
-    }
-    if (w && w->n != n) {
-        or1_cuda_sync(ctx(be));
-        or1_cuda_release(w->bf);
-        w->bf = NULL;
-        free_set = w, w = NULL;
-    }
-    if (!w) {
-        if (!free_set) return or1_fail("cuda: more than %d parameter buffers", MAX_WEIGHT_SETS);
-        free_set->bf = (__nv_bfloat16 *)or1_cuda_alloc(n * sizeof(__nv_bfloat16));
-        if (!free_set->bf) return or1_fail_ctx("cuda: bf16 copy of %zu parameters", n);
-        free_set->base = params, free_set->n = n;
-        w = free_set;
-    }
-    cu_to_bf16(ctx(be), w->bf, params, n);
-    return 0;
+/* The model's bf16 weights from its fp32 ones. */
+static void cuda_to_bf16(or1_backend *be, or1_bf16 *dst, const float *src, size_t n) {
+    if (n) cu_to_bf16(ctx(be), (__nv_bfloat16 *)dst, src, n);
 }
 
-/* Drops the bf16 copy of a parameter buffer. */
-static void cuda_params_forget(or1_backend *be, const float *params) {
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
-        weight_set *s = &cb(be)->ws[i];
-        if (s->bf && s->base == params) {
-            or1_cuda_sync(ctx(be));
-            or1_cuda_release(s->bf);
-            memset(s, 0, sizeof *s);
-        }
-    }
+static void cuda_matmul(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
+                        const float *b, int T, int in, int out) {
+    cu_matmul(ctx(be), y, x, w, bf(wb), b, T, in, out);
 }
 
-static void cuda_matmul(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in,
-                        int out) {
-    cu_matmul(ctx(be), y, x, w, bf(be, w), b, T, in, out);
-}
-
-static void cuda_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, int T, int in, int out,
-                           int acc) {
-    cu_matmul_dx(ctx(be), dx, dy, w, bf(be, w), T, in, out, acc);
+static void cuda_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, const or1_bf16 *wb, int T,
+                           int in, int out, int acc) {
+    cu_matmul_dx(ctx(be), dx, dy, w, bf(wb), T, in, out, acc);
 }
 
 static void cuda_matmul_dw(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
@@ -140,8 +93,11 @@ static void cuda_matmul_dw(or1_backend *be, float *dw, float *db, const float *d
     or1_cuda_matmul_dw(ctx(be), dw, db, dy, x, T, in, out);
 }
 
-static void cuda_gather(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H) {
-    or1_cuda_embed(ctx(be), y, src, idx, n, H);
+/* Rows of fp32 src, or of the bf16 table srcb widened. */
+static void cuda_gather(or1_backend *be, float *y, const float *src, const or1_bf16 *srcb, const int32_t *idx, int n,
+                        int H) {
+    if (srcb) cu_embed_bf16(ctx(be), y, bf(srcb), idx, n, H);
+    else or1_cuda_embed(ctx(be), y, src, idx, n, H);
 }
 
 static void cuda_scatter_add(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H) {
@@ -209,14 +165,14 @@ static void cuda_swiglu_bwd(or1_backend *be, float *dgu, float *a, const float *
 }
 
 static void cuda_head(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
-                      const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
-    cu_head(ctx(be), logp, entropy, lse, ez, h, w, bf(be, w), tgt, n, H, V, temperature);
+                      const float *w, const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature) {
+    cu_head(ctx(be), logp, entropy, lse, ez, h, w, bf(wb), tgt, n, H, V, temperature);
 }
 
-static void cuda_head_bwd(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
-                          const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n,
-                          int H, int V, float temperature) {
-    cu_head_bwd(ctx(be), dh, dw, h, w, bf(be, w), tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature);
+static void cuda_head_bwd(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb,
+                          const int32_t *tgt, const float *lse, const float *ez, const float *g_logp,
+                          const float *g_entropy, int n, int H, int V, float temperature) {
+    cu_head_bwd(ctx(be), dh, dw, h, w, bf(wb), tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature);
 }
 
 static void cuda_adamw(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
@@ -461,20 +417,21 @@ static int cuda_reduce_scatter(or1_backend *be, float *buf, const size_t *starts
     return rc ? -1 : or1_cuda_sync(c->g);
 }
 
-/* Each rank broadcasts its shard, in one group. */
-static int cuda_allgather(or1_backend *be, float *buf, const size_t *starts) {
+/* Each rank broadcasts its shard (as bytes: fp32 or bf16 elements alike), in one group. */
+static int cuda_allgather(or1_backend *be, void *buf, size_t elem, const size_t *starts) {
     cuda_backend *c = cb(be);
+    char *b = (char *)buf;
     int rc = nccl_ok(ncclGroupStart(), "ncclGroupStart");
     for (int r = 0; r < c->size && !rc; r++)
-        rc = nccl_ok(ncclBroadcast(buf + starts[r], buf + starts[r], starts[r + 1] - starts[r], ncclFloat, r, c->comm,
-                                   c->g->stream),
+        rc = nccl_ok(ncclBroadcast(b + starts[r] * elem, b + starts[r] * elem, (starts[r + 1] - starts[r]) * elem,
+                                   ncclChar, r, c->comm, c->g->stream),
                      "ncclBroadcast");
     if (nccl_ok(ncclGroupEnd(), "ncclGroupEnd")) rc = -1;
     return rc ? -1 : or1_cuda_sync(c->g);
 }
 #endif
 
-/* Releases the weight copies, the sampling buffers, the communicator and the context. */
+/* Releases the sampling buffers, the communicator and the context. */
 static void cuda_destroy(or1_backend *be) {
     cuda_backend *c = cb(be);
     or1_cuda_sync(c->g);
@@ -482,8 +439,6 @@ static void cuda_destroy(or1_backend *be) {
     if (c->comm) ncclCommDestroy(c->comm);
 #endif
     free(c->h_seed), free(c->h_f), free(c->h_i);
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++)
-        if (c->ws[i].bf) or1_cuda_release(c->ws[i].bf);
     void *bufs[] = {c->seed, c->f, c->i};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) or1_cuda_release(bufs[i]);
@@ -504,8 +459,7 @@ static const or1_backend_ops CUDA_OPS = {
     cuda_copy,
     cuda_zero,
     cuda_sync,
-    cuda_params_changed,
-    cuda_params_forget,
+    cuda_to_bf16,
     cuda_matmul,
     cuda_matmul, /* matmul_rows: the same GEMM (on a GPU a row is not bitwise independent of the batch) */
     cuda_matmul_dx,

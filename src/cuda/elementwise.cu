@@ -42,6 +42,17 @@ void or1_cuda_embed(or1_cuda *g, float *x, const float *emb, const int32_t *ids,
     cu_launched(g, "embed");
 }
 
+/* Gathers rows of a bf16 table widened to fp32, one thread per element. */
+__global__ void k_embed_bf16(float *x, const __nv_bfloat16 *emb, const int32_t *ids, size_t T, int H) {
+    GRID_STRIDE(i, T * H) x[i] = __bfloat162float(emb[(size_t)ids[i / H] * H + i % H]);
+}
+
+/* Launches the bf16 gather. */
+void cu_embed_bf16(or1_cuda *g, float *x, const __nv_bfloat16 *emb, const int32_t *ids, int T, int H) {
+    k_embed_bf16<<<cu_blocks((size_t)T * H, 256), 256, 0, g->stream>>>(x, emb, ids, (size_t)T, H);
+    cu_launched(g, "embed_bf16");
+}
+
 /* Scatter-add: repeated ids add through atomics. */
 __global__ void k_embed_bwd(float *demb, const float *dx, const int32_t *ids, size_t T, int H) {
     GRID_STRIDE(i, T * H) atomicAdd(&demb[(size_t)ids[i / H] * H + i % H], dx[i]);

@@ -84,8 +84,8 @@ void cu_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, co
     k_head_init<<<(n + 255) / 256, 256, 0, g->stream>>>(g->red, n);
     for (int c0 = 0; c0 < V; c0 += CHUNK) {
         int vc = V - c0 < CHUNK ? V - c0 : CHUNK;
-        cu_gemm_ex(g, true, false, vc, n, H, inv_t, w + (size_t)c0 * H, wb ? wb + (size_t)c0 * H : NULL, H, h,
-                   NULL, H, 0.0f, g->scratch, vc);
+        cu_gemm_ex(g, true, false, vc, n, H, inv_t, w ? w + (size_t)c0 * H : NULL, wb ? wb + (size_t)c0 * H : NULL,
+                   H, h, NULL, H, 0.0f, g->scratch, vc);
         k_head_fold<<<n, THREADS, 0, g->stream>>>(g->red, g->scratch, tgt, vc, c0);
     }
     k_head_finish<<<(n + 255) / 256, 256, 0, g->stream>>>(logp, entropy, lse, ez, g->red, n);
@@ -119,7 +119,7 @@ void cu_head_bwd(or1_cuda *g, float *dh, float *dw, const float *h, const float 
     or1_cuda_zero(g, dh, (size_t)n * H * sizeof(float));
     for (int c0 = 0; c0 < V; c0 += CHUNK) {
         int vc = V - c0 < CHUNK ? V - c0 : CHUNK;
-        const float *wc = w + (size_t)c0 * H;
+        const float *wc = w ? w + (size_t)c0 * H : NULL;
         const __nv_bfloat16 *wbc = wb ? wb + (size_t)c0 * H : NULL;
         cu_gemm_ex(g, true, false, vc, n, H, inv_t, wc, wbc, H, h, NULL, H, 0.0f, g->scratch, vc);
         k_head_dz<<<cu_blocks((size_t)n * vc, 256), 256, 0, g->stream>>>(g->scratch, tgt, lse, ez, g_logp,

@@ -46,6 +46,8 @@ void cu_matmul_dx(or1_cuda *g, float *dx, const float *dy, const float *w, const
                   int out, int acc);
 /* dst = bf16(src) over n floats. */
 void cu_to_bf16(or1_cuda *g, __nv_bfloat16 *dst, const float *src, size_t n);
+/* Rows ids[0..T) of a bf16 table of width H, widened into x. */
+void cu_embed_bf16(or1_cuda *g, float *x, const __nv_bfloat16 *emb, const int32_t *ids, int T, int H);
 /* The head forward and backward with an optional bf16 copy of the head weight. */
 void cu_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
              const __nv_bfloat16 *wb, const int32_t *tgt, int n, int H, int V, float temperature);

@@ -40,6 +40,22 @@ void or1_matmul_dx(float *dx, const float *dy, const float *w, int T, int in, in
                 acc ? 1.0f : 0.0f, dx, in);
 }
 
+/* dx = dy W with W in bf16: W widened DX_ROWS rows at a time, each block's product summed into
+ * dx by sgemm (the backward of a bf16 matmul uses the weights its forward used). */
+void or1_matmul_dx_bf16(float *dx, const float *dy, const or1_bf16 *w, int T, int in, int out, int acc) {
+    enum { DX_ROWS = 256 };
+    if (out == 0 && !acc) memset(dx, 0, (size_t)T * in * sizeof *dx);
+    if (T == 0 || in == 0 || out == 0) return;
+    float *wf = or1_alloc_floats((size_t)(out < DX_ROWS ? out : DX_ROWS) * in);
+    for (int k0 = 0; k0 < out; k0 += DX_ROWS) {
+        int k = out - k0 < DX_ROWS ? out - k0 : DX_ROWS;
+        or1_f32_from_bf16(wf, w + (size_t)k0 * in, (size_t)k * in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, in, k, 1.0f, dy + k0, out, wf, in,
+                    acc || k0 ? 1.0f : 0.0f, dx, in);
+    }
+    free(wf);
+}
+
 /* Column sums over T rows (a bias gradient, RMSNorm's weight gradient) run in ROW_CHUNKS fixed
  * row chunks in parallel, each into its own partial sum, and the partials are added in chunk
  * order: cache-friendly, and the result does not depend on the thread count. */
@@ -599,8 +615,9 @@ static void chunk_logits(float *z, const float *h, const float *w, const or1_bf1
     for (size_t i = 0; i < m; i++) z[i] *= inv_t;
 }
 
-/* Scratch floats for the head: one [n x VOCAB_CHUNK] logits block. */
-long or1_head_scratch(int n) { return (long)n * VOCAB_CHUNK; }
+/* Scratch floats for the head: one [n x VOCAB_CHUNK] logits block, then one vocabulary chunk
+ * of H-wide weight rows (bf16 weights widened for the backward's dh). */
+long or1_head_scratch(int n, int H) { return (long)n * VOCAB_CHUNK + (long)VOCAB_CHUNK * H; }
 
 /* sum(e) and sum(e * z) with e = exp(z - m) over a logits chunk, in LANES float lanes (the
  * vectorised exp; a chunk's sums are then carried across chunks in double). */
@@ -675,8 +692,13 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const or
             }
             if (tgt[i] >= c0 && tgt[i] < c0 + vc) z[tgt[i] - c0] += g_logp[i] * inv_t;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, H, vc, 1.0f, scratch, vc,
-                    w + (size_t)c0 * H, H, 1.0f, dh, H);
+        const float *wc = w ? w + (size_t)c0 * H : NULL;
+        if (wb) {
+            float *wide = scratch + (size_t)n * VOCAB_CHUNK;
+            or1_f32_from_bf16(wide, wb + (size_t)c0 * H, (size_t)vc * H);
+            wc = wide;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, H, vc, 1.0f, scratch, vc, wc, H, 1.0f, dh, H);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, vc, H, n, 1.0f, scratch, vc, h, H, 1.0f,
                     dw + (size_t)c0 * H, H);
     }

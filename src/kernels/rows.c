@@ -289,6 +289,12 @@ void or1_bf16_from_f32(or1_bf16 *dst, const float *src, size_t n) {
 /* x rounded to the nearest bf16 value. */
 float or1_bf16_round(float x) { return bf16_float(bf16_bits(x)); }
 
+/* n bf16 values widened to floats (exact), in parallel when large. */
+void or1_f32_from_bf16(float *dst, const or1_bf16 *src, size_t n) {
+    #pragma omp parallel for schedule(static) if (n > 262144)
+    for (size_t i = 0; i < n; i++) dst[i] = bf16_float(src[i]);
+}
+
 /* Rows [0, B) of x in chunks of ROWS_CHUNK through matmul_rows_chunk; with bf16 weights each
  * chunk's inputs are first rounded to bf16 (into xr), so every product is of two bf16 values.
  * Every row's result is the same bits in any chunk. Each thread's scratch is allocated once for

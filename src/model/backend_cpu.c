@@ -3,11 +3,10 @@
  * logits block, decode attention scores, sampling buffers) is owned here and grows only when
  * a call needs more than any before it.
  *
- * In bf16 precision the backend keeps a bf16 copy of each parameter buffer the model registers
- * (params_changed: at placement and after every optimizer step), and every forward matmul with
- * such a weight, the trainer's and the rollout's alike, and the head's logits run through
- * or1_matmul_rows_bf16; input gradients, weight gradients and the optimizer stay fp32 over the
- * fp32 master weights. */
+ * In bf16 precision the model hands every matmul its bf16 weight: the forward (the trainer's
+ * and the rollout's alike) and the head's logits run through or1_matmul_rows_bf16, the input
+ * gradients and the head's dh use the same bf16 values widened, the embedding rows are read
+ * from the bf16 table; weight gradients and the optimizer stay fp32. */
 #include "or1/core.h"
 #include "or1/kernels.h"
 #include "or1/model.h"
@@ -16,34 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CPU_HEAD_ROWS = 128, MAX_WEIGHT_SETS = 4 };
-
-/* A registered parameter buffer of n floats and its bf16 copy. */
-typedef struct {
-    const float *base;
-    size_t n;
-    or1_bf16 *bf;
-} weight_set;
+enum { CPU_HEAD_ROWS = 128 };
 
 typedef struct {
     or1_backend base;
-    weight_set ws[MAX_WEIGHT_SETS];
-    float *head_scratch;      /* or1_head_scratch(CPU_HEAD_ROWS) floats */
-    float *scratch;           /* decode attention and sampling, per thread */
+    float *head_scratch; /* or1_head_scratch(CPU_HEAD_ROWS, head_h) floats */
+    int head_h;
+    float *scratch; /* decode attention and sampling, per thread */
     size_t scratch_n;
 } cpu_backend;
 
 /* The instance behind be. */
 static cpu_backend *cpu(or1_backend *be) { return (cpu_backend *)be; }
-
-/* The bf16 copy of a pointer into a registered parameter buffer (NULL if none, or in fp32). */
-static const or1_bf16 *bf(or1_backend *be, const float *p) {
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
-        const weight_set *w = &cpu(be)->ws[i];
-        if (w->bf && p >= w->base && p < w->base + w->n) return w->bf + (p - w->base);
-    }
-    return NULL;
-}
 
 /* Ensures the per-call scratch holds n floats. */
 static float *cpu_scratch(or1_backend *be, size_t n) {
@@ -87,62 +70,45 @@ static int cpu_sync(or1_backend *be) {
     return 0;
 }
 
-/* In bf16 precision, (re)makes the bf16 copy of a parameter buffer, registering it on first
- * sight; in fp32 the weights are used as they are. */
-static int cpu_params_changed(or1_backend *be, const float *params, size_t n) {
+/* The model's bf16 weights from its fp32 ones. */
+static void cpu_to_bf16(or1_backend *be, or1_bf16 *dst, const float *src, size_t n) {
+    (void)be;
+    or1_bf16_from_f32(dst, src, n);
+}
+
+/* The head's scratch for rows of width H (grown when a wider model comes). */
+static float *head_scratch(or1_backend *be, int H) {
     cpu_backend *c = cpu(be);
-    if (!be->bf16) return 0;
-    weight_set *w = NULL, *free_set = NULL;
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
-        weight_set *s = &c->ws[i];
-        if (s->bf && s->base == params) w = s;
-        if (!s->bf && !free_set) free_set = s;
+    if (H > c->head_h) {
+        free(c->head_scratch);
+        c->head_scratch = or1_alloc_floats((size_t)or1_head_scratch(CPU_HEAD_ROWS, H));
+        c->head_h = H;
     }
-    if (w && w->n != n) {
-        free(w->bf);
-        *w = (weight_set){0};
-        free_set = w, w = NULL;
-    }
-    if (!w) {
-        if (!free_set) return or1_fail("cpu: more than %d parameter buffers in bf16", MAX_WEIGHT_SETS);
-        *free_set = (weight_set){params, n, or1_malloc(n * sizeof(or1_bf16))};
-        w = free_set;
-    }
-    or1_bf16_from_f32(w->bf, params, n);
-    return 0;
+    return c->head_scratch;
 }
 
-/* Drops the bf16 copy of a parameter buffer. */
-static void cpu_params_forget(or1_backend *be, const float *params) {
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) {
-        weight_set *s = &cpu(be)->ws[i];
-        if (s->bf && s->base == params) {
-            free(s->bf);
-            *s = (weight_set){0};
-        }
-    }
-}
-
-/* The trainer's forward matmul: sgemm, or the bf16 row kernel over a weight's bf16 copy. */
-static void cpu_matmul(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T, int in,
-                       int out) {
-    const or1_bf16 *wb = bf(be, w);
+/* The trainer's forward matmul: sgemm, or the bf16 row kernel over the bf16 weight. */
+static void cpu_matmul(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb, const float *b,
+                       int T, int in, int out) {
+    (void)be;
     if (wb) or1_matmul_rows_bf16(y, x, wb, b, T, in, out);
     else or1_matmul(y, x, w, b, T, in, out);
 }
 
-/* The rollout's batch-invariant matmul, in bf16 over a weight's bf16 copy. */
-static void cpu_matmul_rows(or1_backend *be, float *y, const float *x, const float *w, const float *b, int T,
-                            int in, int out) {
-    const or1_bf16 *wb = bf(be, w);
+/* The rollout's batch-invariant matmul, in bf16 over the bf16 weight when given. */
+static void cpu_matmul_rows(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
+                            const float *b, int T, int in, int out) {
+    (void)be;
     if (wb) or1_matmul_rows_bf16(y, x, wb, b, T, in, out);
     else or1_matmul_rows(y, x, w, b, T, in, out);
 }
 
-static void cpu_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, int T, int in, int out,
-                          int acc) {
+/* The input gradient against the weight the forward used. */
+static void cpu_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, const or1_bf16 *wb, int T,
+                          int in, int out, int acc) {
     (void)be;
-    or1_matmul_dx(dx, dy, w, T, in, out, acc);
+    if (wb) or1_matmul_dx_bf16(dx, dy, wb, T, in, out, acc);
+    else or1_matmul_dx(dx, dy, w, T, in, out, acc);
 }
 
 static void cpu_matmul_dw(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
@@ -151,11 +117,16 @@ static void cpu_matmul_dw(or1_backend *be, float *dw, float *db, const float *dy
     or1_matmul_dw(dw, db, dy, x, T, in, out);
 }
 
-/* y[i] = src[idx[i]] row by row, rows in parallel. */
-static void cpu_gather(or1_backend *be, float *y, const float *src, const int32_t *idx, int n, int H) {
+/* y[i] = src[idx[i]] (or srcb's row widened) row by row, rows in parallel. */
+static void cpu_gather(or1_backend *be, float *y, const float *src, const or1_bf16 *srcb, const int32_t *idx, int n,
+                       int H) {
     (void)be;
     #pragma omp parallel for schedule(static) if (n > 16)
-    for (int i = 0; i < n; i++) memcpy(y + (size_t)i * H, src + (size_t)idx[i] * H, (size_t)H * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        size_t at = (size_t)idx[i] * H;
+        if (srcb) or1_f32_from_bf16(y + (size_t)i * H, srcb + at, (size_t)H);
+        else memcpy(y + (size_t)i * H, src + at, (size_t)H * sizeof(float));
+    }
 }
 
 /* dst[idx[i]] += src[i] in row order (indices may repeat, so rows are not parallel). */
@@ -230,15 +201,14 @@ static void cpu_swiglu_bwd(or1_backend *be, float *dgu, float *a, const float *d
 }
 
 static void cpu_head(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
-                     const float *w, const int32_t *tgt, int n, int H, int V, float temperature) {
-    or1_head(logp, entropy, lse, ez, h, w, bf(be, w), tgt, n, H, V, temperature, cpu(be)->head_scratch);
+                     const float *w, const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature) {
+    or1_head(logp, entropy, lse, ez, h, w, wb, tgt, n, H, V, temperature, head_scratch(be, H));
 }
 
-static void cpu_head_bwd(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const int32_t *tgt,
-                         const float *lse, const float *ez, const float *g_logp, const float *g_entropy, int n, int H,
-                         int V, float temperature) {
-    or1_head_bwd(dh, dw, h, w, bf(be, w), tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature,
-                 cpu(be)->head_scratch);
+static void cpu_head_bwd(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb,
+                         const int32_t *tgt, const float *lse, const float *ez, const float *g_logp,
+                         const float *g_entropy, int n, int H, int V, float temperature) {
+    or1_head_bwd(dh, dw, h, w, wb, tgt, lse, ez, g_logp, g_entropy, n, H, V, temperature, head_scratch(be, H));
 }
 
 static void cpu_adamw(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
@@ -277,10 +247,9 @@ static int cpu_sample(or1_backend *be, int32_t *next, float *logp, const float *
     return 0;
 }
 
-/* Frees the instance, its bf16 copies and its scratch. */
+/* Frees the instance and its scratch. */
 static void cpu_destroy(or1_backend *be) {
     cpu_backend *c = cpu(be);
-    for (int i = 0; i < MAX_WEIGHT_SETS; i++) free(c->ws[i].bf);
     free(c->head_scratch);
     free(c->scratch);
     free(c);
@@ -297,8 +266,7 @@ static const or1_backend_ops CPU_OPS = {
     .copy = cpu_copy,
     .zero = cpu_zero,
     .sync = cpu_sync,
-    .params_changed = cpu_params_changed,
-    .params_forget = cpu_params_forget,
+    .to_bf16 = cpu_to_bf16,
     .matmul = cpu_matmul,
     .matmul_rows = cpu_matmul_rows,
     .matmul_dx = cpu_matmul_dx,
@@ -332,7 +300,6 @@ or1_backend *or1_backend_cpu_prec(bool bf16) {
     cpu_backend *c = or1_calloc(1, sizeof *c);
     c->base.ops = &CPU_OPS;
     c->base.bf16 = bf16;
-    c->head_scratch = or1_alloc_floats((size_t)or1_head_scratch(CPU_HEAD_ROWS));
     return &c->base;
 }
 

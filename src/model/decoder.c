@@ -9,6 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The bf16 views of one layer's matrices and of the model's (NULL in fp32 precision). */
+typedef struct {
+    const or1_bf16 *wqkv, *wo, *wgu, *wd;
+} layer_bf16;
+
+typedef struct {
+    const or1_bf16 *embed, *lm_head;
+    layer_bf16 *layer;
+} weights_bf16;
+
+/* A norm weight or bias of a sharded model: floats [off, off + n) of the host layout, kept in
+ * fp32 at [at, at + n) of the compact copy vec. */
+typedef struct {
+    size_t off, n, at;
+} vec_seg;
+
 /* The saved activations of one decoder layer (views into the workspace). */
 typedef struct {
     float *x, *r1, *xn1, *qkv, *att, *lse, *x2, *r2, *xn2, *gu;
@@ -23,7 +39,15 @@ struct or1_dmodel {
     float *params, *grads; /* backend memory; the host model's arrays on a host-memory backend */
     float *m, *v;          /* AdamW moments of the attached optimizer */
     or1_adamw *opt;
-    or1_weights w, g; /* views into params and grads */
+    or1_weights w, g; /* views into params (a sharded model: its norms and biases in vec) and grads */
+    or1_bf16 *wb;     /* bf16 weights in bf16 precision (owned) */
+    weights_bf16 h;   /* views into wb */
+    /* a sharded model: no params; fp32 masters of [lo, hi), norms and biases in fp32 */
+    bool sharded;
+    size_t lo, hi, vec_n;
+    float *master, *vec;
+    vec_seg *segs;
+    int n_segs;
     /* workspace for cap_tokens tokens, positions below cap_len, every layer when train */
     int cap_tokens, cap_len, n_slots;
     float *mem;
@@ -87,22 +111,97 @@ static void bind_views(const or1_dmodel *dm, or1_weights *dst, float *dev_base) 
     }
 }
 
-/* Places m on be: aliases its arrays on a host-memory backend, else copies the parameters. */
-or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m) {
+/* The bf16 twin of a host parameter pointer (NULL stays NULL). */
+static const or1_bf16 *twin_bf16(const or1_dmodel *dm, const float *p) {
+    return p ? dm->wb + (p - dm->host->params) : NULL;
+}
+
+/* bf16 views of the matrices over wb (all NULL without wb). */
+static void bind_bf16(or1_dmodel *dm) {
+    const or1_weights *src = &dm->host->w;
+    dm->h.layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dm->h.layer);
+    if (!dm->wb) return;
+    dm->h.embed = twin_bf16(dm, src->embed), dm->h.lm_head = twin_bf16(dm, src->lm_head);
+    for (int i = 0; i < dm->cfg.layers; i++) {
+        const or1_layer *s = &src->layer[i];
+        dm->h.layer[i] = (layer_bf16){twin_bf16(dm, s->wqkv), twin_bf16(dm, s->wo), twin_bf16(dm, s->wgu),
+                                      twin_bf16(dm, s->wd)};
+    }
+}
+
+/* Appends the vector p of n floats (if the model has it) to the sharded model's fp32 copy. */
+static void add_seg(or1_dmodel *dm, const float *p, size_t n) {
+    if (!p) return;
+    dm->segs[dm->n_segs++] = (vec_seg){(size_t)(p - dm->host->params), n, dm->vec_n};
+    dm->vec_n += n;
+}
+
+/* The norms and biases a sharded model keeps in fp32 (every layer's, then the final norm). */
+static void list_segs(or1_dmodel *dm) {
+    const or1_model_config *c = &dm->cfg;
+    size_t H = (size_t)c->hidden, qkvd = (size_t)(c->heads + 2 * c->kv_heads) * c->head_dim;
+    dm->segs = or1_calloc((size_t)4 * c->layers + 1, sizeof *dm->segs);
+    for (int i = 0; i < c->layers; i++) {
+        const or1_layer *s = &dm->host->w.layer[i];
+        add_seg(dm, s->ln1, H), add_seg(dm, s->bqkv, qkvd), add_seg(dm, s->bo, H), add_seg(dm, s->ln2, H);
+    }
+    add_seg(dm, dm->host->w.norm, H);
+}
+
+/* Where a host vector lives in the sharded model's fp32 copy (NULL: not a vector, or absent). */
+static float *vec_at(const or1_dmodel *dm, const float *p) {
+    for (int k = 0; p && k < dm->n_segs; k++)
+        if (dm->segs[k].off == (size_t)(p - dm->host->params)) return dm->vec + dm->segs[k].at;
+    return NULL;
+}
+
+/* A sharded model's fp32 views: its norms and biases in vec, no matrices. */
+static void bind_vec_views(or1_dmodel *dm) {
+    const or1_weights *src = &dm->host->w;
+    dm->w.norm = vec_at(dm, src->norm);
+    dm->w.layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dm->w.layer);
+    for (int i = 0; i < dm->cfg.layers; i++) {
+        const or1_layer *s = &src->layer[i];
+        or1_layer *d = &dm->w.layer[i];
+        d->ln1 = vec_at(dm, s->ln1), d->bqkv = vec_at(dm, s->bqkv), d->bo = vec_at(dm, s->bo);
+        d->ln2 = vec_at(dm, s->ln2);
+    }
+}
+
+/* The fp32 weights: the host arrays or a whole copy, or a sharded model's masters and vectors. */
+static int alloc_weights(or1_dmodel *dm) {
+    const or1_backend_ops *op = dm->op;
+    if (!dm->sharded) {
+        dm->params = op->host_memory ? dm->host->params : op->alloc(dm->be, dm->n * sizeof(float));
+        if (dm->params) bind_views(dm, &dm->w, dm->params);
+        return dm->params ? 0 : -1;
+    }
+    list_segs(dm);
+    dm->master = op->alloc(dm->be, (dm->hi - dm->lo) * sizeof(float));
+    dm->vec = dm->master ? op->alloc(dm->be, dm->vec_n * sizeof(float)) : NULL;
+    if (!dm->vec) return -1;
+    bind_vec_views(dm);
+    return 0;
+}
+
+/* Places m on be: fp32 weights (or a shard of masters), bf16 weights in bf16 precision, and
+ * the gradients; the host arrays are used in place on a host-memory backend. */
+static or1_dmodel *place(or1_backend *be, or1_model *m, bool sharded, size_t lo, size_t hi) {
     or1_dmodel *dm = or1_calloc(1, sizeof *dm);
     dm->be = be, dm->op = be->ops, dm->host = m, dm->cfg = m->cfg, dm->n = m->n_floats;
+    dm->sharded = sharded, dm->lo = lo, dm->hi = hi;
     size_t bytes = dm->n * sizeof(float);
-    if (dm->op->host_memory) {
-        dm->params = m->params, dm->grads = m->grads;
-    } else {
-        dm->params = dm->op->alloc(be, bytes);
-        dm->grads = dm->params ? dm->op->alloc(be, bytes) : NULL;
+    dm->grads = dm->op->host_memory ? m->grads : dm->op->alloc(be, bytes);
+    int rc = dm->grads ? alloc_weights(dm) : -1;
+    if (rc == 0 && be->bf16) {
+        dm->wb = dm->op->alloc(be, dm->n * sizeof(or1_bf16));
+        if (!dm->wb) rc = -1;
     }
-    if (dm->grads) {
-        bind_views(dm, &dm->w, dm->params);
+    if (rc == 0) {
         bind_views(dm, &dm->g, dm->grads);
+        bind_bf16(dm);
     }
-    if (!dm->grads || or1_dmodel_push(dm)) {
+    if (rc || or1_dmodel_push(dm)) {
         or1_fail_ctx("%s model (%.2f GiB of parameters)", dm->op->name, (double)bytes / (1 << 30));
         or1_dmodel_free(dm);
         return NULL;
@@ -110,20 +209,38 @@ or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m) {
     return dm;
 }
 
+/* Places m on be with its whole fp32 weights. */
+or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m) { return place(be, m, false, 0, m->n_floats); }
+
+/* Places m on a bf16 backend with fp32 masters of [lo, hi) alone. */
+or1_dmodel *or1_dmodel_new_sharded(or1_backend *be, or1_model *m, size_t lo, size_t hi) {
+    if (!be->bf16) {
+        or1_fail("%s model: fp32 masters can be sharded only in bf16 precision (in fp32 they are the weights)",
+                 be->ops->name);
+        return NULL;
+    }
+    if (lo > hi || hi > m->n_floats) {
+        or1_fail("%s model: a master shard [%zu, %zu) of %zu parameters", be->ops->name, lo, hi, m->n_floats);
+        return NULL;
+    }
+    return place(be, m, true, lo, hi);
+}
+
 /* Releases every buffer the model owns (never the host model's arrays). */
 void or1_dmodel_free(or1_dmodel *dm) {
     if (!dm) return;
     const or1_backend_ops *op = dm->op;
     op->sync(dm->be);
-    if (dm->params) op->params_forget(dm->be, dm->params);
     if (!op->host_memory) {
         void *own[] = {dm->params, dm->grads, dm->m, dm->v};
         for (size_t i = 0; i < sizeof own / sizeof *own; i++) op->release(dm->be, own[i]);
     }
-    void *ws[] = {dm->mem, dm->ibuf, dm->kv, dm->logits, dm->dec};
+    void *ws[] = {dm->mem, dm->ibuf, dm->kv, dm->logits, dm->dec, dm->wb, dm->master, dm->vec};
     for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) op->release(dm->be, ws[i]);
     free(dm->w.layer);
     free(dm->g.layer);
+    free(dm->h.layer);
+    free(dm->segs);
     free(dm->l);
     free(dm);
 }
@@ -137,17 +254,49 @@ or1_backend *or1_dmodel_backend(const or1_dmodel *dm) { return dm->be; }
 /* The host mirror. */
 or1_model *or1_dmodel_host(const or1_dmodel *dm) { return dm->host; }
 
-/* Host parameters (and attached moments) to the backend; low-precision copies refreshed. */
+/* A sharded model's norms and biases from the host parameters, packed and uploaded. */
+static int upload_vec(or1_dmodel *dm) {
+    float *pack = or1_alloc_floats(dm->vec_n ? dm->vec_n : 1);
+    for (int k = 0; k < dm->n_segs; k++)
+        memcpy(pack + dm->segs[k].at, dm->host->params + dm->segs[k].off, dm->segs[k].n * sizeof(float));
+    int rc = dm->op->upload(dm->be, dm->vec, pack, dm->vec_n * sizeof(float));
+    free(pack);
+    return rc;
+}
+
+/* A sharded model's bf16 weights from the host parameters, rounded on the host a chunk at a
+ * time (no whole fp32 copy on the device). */
+static int upload_bf16(or1_dmodel *dm) {
+    enum { CHUNK = 1 << 22 };
+    or1_bf16 *buf = or1_malloc((dm->n < CHUNK ? dm->n : CHUNK) * sizeof *buf + 1);
+    int rc = 0;
+    for (size_t i = 0; i < dm->n && !rc; i += CHUNK) {
+        size_t k = dm->n - i < CHUNK ? dm->n - i : CHUNK;
+        or1_bf16_from_f32(buf, dm->host->params + i, k);
+        rc = dm->op->upload(dm->be, dm->wb + i, buf, k * sizeof *buf);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Host parameters to the weights (a sharded model: its masters, vectors and bf16 weights;
+ * else the fp32 weights and their bf16 copy), and attached moments. */
 int or1_dmodel_push(or1_dmodel *dm) {
     const or1_backend_ops *op = dm->op;
-    size_t bytes = dm->n * sizeof(float);
-    if (!op->host_memory) {
-        if (op->upload(dm->be, dm->params, dm->host->params, bytes)) return -1;
-        size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
-        if (dm->m && (op->upload(dm->be, dm->m, dm->opt->m, mb) || op->upload(dm->be, dm->v, dm->opt->v, mb)))
+    const float *hp = dm->host->params;
+    if (dm->sharded) {
+        if (op->upload(dm->be, dm->master, hp + dm->lo, (dm->hi - dm->lo) * sizeof(float)) || upload_vec(dm) ||
+            upload_bf16(dm))
             return -1;
+    } else {
+        if (!op->host_memory && op->upload(dm->be, dm->params, hp, dm->n * sizeof(float))) return -1;
+        if (dm->wb) op->to_bf16(dm->be, dm->wb, dm->params, dm->n);
     }
-    return op->params_changed(dm->be, dm->params, dm->n);
+    size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
+    if (!op->host_memory && dm->m &&
+        (op->upload(dm->be, dm->m, dm->opt->m, mb) || op->upload(dm->be, dm->v, dm->opt->v, mb)))
+        return -1;
+    return op->sync(dm->be);
 }
 
 /* Host gradients (e.g. summed across processes) to the backend. */
@@ -156,12 +305,16 @@ int or1_dmodel_push_grads(or1_dmodel *dm) {
     return dm->op->upload(dm->be, dm->grads, dm->host->grads, dm->n * sizeof(float));
 }
 
-/* Parameters, gradients and attached moments back to the host mirror. */
+/* Parameters (a sharded model: its master range), gradients and attached moments back to the
+ * host mirror. */
 int or1_dmodel_pull(or1_dmodel *dm) {
     const or1_backend_ops *op = dm->op;
-    size_t bytes = dm->n * sizeof(float);
+    if (dm->sharded &&
+        op->download(dm->be, dm->host->params + dm->lo, dm->master, (dm->hi - dm->lo) * sizeof(float)))
+        return -1;
     if (op->host_memory) return op->sync(dm->be);
-    if (op->download(dm->be, dm->host->params, dm->params, bytes) || or1_dmodel_pull_grads(dm)) return -1;
+    if (!dm->sharded && op->download(dm->be, dm->host->params, dm->params, dm->n * sizeof(float))) return -1;
+    if (or1_dmodel_pull_grads(dm)) return -1;
     size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
     if (dm->m && (op->download(dm->be, dm->opt->m, dm->m, mb) || op->download(dm->be, dm->opt->v, dm->v, mb)))
         return -1;
@@ -299,15 +452,16 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, cons
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     const or1_layer *w = &dm->w.layer[i];
+    const layer_bf16 *wb = &dm->h.layer[i];
     or1_backend *be = dm->be;
     int H = c->hidden, I = c->intermediate, hd = c->head_dim, qd = c->heads * hd, kvd = c->kv_heads * hd;
     int qkvd = qd + 2 * kvd;
     /* the rollout engine's passes (they keep keys and values) use row-independent matmuls, so a
      * sample never depends on the thread count or on what else is decoded */
-    void (*mm)(or1_backend *, float *, const float *, const float *, const float *, int, int, int) =
-        md->kv_rows ? op->matmul_rows : op->matmul;
+    void (*mm)(or1_backend *, float *, const float *, const float *, const or1_bf16 *, const float *, int, int,
+               int) = md->kv_rows ? op->matmul_rows : op->matmul;
     op->rmsnorm(be, l->xn1, l->r1, l->x, res, w->ln1, T, H, c->rms_eps);
-    mm(be, l->qkv, l->xn1, w->wqkv, w->bqkv, T, H, qkvd);
+    mm(be, l->qkv, l->xn1, w->wqkv, wb->wqkv, w->bqkv, T, H, qkvd);
     op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);
     float *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd : NULL;
     if (md->kv_rows) op->kv_store(be, k, v, md->kv_rows, l->qkv, T, qd, kvd);
@@ -317,11 +471,11 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, cons
     else
         op->attention_decode(be, l->att, l->qkv, T, k, v, md->seg, md->blocks, dm->block, c->heads, c->kv_heads, hd,
                              dm->cap_len);
-    mm(be, l->x2, l->att, w->wo, w->bo, T, qd, H);
+    mm(be, l->x2, l->att, w->wo, wb->wo, w->bo, T, qd, H);
     op->rmsnorm(be, l->xn2, l->r2, l->x2, l->x, w->ln2, T, H, c->rms_eps);
-    mm(be, l->gu, l->xn2, w->wgu, NULL, T, H, 2 * I);
+    mm(be, l->gu, l->xn2, w->wgu, wb->wgu, NULL, T, H, 2 * I);
     op->swiglu(be, dm->a, l->gu, T, I);
-    mm(be, out, dm->a, w->wd, NULL, T, I, H);
+    mm(be, out, dm->a, w->wd, wb->wd, NULL, T, I, H);
 }
 
 /* Every layer over T embedded rows in l[0].x, then the final norm into out. Each layer's x2 is
@@ -343,7 +497,7 @@ static void run_layers(or1_dmodel *dm, int T, bool train, const layer_mode *md, 
 /* Embedding lookup, every layer and the final norm for a packed batch. */
 int or1_dmodel_forward(or1_dmodel *dm, const or1_batch *b, bool train) {
     if (reserve(dm, b->n_tokens, b->max_len, train) || bind_batch(dm, b)) return -1;
-    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, dm->cfg.hidden);
+    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->h.embed, dm->ids, b->n_tokens, dm->cfg.hidden);
     layer_mode md = {b, NULL, NULL, NULL};
     run_layers(dm, b->n_tokens, train, &md, dm->hf);
     return dm->op->sync(dm->be);
@@ -360,9 +514,9 @@ int or1_dmodel_head(or1_dmodel *dm, const or1_batch *b, float temperature, float
     int H = dm->cfg.hidden, S = b->n_scored;
     for (int i0 = 0; i0 < S; i0 += op->head_rows) {
         int n = head_block(dm, S, i0);
-        op->gather(dm->be, dm->hrows, dm->hf, dm->sc_pos + i0, n, H);
+        op->gather(dm->be, dm->hrows, dm->hf, NULL, dm->sc_pos + i0, n, H);
         op->head(dm->be, dm->sc_logp + i0, dm->sc_ent + i0, dm->sc_lse + i0, dm->sc_ez + i0, dm->hrows,
-                 dm->w.lm_head, dm->sc_tgt + i0, n, H, dm->cfg.vocab, temperature);
+                 dm->w.lm_head, dm->h.lm_head, dm->sc_tgt + i0, n, H, dm->cfg.vocab, temperature);
     }
     if (op->sync(dm->be)) return -1;
     if (S == 0) return 0;
@@ -377,9 +531,10 @@ static void head_backward(or1_dmodel *dm, const or1_batch *b, float temperature,
     op->zero(dm->be, dhf, (size_t)b->n_tokens * H * sizeof(float));
     for (int i0 = 0; i0 < S; i0 += op->head_rows) {
         int n = head_block(dm, S, i0);
-        op->gather(dm->be, dm->hrows, dm->hf, dm->sc_pos + i0, n, H);
-        op->head_bwd(dm->be, dm->dhrows, dm->g.lm_head, dm->hrows, dm->w.lm_head, dm->sc_tgt + i0, dm->sc_lse + i0,
-                     dm->sc_ez + i0, dm->sc_glp + i0, dm->sc_gent + i0, n, H, dm->cfg.vocab, temperature);
+        op->gather(dm->be, dm->hrows, dm->hf, NULL, dm->sc_pos + i0, n, H);
+        op->head_bwd(dm->be, dm->dhrows, dm->g.lm_head, dm->hrows, dm->w.lm_head, dm->h.lm_head, dm->sc_tgt + i0,
+                     dm->sc_lse + i0, dm->sc_ez + i0, dm->sc_glp + i0, dm->sc_gent + i0, n, H, dm->cfg.vocab,
+                     temperature);
         op->scatter_add(dm->be, dhf, dm->dhrows, dm->sc_pos + i0, n, H);
     }
 }
@@ -389,24 +544,25 @@ static void layer_backward(or1_dmodel *dm, int i, const or1_batch *b) {
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     const or1_layer *w = &dm->w.layer[i];
+    const layer_bf16 *wb = &dm->h.layer[i];
     or1_layer *g = &dm->g.layer[i];
     const layer_acts *l = &dm->l[i];
     or1_backend *be = dm->be;
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
-    op->matmul_dx(be, dm->da, dm->dres, w->wd, T, I, H, 0);
+    op->matmul_dx(be, dm->da, dm->dres, w->wd, wb->wd, T, I, H, 0);
     op->swiglu_bwd(be, dm->dgu, dm->a, dm->da, l->gu, T, I); /* the MLP's input a again, in the same pass */
     op->matmul_dw(be, g->wd, NULL, dm->dres, dm->a, T, I, H);
     op->matmul_dw(be, g->wgu, NULL, dm->dgu, l->xn2, T, H, 2 * I);
-    op->matmul_dx(be, dm->dxn, dm->dgu, w->wgu, T, H, 2 * I, 0);
+    op->matmul_dx(be, dm->dxn, dm->dgu, w->wgu, wb->wgu, T, H, 2 * I, 0);
     op->rmsnorm_bwd(be, dm->dres, g->ln2, dm->dxn, l->x2, l->r2, w->ln2, T, H);
     op->matmul_dw(be, g->wo, g->bo, dm->dres, l->att, T, qd, H);
-    op->matmul_dx(be, dm->datt, dm->dres, w->wo, T, qd, H, 0);
+    op->matmul_dx(be, dm->datt, dm->dres, w->wo, wb->wo, T, qd, H, 0);
     op->attention_bwd(be, dm->dqkv, dm->datt, l->qkv, l->att, l->lse, dm->seq_start, b->n_seqs, T, b->max_len,
                       c->heads, c->kv_heads, hd);
     op->rope(be, dm->dqkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 1);
     op->matmul_dw(be, g->wqkv, g->bqkv, dm->dqkv, l->xn1, T, H, qkvd);
-    op->matmul_dx(be, dm->dxn, dm->dqkv, w->wqkv, T, H, qkvd, 0);
+    op->matmul_dx(be, dm->dxn, dm->dqkv, w->wqkv, wb->wqkv, T, H, qkvd, 0);
     op->rmsnorm_bwd(be, dm->dres, g->ln1, dm->dxn, l->x, l->r1, w->ln1, T, H);
 }
 
@@ -431,8 +587,12 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
 /* The gradients' global L2 norm. */
 double or1_dmodel_grad_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->grads, dm->n); }
 
-/* The parameters' global L2 norm: NaN or infinite as soon as one weight is. */
-double or1_dmodel_param_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->params, dm->n); }
+/* The parameters' global L2 norm (a sharded model's: its masters'): NaN or infinite as soon as
+ * one weight is. */
+double or1_dmodel_param_norm(or1_dmodel *dm) {
+    if (dm->sharded) return dm->op->grad_norm(dm->be, dm->master, dm->hi - dm->lo);
+    return dm->op->grad_norm(dm->be, dm->params, dm->n);
+}
 
 /* The L2 norm of the gradients' range [lo, hi). */
 double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi) {
@@ -468,17 +628,39 @@ int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, doub
     return or1_dmodel_step_range(dm, opt, c, 0, dm->n, gn, max_norm);
 }
 
+/* A sharded model's norms and biases inside its master range, copied from the masters (the
+ * rest of vec is left as it is). */
+static void vec_from_masters(or1_dmodel *dm) {
+    for (int k = 0; k < dm->n_segs; k++) {
+        const vec_seg *s = &dm->segs[k];
+        size_t a = s->off > dm->lo ? s->off : dm->lo, b = s->off + s->n < dm->hi ? s->off + s->n : dm->hi;
+        if (a < b) dm->op->copy(dm->be, dm->vec + s->at + (a - s->off), dm->master + (a - dm->lo), (b - a) * sizeof(float));
+    }
+}
+
+/* The compute weights of [lo, hi) after the fp32 ones changed there: the bf16 weights, and a
+ * sharded model's vectors. */
+static void refresh_range(or1_dmodel *dm, size_t lo, size_t hi) {
+    if (!dm->wb) return;
+    dm->op->to_bf16(dm->be, dm->wb + lo, dm->sharded ? dm->master : dm->params + lo, hi - lo);
+    if (dm->sharded) vec_from_masters(dm);
+}
+
 /* Clipping of the range by the given global norm, AdamW on the range alone, then zeroed
  * gradients (the other ranges belong to other ranks under ZeRO stage 1). */
 int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
                           double norm, double max_norm) {
     const or1_backend_ops *op = dm->op;
     if (lo > hi || hi > dm->n) return or1_fail("optimizer step over [%zu, %zu) of %zu parameters", lo, hi, dm->n);
+    if (dm->sharded && (lo != dm->lo || hi != dm->hi))
+        return or1_fail("optimizer step over [%zu, %zu): this model holds the masters of [%zu, %zu) alone", lo, hi,
+                        dm->lo, dm->hi);
     if (attach_optimizer(dm, opt, hi - lo)) return -1;
     if (max_norm > 0) op->clip(dm->be, dm->grads + lo, hi - lo, norm, max_norm);
     opt->step++;
-    op->adamw(dm->be, dm->params + lo, dm->m, dm->v, dm->grads + lo, hi - lo, (long)opt->step, c);
-    if (op->params_changed(dm->be, dm->params, dm->n)) return -1;
+    float *p = dm->sharded ? dm->master : dm->params + lo;
+    op->adamw(dm->be, p, dm->m, dm->v, dm->grads + lo, hi - lo, (long)opt->step, c);
+    refresh_range(dm, lo, hi);
     or1_dmodel_zero_grad(dm);
     return op->sync(dm->be);
 }
@@ -519,7 +701,7 @@ int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_row
     if (reserve(dm, b->n_tokens, b->max_len, false) || bind_batch(dm, b) ||
         device_ints(dm, &rows_d, kv_rows, (size_t)b->n_tokens, &cur))
         return -1;
-    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->ids, b->n_tokens, c->hidden);
+    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->h.embed, dm->ids, b->n_tokens, c->hidden);
     layer_mode md = {b, rows_d, NULL, NULL};
     run_layers(dm, b->n_tokens, false, &md, dm->hf);
     dm->op->copy(dm->be, hidden, dm->hf + (size_t)(b->n_tokens - 1) * c->hidden, (size_t)c->hidden * sizeof(float));
@@ -540,7 +722,7 @@ int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_
         device_ints(dm, &rows_d, kv_rows, (size_t)R, &cur) || device_ints(dm, &seg_d, seg, (size_t)4 * R, &cur) ||
         device_ints(dm, &blk_d, blocks, (size_t)n_table, &cur))
         return -1;
-    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, tok_d, R, c->hidden);
+    dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->h.embed, tok_d, R, c->hidden);
     layer_mode md = {NULL, rows_d, seg_d, blk_d};
     run_layers(dm, R, false, &md, hidden);
     return 0; /* queued: the sampler's download of the new tokens waits for it */
@@ -551,7 +733,7 @@ int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_samp
                       float *logp) {
     const or1_model_config *c = &dm->cfg;
     if (A < 1 || A > dm->rows_cap) return or1_fail("sample: %d rows for a workspace of %d", A, dm->rows_cap);
-    dm->op->matmul_rows(dm->be, dm->logits, hidden, dm->w.lm_head, NULL, A, c->hidden, c->vocab);
+    dm->op->matmul_rows(dm->be, dm->logits, hidden, dm->w.lm_head, dm->h.lm_head, NULL, A, c->hidden, c->vocab);
     return dm->op->sample(dm->be, next, logp, dm->logits, A, c->vocab, rows);
 }
 
@@ -571,8 +753,19 @@ int or1_dmodel_reduce_scatter_grads(or1_dmodel *dm, const size_t *starts) {
     return has_collectives(dm) > 0 ? dm->op->reduce_scatter(dm->be, dm->grads, starts) : -1;
 }
 
-/* Every rank's shard of the parameters to every rank, then fresh weight copies. */
+/* Every rank's shard of the weights to every rank: the fp32 ones and a fresh bf16 copy, or a
+ * sharded model's bf16 weights and its vectors (each rank adds its masters' part into a zeroed
+ * copy, so the sum is exact). */
 int or1_dmodel_allgather_params(or1_dmodel *dm, const size_t *starts) {
-    if (has_collectives(dm) < 0 || dm->op->allgather(dm->be, dm->params, starts)) return -1;
-    return dm->op->params_changed(dm->be, dm->params, dm->n);
+    const or1_backend_ops *op = dm->op;
+    if (has_collectives(dm) < 0) return -1;
+    if (!dm->sharded) {
+        if (op->allgather(dm->be, dm->params, sizeof(float), starts)) return -1;
+        if (dm->wb) op->to_bf16(dm->be, dm->wb, dm->params, dm->n);
+        return op->sync(dm->be);
+    }
+    if (op->allgather(dm->be, dm->wb, sizeof(or1_bf16), starts)) return -1;
+    op->zero(dm->be, dm->vec, dm->vec_n * sizeof(float));
+    vec_from_masters(dm);
+    return op->allreduce(dm->be, dm->vec, dm->vec_n);
 }

@@ -329,7 +329,7 @@ static int sample_all(engine *e) {
     if (A == 0) return 0;
     or1_backend *be = or1_dmodel_backend(e->dm);
     if (e->op->upload(be, e->idx_dev, e->idx, (size_t)A * sizeof(int32_t))) return -1;
-    e->op->gather(be, e->x, e->hid, e->idx_dev, A, e->c->hidden);
+    e->op->gather(be, e->x, e->hid, NULL, e->idx_dev, A, e->c->hidden);
     if (or1_dmodel_sample(e->dm, A, e->x, e->rows, e->next, e->logp)) return -1;
     for (int a = 0; a < A; a++) {
         slot *s = &e->slots[e->row_slot[a]];

@@ -103,7 +103,7 @@ int reset_reference(trainer *t) {
     if (t->ref.n_floats != t->m.n_floats)
         return or1_fail("kl.reset_every: the reference has %zu parameters and the policy %zu", t->ref.n_floats,
                         t->m.n_floats);
-    if (or1_dmodel_pull(t->dm)) return -1;
+    if (update_params_to_host(t)) return -1;
     memcpy(t->ref.params, t->m.params, t->m.n_floats * sizeof(float));
     if (or1_dmodel_push(t->ref_dm)) return -1;
     t->ref_reset = true;
@@ -225,18 +225,20 @@ static bool has_code(const or1_dataset *d) {
 /* GiB of n bytes. */
 static double gib(double n) { return n / 1073741824.0; }
 
-/* What this rank holds on its device, printed once at the start: weights (fp32 masters,
- * and their bf16 copies in bf16 precision), gradients, AdamW moments (its shard under ZeRO-1),
- * the training workspace at the largest micro-batch, and the rollout KV budget. */
+/* What this rank holds on its device, printed once at the start: fp32 master weights (its
+ * shard when sharded), bf16 weights in bf16 precision, gradients, AdamW moments (its shard under
+ * ZeRO-1), the training workspace at the largest micro-batch, and the rollout KV budget. */
 static void report_memory(const trainer *t) {
-    double w = (double)t->m.n_floats * sizeof(float), bf = t->be->bf16 ? w / 2 : 0;
+    double n = (double)t->m.n_floats, masters = update_masters_sharded(t) ? (double)t->opt.n : n;
     int micro = 0;
     for (size_t s = 0; s < t->cfg->n_stages; s++)
         if (or1_train_micro_tokens(t->cfg, s) > micro) micro = or1_train_micro_tokens(t->cfg, s);
     fprintf(stderr,
-            "train: memory on rank %d (%s, %s): weights %.3g GiB + bf16 copy %.3g GiB, gradients %.3g GiB, AdamW moments "
-            "%.3g GiB, activations %.3g GiB at %d tokens, KV cache up to %.3g GiB%s\n",
-            t->d->rank, t->be->ops->name, t->be->bf16 ? "bf16 matmuls" : "fp32", gib(w), gib(bf), gib(w), gib(2.0 * (double)t->opt.n * sizeof(float)),
+            "train: memory on rank %d (%s, %s): fp32 masters of %.0f of %.0f parameters %.3g GiB, bf16 weights "
+            "%.3g GiB, gradients %.3g GiB, AdamW moments %.3g GiB, activations %.3g GiB at %d tokens, KV cache up "
+            "to %.3g GiB%s\n",
+            t->d->rank, t->be->ops->name, t->be->bf16 ? "bf16 matmuls" : "fp32", masters, n, gib(masters * 4),
+            gib(t->be->bf16 ? n * 2 : 0), gib(n * 4), gib(2.0 * (double)t->opt.n * sizeof(float)),
             gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.kv_cache_gb,
             t->has_ref ? " (and the reference model's weights)" : "");
 }
@@ -245,7 +247,7 @@ static void report_memory(const trainer *t) {
 static int open_device(trainer *t) {
     t->be = or1_backend_open(t->cfg->device, t->cfg->precision);
     if (!t->be) return or1_fail_ctx("keys \"device\" and \"precision\"");
-    t->dm = or1_dmodel_new(t->be, &t->m);
+    t->dm = update_place_model(t);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new(t->be, &t->ref);
     if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;
     report_memory(t);

@@ -114,6 +114,15 @@ void update_optimizer_init(trainer *t);
 int update_optimizer_load(trainer *t, const char *dir);
 /* The whole optimizer state on rank 0 (collective); *owned: *full must be freed. */
 int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
+/* Whether this rank keeps fp32 masters of its shard alone (ZeRO stage 1 in bf16 precision). */
+bool update_masters_sharded(const trainer *t);
+/* The policy placed on the trainer's backend: with a shard of fp32 masters when they are
+ * sharded, else whole. */
+or1_dmodel *update_place_model(trainer *t);
+/* The whole current parameters into the host model on every rank (a collective). */
+int update_params_to_host(trainer *t);
+/* The global L2 norm of the fp32 weights (a collective when the masters are sharded). */
+double update_param_norm(trainer *t);
 
 /* ---- the run folder (run_dir.c) ---------------------------------------------------------- */
 

@@ -91,7 +91,7 @@ static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
 /* Every weight finite after an update (a corrupt optimizer state or an overflow gets past the
  * gradient-norm check); fails naming the quantity and the mini-batch. */
 static int finite_weights(trainer *t, int mini_batch) {
-    double norm = or1_dmodel_param_norm(t->dm);
+    double norm = update_param_norm(t);
     if (norm < 0) return -1;
     if (!isfinite(norm))
         return or1_fail("the weights are not finite after the update of mini-batch %d (their norm is %g)", mini_batch,

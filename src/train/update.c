@@ -3,6 +3,8 @@
  * the whole AdamW state. With ZeRO stage 1 (train.zero: 1) the gradients are reduce-scattered,
  * each rank steps only its shard of the parameters with its shard of the moments (1/p of the
  * optimizer state), and the parameters are all-gathered; the clipping norm is the global one.
+ * In bf16 precision the fp32 master weights are sharded too: each rank keeps the masters of its
+ * shard alone, computes with whole bf16 weights, and the all-gather moves bf16 weights.
  * Checkpoints hold the whole state either way, so a run resumes with any rank count. */
 #include "or1/core.h"
 #include "internal.h"
@@ -38,6 +40,35 @@ static bool sharded(const trainer *t) { return t->cfg->train.zero == 1 && t->d->
 static void update_range(const trainer *t, size_t *lo, size_t *hi) {
     if (sharded(t)) or1_dist_shard(t->d, t->m.n_floats, lo, hi);
     else *lo = 0, *hi = t->m.n_floats;
+}
+
+/* Whether this rank keeps fp32 masters of its shard alone (ZeRO stage 1 in bf16 precision,
+ * where the weights the model computes with are not the masters). */
+bool update_masters_sharded(const trainer *t) { return sharded(t) && t->be->bf16; }
+
+/* The policy on the trainer's backend, its fp32 masters sharded when update_masters_sharded. */
+or1_dmodel *update_place_model(trainer *t) {
+    if (!update_masters_sharded(t)) return or1_dmodel_new(t->be, &t->m);
+    size_t lo, hi;
+    update_range(t, &lo, &hi);
+    return or1_dmodel_new_sharded(t->be, &t->m, lo, hi);
+}
+
+/* The model back into the host mirror; sharded masters are then gathered over MPI. */
+int update_params_to_host(trainer *t) {
+    if (or1_dmodel_pull(t->dm)) return -1;
+    if (update_masters_sharded(t)) or1_dist_allgather_f32(t->d, t->m.params, t->m.n_floats);
+    return 0;
+}
+
+/* The fp32 weights' global norm: each rank's masters' squared norm summed when sharded, so
+ * every rank sees a non-finite weight wherever it is. */
+double update_param_norm(trainer *t) {
+    double norm = or1_dmodel_param_norm(t->dm);
+    if (norm < 0 || !update_masters_sharded(t)) return norm;
+    double sq = norm * norm;
+    or1_dist_sum_f64(t->d, &sq, 1);
+    return sqrt(sq);
 }
 
 /* A gradient norm that is NaN or infinite stops the update before any weight moves. */
@@ -129,10 +160,11 @@ int update_optimizer_load(trainer *t, const char *dir) {
     return got;
 }
 
-/* The whole optimizer state on rank 0 (a collective: every rank calls it). *full is the
- * state itself when it is not sharded, else a gathered copy to free with or1_adamw_free. */
+/* The whole optimizer state on rank 0 and the whole parameters in every host model (a
+ * collective: every rank calls it). *full is the state itself when it is not sharded, else a
+ * gathered copy to free with or1_adamw_free. */
 int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned) {
-    if (or1_dmodel_pull(t->dm)) return -1;
+    if (update_params_to_host(t)) return -1;
     *owned = sharded(t);
     if (!*owned) {
         *full = t->opt;

@@ -212,7 +212,7 @@ static void check_head(or1_cuda *g, double tol_fwd, double tol_bwd, const char *
     float *h = rand_floats((size_t)n * H, 70, 1), *w = rand_floats((size_t)V * H, 71, 0.5f);
     float *glp = rand_floats(n, 72, 1), *gH = rand_floats(n, 73, 1), *dw = rand_floats((size_t)V * H, 74, 0.1f);
     float *res = or1_alloc_floats((size_t)4 * n), *dh = or1_alloc_floats((size_t)n * H);
-    float *scratch = or1_alloc_floats((size_t)or1_head_scratch(n));
+    float *scratch = or1_alloc_floats((size_t)or1_head_scratch(n, H));
     float *h_d = to_dev(g, h, (size_t)n * H * 4), *w_d = to_dev(g, w, (size_t)V * H * 4);
     float *glp_d = to_dev(g, glp, (size_t)n * 4), *gH_d = to_dev(g, gH, (size_t)n * 4);
     float *dw_d = to_dev(g, dw, (size_t)V * H * 4), *res_d = or1_cuda_alloc((size_t)4 * n * 4);

@@ -3,15 +3,20 @@
 usage: test_bf16.py OR1
 
 In bf16 each matmul of the model (projections, MLP, head) takes its input and its weight rounded to
-bfloat16 and sums their products in fp32; gradients pass the rounding straight through to the fp32
-input and the fp32 master weight (ref.set_matmul_precision documents the reference's form).
+bfloat16 and sums their products in fp32; the input gradient is taken against the rounded weight,
+the weight gradient against the fp32 input, and embedding rows come from the rounded table
+(ref.set_matmul_precision documents the reference's form).
 Checked: `or1 logprobs --precision bf16` (two checkpoints, temperatures 1 and 0.7, a vocabulary
 over two head blocks), `or1 grad --precision bf16` (loss statistics and every gradient tensor), and
 that an unknown precision is refused naming the flag.
-Tolerances: or1 in bf16 is within 2.3e-5 of the bf16 reference in log-prob (a rare input landing on
-the other side of a bf16 rounding boundary from float64's) and 1e-6 in gradients (of the tensor's
-largest); the fp32 reference is 1e-2 or more away in both, so each bound below also requires that
-the run did round to bf16 (the "far" checks).
+Tolerances: most log-probs and entropies are within 1e-6 of the bf16 reference; an activation
+that or1's fp32 and the float64 reference round to neighbouring bf16 values moves the positions
+that see it (by up to 6.7e-3 measured; a float32 reference moves them as much, on other
+sequences), so at least 75% must be within TIGHT and all within LOOSE (measured: 86-99% within
+1e-5).
+Gradients are within 1e-6 of the tensor's largest. The fp32 reference is 2e-3 or more away in
+log-probs and 3e-2 in gradients, so each bound below also requires that the run did round to bf16
+(the "far" checks).
 """
 import json
 import os
@@ -23,9 +28,10 @@ import torch
 from or1test import files, proc, ref
 from or1test.check import Checker
 
-LOGP_TOL = 2e-4        # log-prob and entropy, absolute
+TIGHT, SHARE, LOOSE = 1e-5, 0.75, 2e-2  # log-prob and entropy: SHARE within TIGHT, all within LOOSE
 FAR = 2e-3             # the fp32 reference must be at least this far somewhere
 STAT_TOL = 2e-5        # loss statistics, relative to max(1, |value|) (measured: 3e-7)
+STAT_FAR = 1e-5        # the fp32 reference's entropy at least this far (measured: 5.4e-5)
 GRAD_ELEM = 1e-4       # element error / largest |gradient| of that tensor (measured: 1e-6)
 GRAD_FAR = 1e-3        # ... and against the fp32 reference at least this much somewhere (measured: 3e-2)
 MODELS = [dict(arch="qwen2", tied=False, heads=4, kv_heads=2),
@@ -41,9 +47,14 @@ def reference(fn, precision):
         ref.set_matmul_precision("fp32")
 
 
+def diffs(got_rows, want_rows, key, idx):
+    """Every |got - want| of the rows' lists `key` against the reference's tensors idx."""
+    return [abs(a - b) for g, w in zip(got_rows, want_rows) for a, b in zip(g[key], w[idx].tolist())]
+
+
 def max_diff(got_rows, want_rows, key, idx):
     """The largest |got - want| over every row's list `key` against the reference's tensor idx."""
-    return max(max(abs(a - b) for a, b in zip(g[key], w[idx].tolist())) for g, w in zip(got_rows, want_rows))
+    return max(diffs(got_rows, want_rows, key, idx))
 
 
 def check_logprobs(chk, or1, tmp, k, spec):
@@ -67,8 +78,11 @@ def check_logprobs(chk, or1, tmp, k, spec):
             rows = {p: reference(lambda: [ref.sequence_logprobs(params, cfg, s, temp) for s in seqs], p)
                     for p in ("bf16", "fp32")}
         for key, idx in (("logprobs", 0), ("entropy", 1)):
-            d = max_diff(got, rows["bf16"], key, idx)
-            chk.ok(d <= LOGP_TOL, f"{what}: {key} {d:.3g} from the bf16 reference (bound {LOGP_TOL})")
+            d = diffs(got, rows["bf16"], key, idx)
+            share = sum(x <= TIGHT for x in d) / len(d)
+            chk.ok(share >= SHARE and max(d) <= LOOSE,
+                   f"{what}: {key}: {share:.0%} within {TIGHT} of the bf16 reference (want {SHARE:.0%}), "
+                   f"largest {max(d):.3g} (bound {LOOSE})")
         far = max_diff(got, rows["fp32"], "logprobs", 0)
         chk.ok(far >= FAR, f"{what}: log-probs within {far:.3g} of the fp32 reference: no bf16 rounding?")
 
@@ -90,7 +104,7 @@ def check_grad(chk, or1, tmp):
     fp32, fp32_g = ref.loss_and_grads(params, cfg, batch, **kw)
     for key in ("loss", "pg_loss", "entropy", "grad_norm"):
         chk.close(f"grad bf16: {key}", stats.get(key), want[key], STAT_TOL * max(1.0, abs(want[key])))
-    chk.ok(abs(stats["entropy"] - fp32["entropy"]) >= FAR / 10,
+    chk.ok(abs(stats["entropy"] - fp32["entropy"]) >= STAT_FAR,
            f"grad bf16: entropy {stats['entropy']} is the fp32 reference's {fp32['entropy']}")
     got, _, _ = ref.read_safetensors(gpath)
     chk.ok(set(got) == set(want_g), f"grad bf16: gradient names differ from the reference's")

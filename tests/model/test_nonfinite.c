@@ -38,7 +38,7 @@ static void test_head(void) {
     for (int i = 0; i < R * H; i++) h[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
     for (int i = 0; i < V * H; i++) w[i] = (float)((i * 13) % 17) / 17.0f - 0.5f;
     h[H + 2] = NAN;
-    float *scratch = or1_alloc_floats((size_t)or1_head_scratch(R) + 1);
+    float *scratch = or1_alloc_floats((size_t)or1_head_scratch(R, H) + 1);
     or1_head(logp, ent, lse, ez, h, w, NULL, tgt, R, H, V, 1.0f, scratch);
     CHECK(isfinite(logp[0]) && isfinite(logp[2]) && isnan(logp[1]) && isnan(ent[1]),
           "a NaN row poisons only itself: %g %g %g", logp[0], logp[1], logp[2]);

@@ -228,9 +228,11 @@ MATMUL = {"bf16": False}  # set_matmul_precision switches every matmul of the mo
 
 
 def set_matmul_precision(precision):
-    """'bf16': each matmul of the model (projections, MLP, head) takes its input and weight rounded
-    to bfloat16 (nearest even), their products summed in float64; gradients pass the rounding
-    straight through, to the unrounded input and weight (or1's `precision: bf16`). 'fp32': none."""
+    """'bf16' (or1's `precision: bf16`): each matmul of the model (projections, MLP, head) takes its
+    input and weight rounded to bfloat16 (nearest even), their products summed in float64; the
+    input gradient is taken against the rounded weight, the weight gradient against the unrounded
+    input; the embedding rows are read from the rounded table, their gradient passing straight
+    through. 'fp32': none."""
     MATMUL["bf16"] = precision == "bf16"
 
 
@@ -240,11 +242,21 @@ def bf16_round(x):
 
 
 def matmul_t(x, w):
-    """x @ w^T, in the precision set_matmul_precision chose (straight-through in bf16)."""
-    y = x @ w.T
+    """x @ w^T, in the precision set_matmul_precision chose: in bf16 the value r(x) r(w)^T, with
+    d/dx through r(w) and d/dw through x (r: rounding to bf16)."""
     if not MATMUL["bf16"]:
-        return y
-    return y + (bf16_round(x.detach()) @ bf16_round(w.detach()).T - y.detach())
+        return x @ w.T
+    wr = bf16_round(w.detach())
+    to_x, to_w = x @ wr.T, x.detach() @ w.T
+    value = bf16_round(x.detach()) @ wr.T
+    return to_x + to_w + (value - to_x.detach() - to_w.detach())
+
+
+def embed_rows(table, ids):
+    """Rows ids of the embedding table (of its bf16 rounding in bf16, gradient straight through)."""
+    if MATMUL["bf16"]:
+        table = table + (bf16_round(table.detach()) - table.detach())
+    return table[torch.as_tensor(ids, dtype=torch.long)]
 
 
 def linear(x, p, name):
@@ -278,7 +290,7 @@ def mlp(x, p, pre):
 def forward_logits(p, cfg, ids):
     """Logits [n, V] of one sequence (positions start at 0)."""
     eps = cfg["rms_norm_eps"]
-    h = p["model.embed_tokens.weight"][torch.as_tensor(ids, dtype=torch.long)]
+    h = embed_rows(p["model.embed_tokens.weight"], ids)
     for i in range(cfg["num_hidden_layers"]):
         pre = f"model.layers.{i}."
         h = h + attention(rms_norm(h, p[pre + "input_layernorm.weight"], eps), p,
