@@ -49,7 +49,7 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("train.epochs", "1", 1, 1000, "passes over each step's batch (ppo_epochs, N_reuse)"),
     INT_KEY("train.steps", "1000", 1, BIG, "steps when there is no stages list"),
     INT_KEY("train.micro_tokens", "0", 0, BIG, "tokens per loss micro-batch; 0: max_prompt_length + T"),
-    INT_KEY("train.zero", "0", 0, 1, "1: shard the AdamW state over the ranks (ZeRO stage 1)"),
+    INT_KEY("train.zero", "0", 0, 1, "1: shard the AdamW state (and in bf16 the fp32 masters) over the ranks (ZeRO-1)"),
     BOOL_KEY("train.recompute_logprobs", "false", "old log-probs from the training engine before the update (on with a rollout correction)"),
     NUM_KEY("train.lr", "1e-6", 0, 1, "AdamW learning rate (constant)"),
     NUM_KEY("train.weight_decay", "0.01", 0, 10, "AdamW weight decay"),

@@ -1,7 +1,12 @@
 /* The CPU backend in bf16 keeps its weight copy current: after an optimizer step (and after a
  * push of changed host weights) the forward sees the new weights, bit for bit what a fresh bf16
  * backend placed on the same weights computes; before the step the results differ; and bf16 and
- * fp32 backends differ (the copy is used at all). */
+ * fp32 backends differ (the copy is used at all).
+ *
+ * A model keeping fp32 masters of a range alone (ZeRO-1's shard in bf16) computes the whole
+ * model's log-probs and gradients bit for bit, steps its range to the whole model's masters and
+ * compute weights (the range cuts through a norm weight at each end), pushes alike, reports the
+ * norm of its masters, and refuses another range and an fp32 backend. */
 #include "or1/core.h"
 #include "or1/model.h"
 
@@ -34,6 +39,65 @@ static void placed_logprobs(or1_dmodel *dm, const or1_batch *b, float *logp) {
 
 /* Whether two arrays of log-probs are the same bits. */
 static bool same(const float *a, const float *b) { return memcmp(a, b, N_SC * sizeof *a) == 0; }
+
+/* Gradients of a made-up loss over b's log-probs and entropies, added into the model's. */
+static void backward(or1_dmodel *dm, const or1_batch *b) {
+    float logp[N_SC], ent[N_SC], g_logp[N_SC], g_ent[N_SC];
+    for (int i = 0; i < N_SC; i++) g_logp[i] = 0.1f * (float)(i % 5) - 0.2f, g_ent[i] = 0.01f;
+    CHECK(!or1_dmodel_forward(dm, b, true) && !or1_dmodel_head(dm, b, 1.0f, logp, ent) &&
+              !or1_dmodel_backward(dm, b, 1.0f, g_logp, g_ent),
+          "backward failed");
+}
+
+/* The same made-up gradients in both host models, one AdamW step of [lo, hi) on each. */
+static void step_both(or1_dmodel *whole, or1_dmodel *part, or1_model *a, or1_model *s, size_t lo, size_t hi,
+                      or1_adamw *oa, or1_adamw *os) {
+    or1_adamw_cfg ac = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.1f};
+    for (size_t i = 0; i < a->n_floats; i++) a->grads[i] = s->grads[i] = sinf((float)i);
+    CHECK(!or1_dmodel_step_range(whole, oa, &ac, lo, hi, 10.0, 0.0) &&
+              !or1_dmodel_step_range(part, os, &ac, lo, hi, 10.0, 0.0),
+          "step of the range failed");
+    CHECK(or1_dmodel_step_range(part, os, &ac, 0, hi, 10.0, 0.0) != 0, "a sharded model stepped a range it lacks");
+}
+
+/* The sharded model against the whole one (see the file comment). */
+static void sharded_masters(const or1_model_config *cfg, const or1_batch *b) {
+    or1_model a, s;
+    or1_model_init(&a, cfg), or1_model_init(&s, cfg);
+    or1_model_randomize(&a, 7, 0.5f), or1_model_randomize(&s, 7, 0.5f);
+    size_t lo = (size_t)(a.w.layer[1].ln1 - a.params) + 5, hi = (size_t)(a.w.norm - a.params) + 3;
+    or1_backend *be = or1_backend_cpu_prec(true), *fp32 = or1_backend_cpu();
+    CHECK(!or1_dmodel_new_sharded(fp32, &s, lo, hi), "masters sharded on an fp32 backend");
+    or1_dmodel *whole = or1_dmodel_new(be, &a), *part = or1_dmodel_new_sharded(be, &s, lo, hi);
+    CHECK(whole && part, "placement failed");
+    float la[N_SC], ls[N_SC], before[N_SC];
+    placed_logprobs(whole, b, la), placed_logprobs(part, b, ls);
+    CHECK(same(la, ls), "sharded masters: log-probs differ from the whole model's");
+    memcpy(before, la, sizeof before);
+    backward(whole, b), backward(part, b);
+    CHECK(!memcmp(a.grads, s.grads, a.n_floats * sizeof(float)), "sharded masters: gradients differ");
+
+    or1_adamw oa, os;
+    or1_adamw_init(&oa, hi - lo), or1_adamw_init(&os, hi - lo);
+    step_both(whole, part, &a, &s, lo, hi, &oa, &os);
+    CHECK(!or1_dmodel_pull(whole) && !or1_dmodel_pull(part), "pull failed");
+    CHECK(!memcmp(a.params + lo, s.params + lo, (hi - lo) * sizeof(float)), "the stepped masters differ");
+    placed_logprobs(whole, b, la), placed_logprobs(part, b, ls);
+    CHECK(!same(la, before), "the step did not change the whole model");
+    CHECK(same(la, ls), "after a step the sharded model's compute weights differ from the whole model's");
+    double pn = or1_dmodel_param_norm(part), want = or1_grad_norm(s.params + lo, hi - lo);
+    CHECK(fabs(pn - want) <= 1e-12 * want, "param norm %.17g, the masters' is %.17g", pn, want);
+
+    for (size_t i = 0; i < a.n_floats; i++) a.params[i] *= 0.9f, s.params[i] *= 0.9f;
+    CHECK(!or1_dmodel_push(whole) && !or1_dmodel_push(part), "push failed");
+    placed_logprobs(whole, b, la), placed_logprobs(part, b, ls);
+    CHECK(same(la, ls), "after a push the sharded model differs from the whole model");
+
+    or1_adamw_free(&oa), or1_adamw_free(&os);
+    or1_dmodel_free(whole), or1_dmodel_free(part);
+    or1_backend_free(be), or1_backend_free(fp32);
+    or1_model_free(&a), or1_model_free(&s);
+}
 
 int main(void) {
     or1_model_config cfg = {.arch = OR1_ARCH_QWEN2, .hidden = 64, .intermediate = 96, .layers = 2, .heads = 4,
@@ -76,6 +140,7 @@ int main(void) {
     or1_adamw_free(&opt);
     or1_dmodel_free(dm);
     or1_backend_free(be);
+    sharded_masters(&cfg, &b);
     or1_batch_free(&b);
     or1_model_free(&m);
     return check_report();

@@ -12,6 +12,10 @@ job with a clear message instead of hanging.
   to the same tolerance while each rank holds its 1/p share of the AdamW state (the count it
   prints); its 2-rank checkpoint (whole state, gathered) resumes with 4 sharded ranks and with
   1 process.
+- ZeRO stage 1 in bf16 shards the fp32 master weights too: with 2 and 4 ranks each rank holds
+  1/p of them (the count its memory line prints) and the run gives the weights, moments and
+  metrics of the replicated bf16 run with as many ranks, to the same tolerance; its 2-rank
+  checkpoint resumes with 1 process as the replicated run's does.
 - eval and difficulty with 2 ranks: the same report and counts as 1 process; the dump holds
   every sample.
 - Failures: rank 1 given a config with a misspelt key; rank 0 unable to create the output
@@ -133,16 +137,20 @@ def held_shares(stderr):
             re.findall(r"rank (\d+) holds the optimizer state of (\d+) of (\d+) parameters", stderr)]
 
 
+def check_shares(held, k, what):
+    """One (rank, held, total) per rank, and each holding 1/k of the total (to a float each)."""
+    total = held[0][2] if held else 0
+    check(sorted(h[0] for h in held) == list(range(k)), f"{what} -np {k}: one line per rank: {held}")
+    check(sum(h[1] for h in held) == total and all(abs(h[1] * k - total) <= k for h in held),
+          f"{what} -np {k}: shares {[h[1] for h in held]} of {total} are not 1/{k} each")
+
+
 def zero_sharding(one):
     """ZeRO stage 1 with 2 and 4 ranks against 1 process; its checkpoints resume elsewhere."""
     for k in (2, 4):
         cfg, out = config(f"zero{k}", train={"zero": 1})
         p = mpirun(k, OR1, "train", "--config", cfg)
-        held = held_shares(p.stderr)
-        total = held[0][2] if held else 0
-        check(sorted(h[0] for h in held) == list(range(k)), f"zero -np {k}: one state line per rank: {held}")
-        check(sum(h[1] for h in held) == total and all(abs(h[1] * k - total) <= k for h in held),
-              f"zero -np {k}: shares {[h[1] for h in held]} of {total} are not 1/{k} each")
+        check_shares(held_shares(p.stderr), k, "zero: optimizer state")
         close_to(out, one, f"zero -np {k}")
     cfg, out = config("zero_resume4", train={"zero": 1})
     mpirun(4, OR1, "train", "--config", cfg, "--resume", C.ckpt(os.path.join(SCRATCH, "zero2"), 2))
@@ -150,6 +158,29 @@ def zero_sharding(one):
     cfg, out = config("zero_resume1")
     C.train(OR1, cfg, "--resume", C.ckpt(os.path.join(SCRATCH, "zero2"), 2))
     close_to_tail(out, one, "2-rank ZeRO checkpoint resumed with 1 process")
+
+
+def held_masters(stderr):
+    """(rank, masters held, parameters in all) from each rank's memory line."""
+    return [tuple(map(int, m)) for m in
+            re.findall(r"memory on rank (\d+) .*?fp32 masters of (\d+) of (\d+) parameters", stderr)]
+
+
+def zero_bf16():
+    """ZeRO stage 1 in bf16 (sharded masters) against the replicated bf16 run of as many ranks."""
+    for k in (2, 4):
+        cfg, rep = config(f"bf16_np{k}", precision="bf16")
+        p = mpirun(k, OR1, "train", "--config", cfg)
+        check(all(h[1] == h[2] for h in held_masters(p.stderr)), f"bf16 -np {k}: replicated masters are not whole")
+        cfg, out = config(f"bf16_zero{k}", precision="bf16", train={"zero": 1})
+        p = mpirun(k, OR1, "train", "--config", cfg)
+        check_shares(held_masters(p.stderr), k, "bf16 zero: fp32 masters")
+        close_to(out, rep, f"bf16 zero -np {k} against replicated bf16 -np {k}")
+    for name in ("bf16_np2", "bf16_zero2"):
+        cfg, out = config(f"{name}_resume1", precision="bf16")
+        C.train(OR1, cfg, "--resume", C.ckpt(os.path.join(SCRATCH, name), 2))
+    a, b = (os.path.join(SCRATCH, f"{n}_resume1") for n in ("bf16_np2", "bf16_zero2"))
+    close_to_tail(b, a, "2-rank bf16 ZeRO checkpoint resumed with 1 process, against the replicated one's")
 
 
 def eval_ranks():
@@ -200,6 +231,7 @@ def main():
     one = rank_counts()
     resume_other_counts(one)
     zero_sharding(one)
+    zero_bf16()
     eval_ranks()
     failures()
     finish("train_mpi")
