@@ -240,6 +240,10 @@ typedef struct or1_dmodel or1_dmodel;
 
 /* Places m on be (m must outlive the result). */
 or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m);
+/* Places m for inference (forward, head, decode; no gradients, backward or steps): in bf16
+ * only the bf16 weights and the fp32 norms and biases (2 bytes per parameter), in fp32 the
+ * fp32 weights. */
+or1_dmodel *or1_dmodel_new_frozen(or1_backend *be, or1_model *m);
 /* Places m on a bf16 backend keeping fp32 master weights for the parameters [lo, hi) alone
  * (ZeRO stage 1's shard of a rank): the model computes with its bf16 weights, the norms' and
  * biases' fp32 values and the whole fp32 gradients; step_range must cover [lo, hi), pull

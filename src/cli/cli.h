@@ -123,8 +123,9 @@ typedef struct {
     or1_dmodel *dm;
 } cli_model;
 
-/* Loads dir and places it on device: -1 (with or1_fail) and nothing open on failure. */
-int cli_model_open(cli_model *cm, const char *dir, const char *device, const char *precision);
+/* Loads dir and places it on device, with gradients when train (grad, sft) or frozen for
+ * inference: -1 (with or1_fail) and nothing open on failure. */
+int cli_model_open(cli_model *cm, const char *dir, const char *device, const char *precision, bool train);
 void cli_model_close(cli_model *cm);
 
 /* Token ids of one side of an input row: "<side>_ids", or "<side>" text through tok (NULL:

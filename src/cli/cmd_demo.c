@@ -331,7 +331,7 @@ static int cmd_sft(cli_args *a) {
     sft_opts o;
     if (sft_flags(a, &o)) return 2;
     cli_model cm;
-    if (cli_model_open(&cm, o.dir, o.device, o.precision)) return 1;
+    if (cli_model_open(&cm, o.dir, o.device, o.precision, true)) return 1;
     or1_tokenizer *tok = NULL;
     example_list l = {0};
     int rc = 1;

@@ -168,7 +168,7 @@ static int cmd_generate(cli_args *a) {
     cli_int(a, "max-slots", &slots);
     cli_double(a, "kv-cache-gb", &kv_gb);
     cli_model cm;
-    if (cli_model_open(&cm, dir, device, precision)) return 1;
+    if (cli_model_open(&cm, dir, device, precision, false)) return 1;
     const or1_model *m = &cm.m;
     or1_tokenizer *tok = NULL;
     int32_t *stop = NULL;

@@ -81,7 +81,7 @@ static int cmd_logprobs(cli_args *a) {
     float temperature = (float)t;
     if (cli_check_unused(a)) return 2;
     cli_model cm;
-    if (cli_model_open(&cm, dir, device, precision)) return 1;
+    if (cli_model_open(&cm, dir, device, precision, false)) return 1;
     or1_jsonl_reader r;
     if (or1_jsonl_open(&r, input)) {
         cli_model_close(&cm);
@@ -367,7 +367,7 @@ static int cmd_grad(cli_args *a) {
     grad_opts o;
     if (grad_flags(a, &o)) return 2;
     cli_model cm;
-    if (cli_model_open(&cm, o.dir, o.device, o.precision)) return 1;
+    if (cli_model_open(&cm, o.dir, o.device, o.precision, true)) return 1;
     sample_list l = {0};
     int rc = read_batch(o.batch, cm.m.cfg.vocab, &l);
     or1_values ents = {0};

@@ -106,7 +106,7 @@ typedef struct {
 /* Loads model, tokenizer, rows (unfiltered, in file order) and a sandbox pool if needed. */
 static int eval_open(eval_env *e, const eval_flags *f) {
     memset(e, 0, sizeof *e);
-    if (cli_model_open(&e->cm, f->model, f->device, f->precision)) return -1;
+    if (cli_model_open(&e->cm, f->model, f->device, f->precision, false)) return -1;
     e->tok = or1_tokenizer_load(f->tokenizer ? f->tokenizer : f->model);
     if (!e->tok) return -1;
     or1_data_file file = {(char *)f->data, 1};

@@ -185,20 +185,20 @@ static int alloc_weights(or1_dmodel *dm) {
 }
 
 /* Places m on be: fp32 weights (or a shard of masters), bf16 weights in bf16 precision, and
- * the gradients; the host arrays are used in place on a host-memory backend. */
-static or1_dmodel *place(or1_backend *be, or1_model *m, bool sharded, size_t lo, size_t hi) {
+ * the gradients unless frozen; the host arrays are used in place on a host-memory backend. */
+static or1_dmodel *place(or1_backend *be, or1_model *m, bool sharded, size_t lo, size_t hi, bool frozen) {
     or1_dmodel *dm = or1_calloc(1, sizeof *dm);
     dm->be = be, dm->op = be->ops, dm->host = m, dm->cfg = m->cfg, dm->n = m->n_floats;
     dm->sharded = sharded, dm->lo = lo, dm->hi = hi;
     size_t bytes = dm->n * sizeof(float);
-    dm->grads = dm->op->host_memory ? m->grads : dm->op->alloc(be, bytes);
-    int rc = dm->grads ? alloc_weights(dm) : -1;
+    if (!frozen) dm->grads = dm->op->host_memory ? m->grads : dm->op->alloc(be, bytes);
+    int rc = frozen || dm->grads ? alloc_weights(dm) : -1;
     if (rc == 0 && be->bf16) {
         dm->wb = dm->op->alloc(be, dm->n * sizeof(or1_bf16));
         if (!dm->wb) rc = -1;
     }
     if (rc == 0) {
-        bind_views(dm, &dm->g, dm->grads);
+        if (dm->grads) bind_views(dm, &dm->g, dm->grads);
         bind_bf16(dm);
     }
     if (rc || or1_dmodel_push(dm)) {
@@ -210,7 +210,12 @@ static or1_dmodel *place(or1_backend *be, or1_model *m, bool sharded, size_t lo,
 }
 
 /* Places m on be with its whole fp32 weights. */
-or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m) { return place(be, m, false, 0, m->n_floats); }
+or1_dmodel *or1_dmodel_new(or1_backend *be, or1_model *m) { return place(be, m, false, 0, m->n_floats, false); }
+
+/* Places m for inference: no gradients; in bf16 no fp32 matrices (a shard of no masters). */
+or1_dmodel *or1_dmodel_new_frozen(or1_backend *be, or1_model *m) {
+    return place(be, m, be->bf16, 0, be->bf16 ? 0 : m->n_floats, true);
+}
 
 /* Places m on a bf16 backend with fp32 masters of [lo, hi) alone. */
 or1_dmodel *or1_dmodel_new_sharded(or1_backend *be, or1_model *m, size_t lo, size_t hi) {
@@ -223,7 +228,7 @@ or1_dmodel *or1_dmodel_new_sharded(or1_backend *be, or1_model *m, size_t lo, siz
         or1_fail("%s model: a master shard [%zu, %zu) of %zu parameters", be->ops->name, lo, hi, m->n_floats);
         return NULL;
     }
-    return place(be, m, true, lo, hi);
+    return place(be, m, true, lo, hi, false);
 }
 
 /* Releases every buffer the model owns (never the host model's arrays). */
@@ -299,8 +304,15 @@ int or1_dmodel_push(or1_dmodel *dm) {
     return op->sync(dm->be);
 }
 
+/* Whether the model has gradients; fails naming what needed them otherwise. */
+static int has_grads(const or1_dmodel *dm, const char *what) {
+    if (dm->grads) return 1;
+    return or1_fail("%s model placed for inference has no gradients (%s)", dm->op->name, what);
+}
+
 /* Host gradients (e.g. summed across processes) to the backend. */
 int or1_dmodel_push_grads(or1_dmodel *dm) {
+    if (has_grads(dm, "push") < 0) return -1;
     if (dm->op->host_memory) return 0;
     return dm->op->upload(dm->be, dm->grads, dm->host->grads, dm->n * sizeof(float));
 }
@@ -314,7 +326,7 @@ int or1_dmodel_pull(or1_dmodel *dm) {
         return -1;
     if (op->host_memory) return op->sync(dm->be);
     if (!dm->sharded && op->download(dm->be, dm->host->params, dm->params, dm->n * sizeof(float))) return -1;
-    if (or1_dmodel_pull_grads(dm)) return -1;
+    if (dm->grads && or1_dmodel_pull_grads(dm)) return -1;
     size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
     if (dm->m && (op->download(dm->be, dm->opt->m, dm->m, mb) || op->download(dm->be, dm->opt->v, dm->v, mb)))
         return -1;
@@ -323,12 +335,15 @@ int or1_dmodel_pull(or1_dmodel *dm) {
 
 /* The gradients alone back to the host mirror. */
 int or1_dmodel_pull_grads(or1_dmodel *dm) {
+    if (has_grads(dm, "pull") < 0) return -1;
     if (dm->op->host_memory) return dm->op->sync(dm->be);
     return dm->op->download(dm->be, dm->host->grads, dm->grads, dm->n * sizeof(float));
 }
 
 /* Zeroes the gradients (queued). */
-void or1_dmodel_zero_grad(or1_dmodel *dm) { dm->op->zero(dm->be, dm->grads, dm->n * sizeof(float)); }
+void or1_dmodel_zero_grad(or1_dmodel *dm) {
+    if (dm->grads) dm->op->zero(dm->be, dm->grads, dm->n * sizeof(float));
+}
 
 /* Floats of a workspace for T tokens and positions below L (every layer and the backward
  * scratch when train), with head_rows rows per head call; workspace_new carves exactly this. */
@@ -572,6 +587,7 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     int T = b->n_tokens, H = c->hidden, S = b->n_scored;
+    if (has_grads(dm, "backward") < 0) return -1;
     if (dm->n_slots < c->layers || !dm->dres) return or1_fail("%s model: backward needs a forward with train", op->name);
     if (S && (op->upload(dm->be, dm->sc_glp, g_logp, (size_t)S * sizeof(float)) ||
               op->upload(dm->be, dm->sc_gent, g_entropy, (size_t)S * sizeof(float))))
@@ -585,7 +601,9 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
 }
 
 /* The gradients' global L2 norm. */
-double or1_dmodel_grad_norm(or1_dmodel *dm) { return dm->op->grad_norm(dm->be, dm->grads, dm->n); }
+double or1_dmodel_grad_norm(or1_dmodel *dm) {
+    return has_grads(dm, "norm") < 0 ? -1 : dm->op->grad_norm(dm->be, dm->grads, dm->n);
+}
 
 /* The parameters' global L2 norm (a sharded model's: its masters'): NaN or infinite as soon as
  * one weight is. */
@@ -596,7 +614,7 @@ double or1_dmodel_param_norm(or1_dmodel *dm) {
 
 /* The L2 norm of the gradients' range [lo, hi). */
 double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi) {
-    return dm->op->grad_norm(dm->be, dm->grads + lo, hi - lo);
+    return has_grads(dm, "norm") < 0 ? -1 : dm->op->grad_norm(dm->be, dm->grads + lo, hi - lo);
 }
 
 /* Attaches opt's moments (for n parameters): used in place on a host-memory backend, else
@@ -622,7 +640,7 @@ static int attach_optimizer(or1_dmodel *dm, or1_adamw *opt, size_t n) {
 
 /* Norm, optional clipping, one AdamW step, refreshed weight copies, zeroed gradients. */
 int or1_dmodel_step(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, double max_norm, double *norm) {
-    double gn = dm->op->grad_norm(dm->be, dm->grads, dm->n);
+    double gn = or1_dmodel_grad_norm(dm);
     if (gn < 0) return -1;
     if (norm) *norm = gn;
     return or1_dmodel_step_range(dm, opt, c, 0, dm->n, gn, max_norm);
@@ -651,6 +669,7 @@ static void refresh_range(or1_dmodel *dm, size_t lo, size_t hi) {
 int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
                           double norm, double max_norm) {
     const or1_backend_ops *op = dm->op;
+    if (has_grads(dm, "optimizer step") < 0) return -1;
     if (lo > hi || hi > dm->n) return or1_fail("optimizer step over [%zu, %zu) of %zu parameters", lo, hi, dm->n);
     if (dm->sharded && (lo != dm->lo || hi != dm->hi))
         return or1_fail("optimizer step over [%zu, %zu): this model holds the masters of [%zu, %zu) alone", lo, hi,
@@ -737,8 +756,10 @@ int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_samp
     return dm->op->sample(dm->be, next, logp, dm->logits, A, c->vocab, rows);
 }
 
-/* Whether the backend runs collectives itself; fails naming it otherwise. */
+/* Whether the backend runs collectives itself (and the model has gradients); fails naming
+ * what is missing otherwise. */
 static int has_collectives(const or1_dmodel *dm) {
+    if (has_grads(dm, "collectives") < 0) return -1;
     if (dm->op->allreduce && dm->op->reduce_scatter && dm->op->allgather) return 1;
     return or1_fail("%s backend: no device collectives (the host and MPI sum instead)", dm->op->name);
 }

@@ -227,7 +227,8 @@ static double gib(double n) { return n / 1073741824.0; }
 
 /* What this rank holds on its device, printed once at the start: fp32 master weights (its
  * shard when sharded), bf16 weights in bf16 precision, gradients, AdamW moments (its shard under
- * ZeRO-1), the training workspace at the largest micro-batch, and the rollout KV budget. */
+ * ZeRO-1), the training workspace at the largest micro-batch, the rollout KV budget, and the
+ * frozen KL reference (bf16 weights alone in bf16). */
 static void report_memory(const trainer *t) {
     double n = (double)t->m.n_floats, masters = update_masters_sharded(t) ? (double)t->opt.n : n;
     int micro = 0;
@@ -236,11 +237,11 @@ static void report_memory(const trainer *t) {
     fprintf(stderr,
             "train: memory on rank %d (%s, %s): fp32 masters of %.0f of %.0f parameters %.3g GiB, bf16 weights "
             "%.3g GiB, gradients %.3g GiB, AdamW moments %.3g GiB, activations %.3g GiB at %d tokens, KV cache up "
-            "to %.3g GiB%s\n",
+            "to %.3g GiB, KL reference %.3g GiB\n",
             t->d->rank, t->be->ops->name, t->be->bf16 ? "bf16 matmuls" : "fp32", masters, n, gib(masters * 4),
             gib(t->be->bf16 ? n * 2 : 0), gib(n * 4), gib(2.0 * (double)t->opt.n * sizeof(float)),
             gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.kv_cache_gb,
-            t->has_ref ? " (and the reference model's weights)" : "");
+            t->has_ref ? gib(n * (t->be->bf16 ? 2 : 4)) : 0.0);
 }
 
 /* The configured backend, with the model (and the reference) placed on it. */
@@ -248,7 +249,7 @@ static int open_device(trainer *t) {
     t->be = or1_backend_open(t->cfg->device, t->cfg->precision);
     if (!t->be) return or1_fail_ctx("keys \"device\" and \"precision\"");
     t->dm = update_place_model(t);
-    if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new(t->be, &t->ref);
+    if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new_frozen(t->be, &t->ref);
     if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;
     report_memory(t);
     return 0;

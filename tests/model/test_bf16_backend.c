@@ -6,7 +6,9 @@
  * A model keeping fp32 masters of a range alone (ZeRO-1's shard in bf16) computes the whole
  * model's log-probs and gradients bit for bit, steps its range to the whole model's masters and
  * compute weights (the range cuts through a norm weight at each end), pushes alike, reports the
- * norm of its masters, and refuses another range and an fp32 backend. */
+ * norm of its masters, and refuses another range and an fp32 backend. A frozen model (inference:
+ * no gradients, in bf16 no fp32 matrices) gives the whole model's log-probs in both precisions,
+ * follows a push, and refuses backward and steps. */
 #include "or1/core.h"
 #include "or1/model.h"
 
@@ -99,6 +101,30 @@ static void sharded_masters(const or1_model_config *cfg, const or1_batch *b) {
     or1_model_free(&a), or1_model_free(&s);
 }
 
+/* A frozen model against a whole one on a backend of the given precision. */
+static void frozen(or1_model *m, const or1_batch *b, bool bf16) {
+    or1_backend *be = or1_backend_cpu_prec(bf16);
+    or1_dmodel *whole = or1_dmodel_new(be, m), *inf = or1_dmodel_new_frozen(be, m);
+    CHECK(whole && inf, "placement failed");
+    float lw[N_SC], lf[N_SC], g[N_SC] = {0};
+    placed_logprobs(whole, b, lw), placed_logprobs(inf, b, lf);
+    CHECK(same(lw, lf), "frozen %s model: log-probs differ from the whole model's", bf16 ? "bf16" : "fp32");
+    for (size_t i = 0; i < m->n_floats; i++) m->params[i] *= 1.01f;
+    CHECK(!or1_dmodel_push(whole) && !or1_dmodel_push(inf), "push failed");
+    placed_logprobs(whole, b, lw), placed_logprobs(inf, b, lf);
+    CHECK(same(lw, lf), "frozen %s model: differs from the whole model after a push", bf16 ? "bf16" : "fp32");
+    CHECK(!or1_dmodel_forward(inf, b, true), "frozen forward with train failed");
+    CHECK(or1_dmodel_head(inf, b, 1.0f, lf, lf) == 0 && or1_dmodel_backward(inf, b, 1.0f, g, g) != 0,
+          "a frozen model ran backward");
+    or1_adamw opt;
+    or1_adamw_init(&opt, m->n_floats);
+    or1_adamw_cfg ac = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+    CHECK(or1_dmodel_step(inf, &opt, &ac, 0.0, NULL) != 0, "a frozen model took an optimizer step");
+    or1_adamw_free(&opt);
+    or1_dmodel_free(whole), or1_dmodel_free(inf);
+    or1_backend_free(be);
+}
+
 int main(void) {
     or1_model_config cfg = {.arch = OR1_ARCH_QWEN2, .hidden = 64, .intermediate = 96, .layers = 2, .heads = 4,
                             .kv_heads = 2, .head_dim = 16, .vocab = 301, .max_pos = 128, .rms_eps = 1e-6f,
@@ -141,6 +167,8 @@ int main(void) {
     or1_dmodel_free(dm);
     or1_backend_free(be);
     sharded_masters(&cfg, &b);
+    frozen(&m, &b, true);
+    frozen(&m, &b, false);
     or1_batch_free(&b);
     or1_model_free(&m);
     return check_report();
