@@ -256,8 +256,8 @@ or1_backend *or1_dmodel_backend(const or1_dmodel *dm);
 /* The host model it mirrors. */
 or1_model *or1_dmodel_host(const or1_dmodel *dm);
 /* Host -> device: the parameters (after the host model changed) / the gradients (after a
- * sum across processes). Device -> host: parameters, gradients and attached AdamW moments
- * (before saving) / the gradients alone. No copies on a host-memory backend. */
+ * sum across processes). Device -> host: parameters and attached AdamW moments (before
+ * saving) / the gradients. No copies on a host-memory backend. */
 int or1_dmodel_push(or1_dmodel *dm);
 int or1_dmodel_push_grads(or1_dmodel *dm);
 int or1_dmodel_pull(or1_dmodel *dm);

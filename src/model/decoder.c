@@ -317,8 +317,8 @@ int or1_dmodel_push_grads(or1_dmodel *dm) {
     return dm->op->upload(dm->be, dm->grads, dm->host->grads, dm->n * sizeof(float));
 }
 
-/* Parameters (a sharded model: its master range), gradients and attached moments back to the
- * host mirror. */
+/* Parameters (a sharded model: its master range) and attached moments back to the host mirror
+ * (the gradients stay: or1_dmodel_pull_grads brings them). */
 int or1_dmodel_pull(or1_dmodel *dm) {
     const or1_backend_ops *op = dm->op;
     if (dm->sharded &&
@@ -326,7 +326,6 @@ int or1_dmodel_pull(or1_dmodel *dm) {
         return -1;
     if (op->host_memory) return op->sync(dm->be);
     if (!dm->sharded && op->download(dm->be, dm->host->params, dm->params, dm->n * sizeof(float))) return -1;
-    if (dm->grads && or1_dmodel_pull_grads(dm)) return -1;
     size_t mb = dm->opt ? dm->opt->n * sizeof(float) : 0;
     if (dm->m && (op->download(dm->be, dm->opt->m, dm->m, mb) || op->download(dm->be, dm->opt->v, dm->v, mb)))
         return -1;

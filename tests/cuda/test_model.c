@@ -89,7 +89,7 @@ static void check_grads(const or1_model_config *c, or1_cuda_prec prec, double to
     bool cpu_ran = dc && !or1_dmodel_forward(dc, &b, true) && !or1_dmodel_head(dc, &b, 0.9f, lp, ent) &&
                    !or1_dmodel_backward(dc, &b, 0.9f, glp, gH);
     bool ran = dg && !or1_dmodel_forward(dg, &b, true) && !or1_dmodel_head(dg, &b, 0.9f, lp_g, ent_g) &&
-               !or1_dmodel_backward(dg, &b, 0.9f, glp, gH) && !or1_dmodel_pull(dg);
+               !or1_dmodel_backward(dg, &b, 0.9f, glp, gH) && !or1_dmodel_pull_grads(dg);
     if (CHECK(cpu_ran && ran, "%s: %s", tag, or1_error())) {
         char name[160];
         snprintf(name, sizeof name, "%s logp", tag);
