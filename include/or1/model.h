@@ -264,6 +264,10 @@ int or1_dmodel_pull(or1_dmodel *dm);
 int or1_dmodel_pull_grads(or1_dmodel *dm);
 void or1_dmodel_zero_grad(or1_dmodel *dm);
 
+/* Gradient checkpointing: with on, a training forward keeps each layer's input alone (T x
+ * hidden floats per layer instead of every activation) and backward runs each layer's forward
+ * again before its backward: one more forward of compute, the same gradients bit for bit. */
+void or1_dmodel_set_recompute(or1_dmodel *dm, bool on);
 /* Runs the decoder on a host-packed batch; with train it keeps what backward needs. */
 int or1_dmodel_forward(or1_dmodel *dm, const or1_batch *b, bool train);
 /* Log-prob of each scored target and entropy of each scored distribution at temperature,
@@ -303,6 +307,8 @@ size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens);
  * below pos_cap and block tables of up to table_cap entries per step. */
 int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_cap, int prompt_cap, int pos_cap,
                               int table_cap);
+/* Frees the pool, the decode buffers and the workspace (the next call makes what it needs). */
+void or1_dmodel_decode_release(or1_dmodel *dm);
 /* Prefills one packed sequence: token t's key and value go to pool row kv_rows[t] (host
  * array), the final hidden state of its last token to hidden (backend memory). */
 int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, float *hidden);

@@ -60,6 +60,7 @@ typedef struct {
         int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
         int zero; /* 1: optimizer state sharded over the ranks (ZeRO stage 1) */
         bool recompute_logprobs; /* old log-probs from the training engine (else the sampler's) */
+        bool gradient_checkpointing; /* layers' activations recomputed in backward */
         double lr, weight_decay, beta1, beta2, adam_eps, grad_clip, clip_low, clip_high;
     } train;
     or1_entropy_params entropy;

@@ -48,9 +48,11 @@ struct or1_dmodel {
     float *master, *vec;
     vec_seg *segs;
     int n_segs;
-    /* workspace for cap_tokens tokens, positions below cap_len, every layer when train */
-    int cap_tokens, cap_len, n_slots;
-    float *mem;
+    /* workspace for cap_tokens tokens, positions below cap_len; with ws_train the backward
+     * scratch and every layer's activations, or (recompute) each layer's input in saved */
+    int cap_tokens, cap_len;
+    bool ws_train, recompute;
+    float *mem, *saved;
     layer_acts *l;
     float *xf, *rf, *hf, *cos_t, *sin_t, *a, *da, *dgu, *datt, *dqkv, *dxn, *dres, *hrows, *dhrows;
     float *sc_lse, *sc_ez, *sc_logp, *sc_ent, *sc_glp, *sc_gent; /* per scored position */
@@ -344,40 +346,54 @@ void or1_dmodel_zero_grad(or1_dmodel *dm) {
     if (dm->grads) dm->op->zero(dm->be, dm->grads, dm->n * sizeof(float));
 }
 
-/* Floats of a workspace for T tokens and positions below L (every layer and the backward
- * scratch when train), with head_rows rows per head call; workspace_new carves exactly this. */
-static size_t workspace_floats(const or1_model_config *c, size_t T, size_t L, bool train, size_t R) {
+/* Floats of a workspace for T tokens and positions below L (with train the backward scratch
+ * and every layer's activations, or with recompute one layer's and every layer's input), with
+ * head_rows rows per head call; workspace_new carves exactly this. */
+static size_t workspace_floats(const or1_model_config *c, size_t T, size_t L, bool train, bool recompute, size_t R) {
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
     size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     size_t half = (size_t)c->head_dim / 2, scratch = train ? T * (4 * I + qd + qkvd + 2 * H) : T * I;
-    size_t slots = train ? (size_t)c->layers : 1;
-    return slots * layer_acts_floats(c, T) + T * (2 * H + 1) + 2 * L * half + scratch + 2 * R * H + 6 * T;
+    size_t slots = train && !recompute ? (size_t)c->layers : 1, saved = train && recompute ? c->layers * T * H : 0;
+    return slots * layer_acts_floats(c, T) + saved + T * (2 * H + 1) + 2 * L * half + scratch + 2 * R * H + 6 * T;
 }
 
 /* Bytes of the training workspace for micro-batches of `tokens` tokens (memory reports). */
 size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens) {
-    return workspace_floats(&dm->cfg, (size_t)tokens, (size_t)tokens, true, (size_t)dm->op->head_rows) * sizeof(float);
+    size_t T = (size_t)tokens;
+    return workspace_floats(&dm->cfg, T, T, true, dm->recompute, (size_t)dm->op->head_rows) * sizeof(float);
 }
 
-/* Frees the workspace and carves a new one for T tokens, positions below L, every layer
- * (and the backward scratch) when train; RoPE tables are filled on the host and uploaded. */
+/* Gradient checkpointing on or off (the workspace is remade at the next forward). */
+void or1_dmodel_set_recompute(or1_dmodel *dm, bool on) {
+    if (dm->recompute == on) return;
+    dm->op->sync(dm->be);
+    dm->op->release(dm->be, dm->mem);
+    dm->mem = NULL, dm->ws_train = false, dm->recompute = on;
+}
+
+/* Frees the workspace and carves a new one for T tokens, positions below L, and with train
+ * the backward scratch and every layer's activations (or their inputs, with recompute); RoPE
+ * tables are filled on the host and uploaded. */
 static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     op->sync(dm->be);
     op->release(dm->be, dm->mem);
     dm->mem = NULL;
-    int slots = train ? c->layers : 1;
+    int slots = train && !dm->recompute ? c->layers : 1;
     size_t T = (size_t)T0, H = (size_t)c->hidden, I = (size_t)c->intermediate, R = (size_t)op->head_rows;
     size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
     size_t half = (size_t)c->head_dim / 2;
-    size_t total = workspace_floats(c, T, (size_t)L0, train, R);
+    size_t total = workspace_floats(c, T, (size_t)L0, train, dm->recompute, R);
     float *p = dm->mem = op->alloc(dm->be, total * sizeof(float));
+    dm->ws_train = false;
     if (!p) return or1_fail_ctx("%s activations for %d tokens", op->name, T0);
-    dm->cap_tokens = T0, dm->cap_len = L0, dm->n_slots = slots;
+    dm->cap_tokens = T0, dm->cap_len = L0, dm->ws_train = train;
     free(dm->l);
     dm->l = or1_calloc((size_t)slots, sizeof *dm->l);
     for (int i = 0; i < slots; i++) p = layer_acts_carve(&dm->l[i], p, c, T);
+    dm->saved = NULL;
+    if (train && dm->recompute) dm->saved = p, p += (size_t)c->layers * T * H;
     dm->xf = p, p += T * H;
     dm->rf = p, p += T;
     dm->hf = p, p += T * H;
@@ -404,12 +420,12 @@ static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
     return rc;
 }
 
-/* Ensures the workspace holds tokens tokens and positions below len (train: every layer). */
+/* Ensures the workspace holds tokens tokens and positions below len (train: what backward
+ * needs); a training workspace stays one. */
 static int reserve(or1_dmodel *dm, int tokens, int len, bool train) {
-    int slots = train ? dm->cfg.layers : 1;
-    if (dm->mem && dm->cap_tokens >= tokens && dm->cap_len >= len && dm->n_slots >= slots) return 0;
+    if (dm->mem && dm->cap_tokens >= tokens && dm->cap_len >= len && (dm->ws_train || !train)) return 0;
     int T = tokens > dm->cap_tokens ? tokens : dm->cap_tokens, L = len > dm->cap_len ? len : dm->cap_len;
-    return workspace_new(dm, T, L, train || dm->n_slots == dm->cfg.layers);
+    return workspace_new(dm, T, L, train || dm->ws_train);
 }
 
 /* Points dst at n host ints in backend memory: the host array itself on a host-memory
@@ -494,16 +510,21 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, cons
 
 /* Every layer over T embedded rows in l[0].x, then the final norm into out. Each layer's x2 is
  * added into the next layer's input by that layer's first norm (the last one's by the final norm);
- * without train the one slot's x2 still holds it when the next layer starts. */
+ * in one slot (no train, or recompute) x2 still holds it when the next layer starts. A training
+ * forward keeps every layer's activations, or with recompute each layer's input after that add
+ * (in saved, from which backward recomputes the rest). */
 static void run_layers(or1_dmodel *dm, int T, bool train, const layer_mode *md, float *out) {
     const or1_model_config *c = &dm->cfg;
     const float *res = NULL;
+    bool every = train && !dm->recompute;
+    size_t TH = (size_t)T * c->hidden;
     for (int i = 0; i < c->layers; i++) {
-        layer_acts *l = &dm->l[train ? i : 0];
-        float *next = train && i + 1 < c->layers ? dm->l[i + 1].x : dm->xf;
+        layer_acts *l = &dm->l[every ? i : 0];
+        float *next = every && i + 1 < c->layers ? dm->l[i + 1].x : dm->xf;
         layer_forward(dm, i, l, next, res, T, md);
+        if (train && !every) dm->op->copy(dm->be, dm->saved + i * TH, l->x, TH * sizeof(float));
         res = l->x2;
-        if (!train && i + 1 < c->layers) dm->op->copy(dm->be, l->x, dm->xf, (size_t)T * c->hidden * sizeof(float));
+        if (!every && i + 1 < c->layers) dm->op->copy(dm->be, l->x, dm->xf, TH * sizeof(float));
     }
     dm->op->rmsnorm(dm->be, out, dm->rf, dm->xf, res, dm->w.norm, T, c->hidden, c->rms_eps);
 }
@@ -553,6 +574,18 @@ static void head_backward(or1_dmodel *dm, const or1_batch *b, float temperature,
     }
 }
 
+/* Layer i's activations for its backward: its own slot, or with recompute its forward run
+ * again in the one slot from its saved input (the output goes to xf, which the final norm's
+ * backward has finished with). */
+static const layer_acts *layer_acts_for_backward(or1_dmodel *dm, int i, const or1_batch *b) {
+    if (!dm->recompute) return &dm->l[i];
+    size_t TH = (size_t)b->n_tokens * dm->cfg.hidden;
+    dm->op->copy(dm->be, dm->l[0].x, dm->saved + i * TH, TH * sizeof(float));
+    layer_mode md = {b, NULL, NULL, NULL};
+    layer_forward(dm, i, &dm->l[0], dm->xf, NULL, b->n_tokens, &md);
+    return &dm->l[0];
+}
+
 /* One layer backward; dres holds d(out) on entry and d(x) on return. */
 static void layer_backward(or1_dmodel *dm, int i, const or1_batch *b) {
     const or1_model_config *c = &dm->cfg;
@@ -560,7 +593,7 @@ static void layer_backward(or1_dmodel *dm, int i, const or1_batch *b) {
     const or1_layer *w = &dm->w.layer[i];
     const layer_bf16 *wb = &dm->h.layer[i];
     or1_layer *g = &dm->g.layer[i];
-    const layer_acts *l = &dm->l[i];
+    const layer_acts *l = layer_acts_for_backward(dm, i, b);
     or1_backend *be = dm->be;
     int T = b->n_tokens, H = c->hidden, I = c->intermediate, hd = c->head_dim;
     int qd = c->heads * hd, qkvd = qd + 2 * c->kv_heads * hd;
@@ -587,7 +620,7 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
     const or1_backend_ops *op = dm->op;
     int T = b->n_tokens, H = c->hidden, S = b->n_scored;
     if (has_grads(dm, "backward") < 0) return -1;
-    if (dm->n_slots < c->layers || !dm->dres) return or1_fail("%s model: backward needs a forward with train", op->name);
+    if (!dm->ws_train) return or1_fail("%s model: backward needs a forward with train", op->name);
     if (S && (op->upload(dm->be, dm->sc_glp, g_logp, (size_t)S * sizeof(float)) ||
               op->upload(dm->be, dm->sc_gent, g_entropy, (size_t)S * sizeof(float))))
         return -1;
@@ -651,7 +684,8 @@ static void vec_from_masters(or1_dmodel *dm) {
     for (int k = 0; k < dm->n_segs; k++) {
         const vec_seg *s = &dm->segs[k];
         size_t a = s->off > dm->lo ? s->off : dm->lo, b = s->off + s->n < dm->hi ? s->off + s->n : dm->hi;
-        if (a < b) dm->op->copy(dm->be, dm->vec + s->at + (a - s->off), dm->master + (a - dm->lo), (b - a) * sizeof(float));
+        if (a < b)
+            dm->op->copy(dm->be, dm->vec + s->at + (a - s->off), dm->master + (a - dm->lo), (b - a) * sizeof(float));
     }
 }
 
@@ -683,18 +717,27 @@ int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c
     return op->sync(dm->be);
 }
 
+/* Releases the KV pool, the decode buffers and the workspace (a training one included): what
+ * the rollout holds is not kept through training, nor the reverse. */
+void or1_dmodel_decode_release(or1_dmodel *dm) {
+    const or1_backend_ops *op = dm->op;
+    op->sync(dm->be);
+    void *old[] = {dm->kv, dm->logits, dm->dec, dm->mem};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) op->release(dm->be, old[i]);
+    dm->kv = NULL, dm->logits = NULL, dm->dec = NULL, dm->mem = NULL;
+    dm->pool_rows = 0, dm->rows_cap = 0, dm->ws_train = false;
+}
+
 /* The paged KV pool, the logits of rows_cap rows, the step's index arrays (tokens,
- * positions, KV rows, segments, block table, a prompt's KV rows) and a workspace. */
+ * positions, KV rows, segments, block table, a prompt's KV rows) and a workspace (a training
+ * workspace is released first, so the pool does not sit beside it). */
 int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_cap, int prompt_cap, int pos_cap,
                               int table_cap) {
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     if (pos_cap > c->max_pos)
         return or1_fail("decode: %d positions exceed max_position_embeddings %d", pos_cap, c->max_pos);
-    op->sync(dm->be);
-    void *old[] = {dm->kv, dm->logits, dm->dec};
-    for (size_t i = 0; i < sizeof old / sizeof *old; i++) op->release(dm->be, old[i]);
-    dm->kv = NULL, dm->logits = NULL, dm->dec = NULL, dm->pool_rows = 0, dm->rows_cap = 0;
+    or1_dmodel_decode_release(dm);
     size_t kvd = (size_t)c->kv_heads * c->head_dim, rows = (size_t)n_blocks * block;
     size_t ints = (size_t)7 * rows_cap + (size_t)table_cap + (size_t)prompt_cap;
     dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * rows * kvd * sizeof(float));

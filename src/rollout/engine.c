@@ -174,6 +174,7 @@ static void engine_free(engine *e) {
     e->op->sync(be);
     e->op->release(be, e->hid);
     e->op->release(be, e->idx_dev);
+    or1_dmodel_decode_release(e->dm);
     if (e->pre) free(e->pre[0].blocks); /* the one allocation behind every block list */
     free(e->pre);
     free(e->slots);

@@ -251,6 +251,7 @@ static int open_device(trainer *t) {
     t->dm = update_place_model(t);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new_frozen(t->be, &t->ref);
     if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;
+    or1_dmodel_set_recompute(t->dm, t->cfg->train.gradient_checkpointing);
     report_memory(t);
     return 0;
 }

@@ -38,7 +38,14 @@ target_link_libraries(test_matmul_rows PRIVATE or1lib)
 add_test(NAME model_matmul_rows COMMAND test_matmul_rows)
 set_tests_properties(model_matmul_rows PROPERTIES TIMEOUT 600)
 
-# The CPU backend's bf16 weight copy follows the fp32 masters through optimizer steps and pushes.
+# The bf16 weight copy follows the fp32 masters through optimizer steps and pushes; sharded
+# masters and frozen placements compute what the whole model computes.
 add_executable(test_bf16_backend ${OR1_MODEL_TEST_DIR}/test_bf16_backend.c)
 target_link_libraries(test_bf16_backend PRIVATE or1lib)
 add_test(NAME model_bf16_backend COMMAND test_bf16_backend)
+
+# Gradient checkpointing: a training forward keeping only each layer's input, and backward
+# recomputing the rest, gives the same log-probs and gradients bit for bit in less memory.
+add_executable(test_recompute ${OR1_MODEL_TEST_DIR}/test_recompute.c)
+target_link_libraries(test_recompute PRIVATE or1lib)
+add_test(NAME model_recompute COMMAND test_recompute)
