@@ -55,14 +55,17 @@ typedef struct {
 typedef struct {
     or1_model_config cfg;
     size_t n_floats;
-    float *params, *grads;
-    or1_weights w, g;
+    float *params, *grads; /* grads NULL until or1_model_grads */
+    or1_weights w;
     or1_param *p;
     int n_p;
 } or1_model;
 
-/* Lays out a model for cfg with zeroed parameters and gradients. */
+/* Lays out a model for cfg with zeroed parameters (the gradients come with or1_model_grads). */
 void or1_model_init(or1_model *m, const or1_model_config *cfg);
+/* The host gradients, allocated zeroed at the first call: a model that is only run (eval, a
+ * KL reference, a GPU run summing on the device) never holds them. */
+float *or1_model_grads(or1_model *m);
 /* Loads config.json and the safetensors weights (single file or sharded with an index). */
 int or1_model_load(or1_model *m, const char *dir);
 /* Writes model.safetensors (F32 or BF16) and copies config.json and tokenizer files from src_dir. */

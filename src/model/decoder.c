@@ -193,7 +193,7 @@ static or1_dmodel *place(or1_backend *be, or1_model *m, bool sharded, size_t lo,
     dm->be = be, dm->op = be->ops, dm->host = m, dm->cfg = m->cfg, dm->n = m->n_floats;
     dm->sharded = sharded, dm->lo = lo, dm->hi = hi;
     size_t bytes = dm->n * sizeof(float);
-    if (!frozen) dm->grads = dm->op->host_memory ? m->grads : dm->op->alloc(be, bytes);
+    if (!frozen) dm->grads = dm->op->host_memory ? or1_model_grads(m) : dm->op->alloc(be, bytes);
     int rc = frozen || dm->grads ? alloc_weights(dm) : -1;
     if (rc == 0 && be->bf16) {
         dm->wb = dm->op->alloc(be, dm->n * sizeof(or1_bf16));
@@ -316,7 +316,7 @@ static int has_grads(const or1_dmodel *dm, const char *what) {
 int or1_dmodel_push_grads(or1_dmodel *dm) {
     if (has_grads(dm, "push") < 0) return -1;
     if (dm->op->host_memory) return 0;
-    return dm->op->upload(dm->be, dm->grads, dm->host->grads, dm->n * sizeof(float));
+    return dm->op->upload(dm->be, dm->grads, or1_model_grads(dm->host), dm->n * sizeof(float));
 }
 
 /* Parameters (a sharded model: its master range) and attached moments back to the host mirror
@@ -338,7 +338,7 @@ int or1_dmodel_pull(or1_dmodel *dm) {
 int or1_dmodel_pull_grads(or1_dmodel *dm) {
     if (has_grads(dm, "pull") < 0) return -1;
     if (dm->op->host_memory) return dm->op->sync(dm->be);
-    return dm->op->download(dm->be, dm->host->grads, dm->grads, dm->n * sizeof(float));
+    return dm->op->download(dm->be, or1_model_grads(dm->host), dm->grads, dm->n * sizeof(float));
 }
 
 /* Zeroes the gradients (queued). */

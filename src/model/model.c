@@ -75,7 +75,7 @@ static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, s
     }
 }
 
-/* Builds the layout and allocates zeroed parameters and gradients. */
+/* Builds the layout and allocates zeroed parameters. */
 void or1_model_init(or1_model *m, const or1_model_config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -86,10 +86,14 @@ void or1_model_init(or1_model *m, const or1_model_config *cfg) {
     size_t norm = add_param(m, "model.norm.weight", cfg->hidden, 0);
     size_t head = cfg->tied ? embed : add_param(m, "lm_head.weight", cfg->vocab, cfg->hidden);
     m->params = or1_alloc_floats(m->n_floats);
-    m->grads = or1_alloc_floats(m->n_floats);
     bind(&m->w, m->params, m, embed, norm, head, lo);
-    bind(&m->g, m->grads, m, embed, norm, head, lo);
     free(lo);
+}
+
+/* The gradients, made on first use. */
+float *or1_model_grads(or1_model *m) {
+    if (!m->grads) m->grads = or1_alloc_floats(m->n_floats);
+    return m->grads;
 }
 
 /* Frees buffers and layout. */
@@ -97,7 +101,6 @@ void or1_model_free(or1_model *m) {
     free(m->params);
     free(m->grads);
     free(m->w.layer);
-    free(m->g.layer);
     free(m->p);
     memset(m, 0, sizeof *m);
 }

@@ -114,8 +114,8 @@ static void check_step(const or1_model_config *c) {
     or1_model *mp = &P.m, *mgp = &P.mg;
     or1_dmodel *dc = P.dc, *dg = P.dg;
     float *gr = rand_floats(mp->n_floats, 92, 1);
-    memcpy(mp->grads, gr, mp->n_floats * sizeof(float));
-    memcpy(mgp->grads, gr, mp->n_floats * sizeof(float));
+    memcpy(or1_model_grads(mp), gr, mp->n_floats * sizeof(float));
+    memcpy(or1_model_grads(mgp), gr, mp->n_floats * sizeof(float));
     or1_adamw_cfg ac = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
     or1_adamw o, og;
     or1_adamw_init(&o, mp->n_floats);
