@@ -1,4 +1,4 @@
-/* The CPU backend in bf16 keeps its weight copy current: after an optimizer step (and after a
+/* A model placed on the CPU in bf16 keeps its weight copy current: after an optimizer step (and after a
  * push of changed host weights) the forward sees the new weights, bit for bit what a fresh bf16
  * backend placed on the same weights computes; before the step the results differ; and bf16 and
  * fp32 backends differ (the copy is used at all).

@@ -25,27 +25,29 @@ or1_model_test(malformed_safetensors test_malformed.py safetensors)
 or1_model_test(malformed_config test_malformed.py config)
 or1_model_test(malformed_batch test_malformed.py batch)
 
+# Registers one C unit test: model_<name> runs test_<name>.c linked with or1lib (ARGN: extra
+# test properties).
+function(or1_model_c_test name)
+  add_executable(test_${name} ${OR1_MODEL_TEST_DIR}/test_${name}.c)
+  target_link_libraries(test_${name} PRIVATE or1lib)
+  add_test(NAME model_${name} COMMAND test_${name})
+  if(ARGN)
+    set_tests_properties(model_${name} PROPERTIES ${ARGN})
+  endif()
+endfunction()
+
 # NaN and infinities through every CPU kernel: defined behaviour (the sanitizer pass aborts on
 # undefined operations), NaN where it flows, and a sampler that refuses non-distributions.
-add_executable(test_nonfinite ${OR1_MODEL_TEST_DIR}/test_nonfinite.c)
-target_link_libraries(test_nonfinite PRIVATE or1lib)
-add_test(NAME model_nonfinite COMMAND test_nonfinite)
+or1_model_c_test(nonfinite)
 
 # The rollout's batch-invariant matmul: a row alone equals the row in any batch, blocked or not,
 # on one thread or two, and matches a double reference.
-add_executable(test_matmul_rows ${OR1_MODEL_TEST_DIR}/test_matmul_rows.c)
-target_link_libraries(test_matmul_rows PRIVATE or1lib)
-add_test(NAME model_matmul_rows COMMAND test_matmul_rows)
-set_tests_properties(model_matmul_rows PROPERTIES TIMEOUT 600)
+or1_model_c_test(matmul_rows TIMEOUT 600)
 
 # The bf16 weight copy follows the fp32 masters through optimizer steps and pushes; sharded
 # masters and frozen placements compute what the whole model computes.
-add_executable(test_bf16_backend ${OR1_MODEL_TEST_DIR}/test_bf16_backend.c)
-target_link_libraries(test_bf16_backend PRIVATE or1lib)
-add_test(NAME model_bf16_backend COMMAND test_bf16_backend)
+or1_model_c_test(bf16_backend)
 
 # Gradient checkpointing: a training forward keeping only each layer's input, and backward
 # recomputing the rest, gives the same log-probs and gradients bit for bit in less memory.
-add_executable(test_recompute ${OR1_MODEL_TEST_DIR}/test_recompute.c)
-target_link_libraries(test_recompute PRIVATE or1lib)
-add_test(NAME model_recompute COMMAND test_recompute)
+or1_model_c_test(recompute)
