@@ -72,6 +72,7 @@ static const char *recognise(or1_tokenizer *t, const char *tpl) {
     if (strstr(tpl, "<|im_start|>")) {
         t->chat_default_system = chatml_default_system(tpl);
         t->chat_opens_think = strstr(tpl, "<|im_start|>assistant\\n<think>\\n") != NULL;
+        t->chat_qwen3_reasoning = strstr(tpl, "reasoning_content") && strstr(tpl, "last_query_index");
         return "chatml";
     }
     if (strstr(tpl, "<|start_header_id|>") && !strstr(tpl, "Cutting Knowledge")) return "llama3";
@@ -197,9 +198,57 @@ static void render_deepseek(const or1_tokenizer *t, bool r1, const or1_chat_mess
     if (gen) put(b, r1 ? "<｜Assistant｜><think>\n" : "<｜Assistant｜>");
 }
 
+/* Appends s[0, k) without the newlines at its start (lead) and at its end (tail). */
+static void put_strip_nl(sbuf *b, const char *s, size_t k, bool lead, bool tail) {
+    while (lead && k && *s == '\n') s++, k--;
+    while (tail && k && s[k - 1] == '\n') k--;
+    put_n(b, s, k);
+}
+
+/* The index of the last user message that is not a wrapped tool response (Qwen3's
+ * last_query_index), or n - 1 when there is none. */
+static size_t qwen3_last_query(const or1_chat_message *m, size_t n) {
+    static const char open[] = "<tool_response>", close[] = "</tool_response>";
+    for (size_t i = n; i-- > 0;) {
+        if (strcmp(m[i].role, "user") != 0) continue;
+        const char *c = m[i].content;
+        size_t k = strlen(c);
+        bool wrapped = strncmp(c, open, strlen(open)) == 0 && k >= strlen(close) &&
+                       strcmp(c + k - strlen(close), close) == 0;
+        if (!wrapped) return i;
+    }
+    return n ? n - 1 : 0;
+}
+
+/* A Qwen3 assistant turn's body: with a </think>, the answer is what follows the last one
+ * and the reasoning what precedes the first one, after its last <think>. Turns up to the last
+ * user query keep the answer alone; later ones keep the reasoning in a <think> block when
+ * they have any or are the conversation's last message. */
+static void put_qwen3_assistant(sbuf *b, const char *c, bool after_query, bool last) {
+    const char *end = strstr(c, "</think>"), *ans = c, *r = c, *k;
+    size_t rlen = 0;
+    if (end) {
+        for (ans = end; (k = strstr(ans, "</think>")); ans = k + strlen("</think>")) {}
+        while (*ans == '\n') ans++;
+        for (k = c; (k = strstr(k, "<think>")) && k < end; k += strlen("<think>")) r = k + strlen("<think>");
+        while (end > r && end[-1] == '\n') end--;
+        while (r < end && *r == '\n') r++;
+        rlen = (size_t)(end - r);
+    }
+    if (after_query && (last || rlen)) {
+        put(b, "<think>\n");
+        put_strip_nl(b, r, rlen, true, true);
+        put(b, "\n</think>\n\n");
+        put_strip_nl(b, ans, strlen(ans), true, false);
+    } else {
+        put(b, ans);
+    }
+}
+
 /* ChatML (Qwen): <|im_start|>role\ncontent<|im_end|>\n per message, after the template's
- * default system prompt when the conversation does not open with one; the generation
- * prompt opens <think> when the template's does. */
+ * default system prompt when the conversation does not open with one; Qwen3's templates
+ * rewrite assistant turns around their reasoning; the generation prompt opens <think> when
+ * the template's does. */
 static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
                           sbuf *b) {
     if (t->chat_default_system && (n == 0 || strcmp(m[0].role, "system") != 0)) {
@@ -207,11 +256,15 @@ static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, siz
         put(b, t->chat_default_system);
         put(b, "<|im_end|>\n");
     }
+    size_t query = qwen3_last_query(m, n);
     for (size_t i = 0; i < n; i++) {
         put(b, "<|im_start|>");
         put(b, m[i].role);
         put(b, "\n");
-        put(b, m[i].content);
+        if (t->chat_qwen3_reasoning && strcmp(m[i].role, "assistant") == 0)
+            put_qwen3_assistant(b, m[i].content, i > query, i + 1 == n);
+        else
+            put(b, m[i].content);
         put(b, "<|im_end|>\n");
     }
     if (gen) put(b, t->chat_opens_think ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n");

@@ -123,6 +123,7 @@ struct or1_tokenizer {
     const char *chat_name; /* recognised template, NULL if unknown */
     char *chat_default_system;
     bool chat_opens_think; /* the ChatML generation prompt opens <think> (QwQ) */
+    bool chat_qwen3_reasoning; /* ChatML assistant turns rewritten around </think> (Qwen3) */
     int chat_join_systems; /* DeepSeek: 1 joins system prompts, 0 keeps the last, -1 by name */
 
     /* Scratch spaces of finished encodes, reused by the next ones. */
