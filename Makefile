@@ -4,6 +4,10 @@ CMAKE_CONFIGURE = cmake -S . -B
 # The package check runs again only when a package list changes (the stamps record that it passed).
 DEPS_STAMP = build/.deps-ok
 TEST_DEPS_STAMP = build/.test-deps-ok
+# The tests' PyPI references, pinned, in a virtual environment both passes share (scripts/venv.sh
+# re-creates it only when the pins change).
+VENV = build/venv
+PY_REQUIREMENTS = scripts/python-test-requirements.txt
 
 .PHONY: all deps test-deps build build-asan run test bench clean base fuzz
 
@@ -12,6 +16,7 @@ all: build
 deps: $(DEPS_STAMP)
 
 test-deps: $(TEST_DEPS_STAMP)
+	@bash scripts/venv.sh $(VENV) $(PY_REQUIREMENTS)
 
 $(DEPS_STAMP): scripts/debian-packages.txt scripts/deps.sh
 	@bash scripts/deps.sh scripts/debian-packages.txt

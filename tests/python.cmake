@@ -14,3 +14,23 @@ function(or1_python_test name script)
     set_property(TEST ${name} PROPERTY TIMEOUT ${T_TIMEOUT})
   endif()
 endfunction()
+
+# The PyPI reference packages (scripts/python-test-requirements.txt) live in one virtual
+# environment under the optimised build folder, shared by both passes of make test and made by
+# make test-deps; the fixture test_venv makes it when a plain ctest run finds it missing or its
+# pins changed. Tests that import those packages register with or1_venv_test.
+set(OR1_VENV ${CMAKE_SOURCE_DIR}/build/venv CACHE PATH "the tests' PyPI virtual environment")
+set(OR1_VENV_PYTHON ${OR1_VENV}/bin/python)
+if(NOT TEST test_venv)
+  add_test(NAME test_venv COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/venv.sh ${OR1_VENV}
+                                  ${CMAKE_SOURCE_DIR}/scripts/python-test-requirements.txt)
+  set_tests_properties(test_venv PROPERTIES FIXTURES_SETUP venv TIMEOUT 600)
+endif()
+
+# or1_venv_test(NAME SCRIPT [ARG...] [TIMEOUT SECONDS] [ENV VAR=VALUE...]): as or1_python_test,
+# run by the virtual environment's python once test_venv has made it.
+function(or1_venv_test name script)
+  set(OR1_PYTHON ${OR1_VENV_PYTHON})
+  or1_python_test(${name} ${script} ${ARGN})
+  set_property(TEST ${name} APPEND PROPERTY FIXTURES_REQUIRED venv)
+endfunction()

@@ -6,11 +6,11 @@ Tests that pass a collector around make a Checker; the others use the module's o
 check(), failed() and finish()."""
 import sys
 
-import numpy as np
-
 
 def as_float64(x):
-    """x (number, list, numpy array or torch tensor) as a float64 numpy array."""
+    """x (number, list, numpy array or torch tensor) as a float64 numpy array (numpy imported
+    here, so that tests without numpy, such as those of the PyPI environment, can use the rest)."""
+    import numpy as np
     if hasattr(x, "detach"):  # a torch tensor: no torch import needed here
         x = x.detach().double().cpu().numpy()
     return np.asarray(x, dtype=np.float64)
@@ -38,6 +38,7 @@ class Checker:
     def close(self, what, got, want, atol, rtol=0.0):
         """Element-wise |got - want| <= atol + rtol*|want| over finite values of the same shape;
         a failure names the worst element. Returns whether it held."""
+        import numpy as np
         got, want = as_float64(got), as_float64(want)
         if got.shape != want.shape:
             return self.ok(False, f"{what}: shape {list(got.shape)} != expected {list(want.shape)}")
