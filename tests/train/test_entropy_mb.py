@@ -23,10 +23,9 @@ Usage: test_entropy_mb.py OR1 FIXTURE_DIR SCRATCH_DIR [MPIEXEC]
 """
 import os
 import shutil
-import subprocess
 import sys
 
-from or1test import train as C
+from or1test import proc, train as C
 from or1test.check import check, finish
 from or1test.files import fresh
 
@@ -149,12 +148,8 @@ def mpi_available():
 
 
 def mpirun(np_, cfg):
-    """or1 train on np_ ranks (one OpenMP thread each; no leak report inside MPI ranks, as in
-    test_mpi.py: OpenMPI's plugins leak by design)."""
-    asan = os.environ.get("ASAN_OPTIONS", "")
-    env = dict(os.environ, OMP_NUM_THREADS="1", ASAN_OPTIONS=(asan + ":" if asan else "") + "detect_leaks=0")
-    cmd = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), OR1, "train", "--config", cfg]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    """or1 train on np_ ranks (or1test.proc.mpirun)."""
+    return proc.mpirun(MPIEXEC, np_, [OR1, "train", "--config", cfg], 300)
 
 
 def two_ranks(up2):

@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import sys
 
-from or1test import train as C
+from or1test import proc, train as C
 from or1test.check import check, finish
 from or1test.files import fresh
 
@@ -46,22 +46,15 @@ TOL = 1e-5
 HANG = 60
 
 
-def mpi_env():
-    """Environment of the ranks: one OpenMP thread, no leak report (see the docstring)."""
-    asan = os.environ.get("ASAN_OPTIONS", "")
-    return dict(os.environ, OMP_NUM_THREADS="1", ASAN_OPTIONS=(asan + ":" if asan else "") + "detect_leaks=0")
-
-
 def mpirun(np_, *cmd, ok=True):
     """mpirun -np np_ cmd (cmd may hold ':' for several programs); times out as a hang."""
-    full = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), *cmd]
     try:
-        p = subprocess.run(full, capture_output=True, text=True, timeout=HANG, env=mpi_env())
+        p = proc.mpirun(MPIEXEC, np_, cmd, HANG)
     except subprocess.TimeoutExpired:
-        check(False, f"HANG: no exit within {HANG} s: {' '.join(full)}")
+        check(False, f"HANG: no exit within {HANG} s: mpirun -np {np_} {' '.join(cmd)}")
         finish("train_mpi")
     if ok and p.returncode != 0:
-        sys.exit(f"mpirun failed ({p.returncode}): {' '.join(full)}\n{p.stderr[-4000:]}")
+        sys.exit(f"mpirun failed ({p.returncode}): -np {np_} {' '.join(cmd)}\n{p.stderr[-4000:]}")
     return p
 
 

@@ -22,10 +22,9 @@ Usage: test_selection.py OR1 FIXTURE_DIR SCRATCH_DIR
 import json
 import os
 import shutil
-import subprocess
 import sys
 
-from or1test import train as C
+from or1test import proc, train as C
 from or1test.check import check, finish
 from or1test.files import fresh
 
@@ -93,9 +92,7 @@ def mpi_run(one):
         print("MPI part skipped: mpirun not found")
         return
     cfg, out = config("clip_cov_np2", CLIP_COV)
-    env = dict(os.environ, OMP_NUM_THREADS="1", ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
-    p = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", OR1, "train", "--config", cfg],
-                       capture_output=True, text=True, timeout=120, env=env)
+    p = proc.mpirun(mpirun, 2, [OR1, "train", "--config", cfg], 120)
     if "2 rank(s)" not in p.stderr:
         print(f"MPI part skipped: not an MPI build ({p.stderr[-200:]!r})")
         return
