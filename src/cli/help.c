@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "or1/core.h"
+#include "or1/cuda.h"
 #include "or1/io_yaml.h"
 #include "or1/train.h"
 #include "or1_commit.h"
@@ -77,4 +78,5 @@ void cli_help_config(FILE *f) {
 void cli_version(FILE *f) {
     fprintf(f, "or1 %s (commit %s)\n", OR1_VERSION, OR1_COMMIT);
     fprintf(f, "blas: OpenBLAS core %s\n", or1_blas_core());
+    fprintf(f, "cuda: %d GPU(s) visible\n", or1_cuda_device_count());
 }

@@ -111,7 +111,7 @@ def version():
     want = re.search(r"project\(or1 VERSION ([0-9.]+)", cmake).group(1)
     p = or1("--version")
     m = re.fullmatch(rf"or1 {re.escape(want)} \(commit ([0-9a-f]+(\+dirty)?|unknown)\)\n"
-                     r"blas: OpenBLAS core (\w+)\n", p.stdout)
+                     r"blas: OpenBLAS core (\w+)\ncuda: [0-9]+ GPU\(s\) visible\n", p.stdout)
     check(p.returncode == 0 and m, f"--version: rc {p.returncode} {p.stdout!r}, want version {want}")
     blas_core()
 
