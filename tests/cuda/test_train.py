@@ -20,10 +20,9 @@ usage: test_train.py OR1 FIXTURE_DIR SCRATCH_DIR [MPIEXEC]; exits 77 (skipped) w
 import os
 import re
 import shutil
-import subprocess
 import sys
 
-from or1test import train as C
+from or1test import proc, train as C
 from or1test.check import check, finish
 from or1test.files import fresh
 
@@ -34,13 +33,10 @@ TOL = 1e-3
 
 
 def gpu_count():
-    """GPUs visible (0 when or1 says it has none or was built without CUDA)."""
-    p = C.run([OR1, "train", "--config", config("probe", train={"steps": 1})[0]], ok=False,
-              env={"OR1_CUDA_PREC": "fp32"})
-    if p.returncode != 0 and ("no GPU is visible" in p.stderr or "built without CUDA" in p.stderr):
-        return 0
-    q = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True) if shutil.which("nvidia-smi") else None
-    return max(1, q.stdout.count("GPU ") if q and q.returncode == 0 else 1)
+    """GPUs visible to or1 (`or1 --version`: 0 without a GPU or without CUDA in the build)."""
+    p = C.run([OR1, "--version"], ok=False)
+    m = re.search(r"cuda: (\d+) GPU", p.stdout)
+    return int(m.group(1)) if m else 0
 
 
 def config(name, device="cuda", **over):
@@ -96,9 +92,7 @@ def two_gpus(one):
         print("note: fewer than 2 GPUs or no mpirun: NCCL rank invariance not checked")
         return
     cfg, out = config("gpu_np2")
-    p = subprocess.run([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", OR1, "train", "--config", cfg],
-                       capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, OR1_CUDA_PREC="fp32", OMP_NUM_THREADS="1"))
+    p = proc.mpirun(MPIEXEC, 2, [OR1, "train", "--config", cfg], 600, OR1_CUDA_PREC="fp32")
     check(p.returncode == 0 and "sums gradients on the cuda device" in p.stderr, f"-np 2: {p.stderr[-1500:]}")
     d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(out, 2), "model.safetensors")),
                        C.tensors(os.path.join(C.ckpt(one, 2), "model.safetensors")))
@@ -106,8 +100,7 @@ def two_gpus(one):
     runs = {}
     for name, over in (("gpu_bf16_np2", {}), ("gpu_bf16_zero2", {"train": {"zero": 1}})):
         cfg, runs[name] = config(name, precision="bf16", **over)
-        p = subprocess.run([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", OR1, "train", "--config",
-                            cfg], capture_output=True, text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        p = proc.mpirun(MPIEXEC, 2, [OR1, "train", "--config", cfg], 600)
         check(p.returncode == 0, f"{name}: {p.stderr[-1500:]}")
         if over:
             halves = re.findall(r"fp32 masters of (\d+) of (\d+) parameters", p.stderr)
