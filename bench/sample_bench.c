@@ -9,6 +9,8 @@
 #include "or1/kernels.h"
 #include "or1/model.h"
 
+#include "backend_impl.h" /* the backend's sampler, measured on its own */
+
 #include <math.h>
 #include <omp.h>
 #include <stdbool.h>

@@ -121,109 +121,20 @@ typedef struct {
 void or1_batch_pack(or1_batch *b, const or1_seq *seqs, int n);
 void or1_batch_free(or1_batch *b);
 
-/* ---- The backend seam ---------------------------------------------------------------------
+/* ---- Backends ----------------------------------------------------------------------------
  *
- * A backend supplies memory and the numeric kernels, nothing else: the decoder's layers, the
- * head's blocking, the optimizer step and the decode step are written once, in src/model,
- * over these calls (as ggml-backend does for llama.cpp). The CPU backend (or1_backend_cpu)
- * runs the kernels of or1/kernels.h on host memory; the CUDA backend (or1/cuda.h) runs them
- * on one GPU. Pointers passed to kernels are backend memory (index arrays too); sizes are
- * host integers. Kernels are queued and return nothing; a failure is kept by the backend and
- * returned by the next sync (or by any call that returns int). */
+ * A backend supplies memory and the numeric kernels (the CPU backend runs those of
+ * or1/kernels.h on host memory, the CUDA backend of or1/cuda.h runs them on one GPU); the
+ * decoder, the head's blocking, the optimizer step and the decode step are written once, in
+ * src/model, over them. Its operation table is private to src/model and the backends
+ * (src/model/impl/backend_impl.h): everything else goes through a placed model, or1_dmodel. */
 
 typedef struct or1_backend or1_backend;
 
-typedef struct {
-    const char *name;
-    bool host_memory; /* buffers are host memory: a model placed here uses the host arrays */
-    int head_rows;    /* scored rows per head call */
-
-    /* Memory: zeroed allocation (NULL with or1_fail), release, copies, zeroing, and sync. An
-     * upload is queued in order with the kernels (its host buffer may be reused at once); a
-     * download waits for everything queued before it. */
-    void *(*alloc)(or1_backend *be, size_t bytes);
-    void (*release)(or1_backend *be, void *p);
-    int (*upload)(or1_backend *be, void *dst, const void *src, size_t bytes);
-    int (*download)(or1_backend *be, void *dst, const void *src, size_t bytes);
-    void (*copy)(or1_backend *be, void *dst, const void *src, size_t bytes);
-    void (*zero)(or1_backend *be, void *p, size_t bytes);
-    int (*sync)(or1_backend *be);
-    /* n floats to bf16, round to nearest even (the model's bf16 weights from its fp32 ones). */
-    void (*to_bf16)(or1_backend *be, or1_bf16 *dst, const float *src, size_t n);
-
-    /* The kernels of or1/kernels.h. A weight comes as fp32 (w) and, in bf16 precision, as the
-     * model's bf16 copy (wb): the kernel then computes with wb alone (the forward, the input
-     * gradient, the head's logits and dh), and w may be NULL. matmul_rows computes each row
-     * independently of the others (decode); gather is y[i] = src[idx[i]] (rows of srcb,
-     * widened, when srcb is given), scatter_add dst[idx[i]] += src[i]. */
-    void (*matmul)(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb, const float *b,
-                   int T, int in, int out);
-    void (*matmul_rows)(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
-                        const float *b, int T, int in, int out);
-    void (*matmul_dx)(or1_backend *be, float *dx, const float *dy, const float *w, const or1_bf16 *wb, int T, int in,
-                      int out, int acc);
-    void (*matmul_dw)(or1_backend *be, float *dw, float *db, const float *dy, const float *x, int T, int in,
-                      int out);
-    void (*gather)(or1_backend *be, float *y, const float *src, const or1_bf16 *srcb, const int32_t *idx, int n,
-                   int H);
-    void (*scatter_add)(or1_backend *be, float *dst, const float *src, const int32_t *idx, int n, int H);
-    /* rmsnorm first adds res (NULL: nothing) into x: the decoder's residual connections. */
-    void (*rmsnorm)(or1_backend *be, float *y, float *rstd, float *x, const float *res, const float *w, int T, int H,
-                    float eps);
-    void (*rmsnorm_bwd)(or1_backend *be, float *dx, float *dw, const float *dy, const float *x, const float *rstd,
-                        const float *w, int T, int H);
-    void (*rope)(or1_backend *be, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
-                 const float *cos_t, const float *sin_t, int inverse);
-    void (*attention)(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
-                      int n_seqs, int T, int max_len, int nh, int nkv, int hd);
-    void (*attention_bwd)(or1_backend *be, float *dqkv, const float *dout, const float *qkv, const float *out,
-                          const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
-                          int nkv, int hd);
-    /* Row t's rotated key and value (in qkv) go to row rows[t] of the pools k and v. */
-    void (*kv_store)(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
-                     int kvd);
-    /* B single-token queries over the paged pool (or1_attention_decode's semantics): row b
-     * attends to its prompt's seg[4b+1] keys (block ids at blocks[seg[4b]]) then its own
-     * seg[4b+3] (block ids at blocks[seg[4b+2]]); ctx_cap bounds every row's total. */
-    void (*attention_decode)(or1_backend *be, float *out, const float *qkv, int B, const float *k, const float *v,
-                             const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv, int hd,
-                             int ctx_cap);
-    void (*swiglu)(or1_backend *be, float *a, const float *gu, int T, int inter);
-    void (*swiglu_bwd)(or1_backend *be, float *dgu, float *a, const float *da, const float *gu, int T, int inter);
-    void (*head)(or1_backend *be, float *logp, float *entropy, float *lse, float *ez, const float *h,
-                 const float *w, const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature);
-    void (*head_bwd)(or1_backend *be, float *dh, float *dw, const float *h, const float *w, const or1_bf16 *wb,
-                     const int32_t *tgt, const float *lse, const float *ez, const float *g_logp,
-                     const float *g_entropy, int n, int H, int V, float temperature);
-    void (*adamw)(or1_backend *be, float *params, float *m, float *v, const float *grads, size_t n, long step,
-                  const or1_adamw_cfg *c);
-    /* Global L2 norm in double (waits for queued work; -1 on error) and clip_grad_norm_. */
-    double (*grad_norm)(or1_backend *be, const float *grads, size_t n);
-    void (*clip)(or1_backend *be, float *grads, size_t n, double norm, double max_norm);
-    /* -1 (with or1_fail) if the backend cannot sample with these settings. */
-    int (*sample_check)(or1_backend *be, const or1_sample_row *row);
-    /* Draws the next token of each of B rows of logits; next, logp and rows are host arrays. */
-    int (*sample)(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
-                  const or1_sample_row *rows);
-    /* Collectives over the ranks on backend memory (NCCL on GPUs). NULL where the backend has
-     * none: the trainer then sums through the host mirror over MPI. comm_id writes rank 0's
-     * id (at most cap bytes) and returns its size; every rank passes it to comm_init. The
-     * reduce-scatter and all-gather split n floats at starts[0..size] (rank r's shard is
-     * [starts[r], starts[r+1])); the reduce-scatter leaves each rank's summed shard in place.
-     * The all-gather moves elements of elem bytes (4: fp32 weights, 2: bf16 weights). */
-    int (*comm_id)(or1_backend *be, void *id, size_t cap);
-    int (*comm_init)(or1_backend *be, const void *id, int rank, int size);
-    int (*allreduce)(or1_backend *be, float *buf, size_t n);
-    int (*reduce_scatter)(or1_backend *be, float *buf, const size_t *starts);
-    int (*allgather)(or1_backend *be, void *buf, size_t elem, const size_t *starts);
-    void (*destroy)(or1_backend *be);
-} or1_backend_ops;
-
-/* Every backend instance starts with this (its own state follows). */
-struct or1_backend {
-    const or1_backend_ops *ops;
-    bool bf16; /* matmuls over the model's bf16 weights (the fp32 ones stay the masters) */
-};
+/* The backend's device name ("cpu", "cuda"), for messages. */
+const char *or1_backend_name(const or1_backend *be);
+/* Whether its matmuls run over the models' bf16 weights (the fp32 ones stay the masters). */
+bool or1_backend_bf16(const or1_backend *be);
 
 /* The CPU backend (OpenBLAS + OpenMP); never fails. */
 or1_backend *or1_backend_cpu(void);
@@ -295,8 +206,13 @@ double or1_dmodel_param_norm(or1_dmodel *dm);
 int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
                           double norm, double max_norm);
 
+/* The ranks' device communicator: rank 0 gets its id (returns its size in bytes, at most cap;
+ * 0 when the backend has no device collectives, the trainer then summing through the host over
+ * MPI) and every rank joins with it (a collective over the ranks). */
+int or1_dmodel_comm_id(or1_dmodel *dm, void *id, size_t cap);
+int or1_dmodel_comm_init(or1_dmodel *dm, const void *id, int rank, int size);
 /* The ranks' collectives on the model's gradients (sum) and parameters (gather), on the
- * device; -1 with or1_fail where the backend has none (see or1_backend_ops). */
+ * device; -1 with or1_fail where the backend has none. */
 int or1_dmodel_allreduce_grads(or1_dmodel *dm);
 int or1_dmodel_reduce_scatter_grads(or1_dmodel *dm, const size_t *starts);
 int or1_dmodel_allgather_params(or1_dmodel *dm, const size_t *starts);
@@ -307,22 +223,25 @@ size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens);
 /* Decode support, for the rollout engine. A paged KV pool holds n_blocks blocks of `block`
  * rows of keys and values in every layer; a sequence's rows are wherever its blocks are. The
  * workspace is sized for rows_cap decode rows, prompts of up to prompt_cap tokens, positions
- * below pos_cap and block tables of up to table_cap entries per step. */
+ * below pos_cap and block tables of up to table_cap entries per step; n_states final hidden
+ * states (numbered from 0) hold what prefill and decode leave for the sampler. */
 int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_cap, int prompt_cap, int pos_cap,
-                              int table_cap);
+                              int table_cap, int n_states);
 /* Frees the pool, the decode buffers and the workspace (the next call makes what it needs). */
 void or1_dmodel_decode_release(or1_dmodel *dm);
 /* Prefills one packed sequence: token t's key and value go to pool row kv_rows[t] (host
- * array), the final hidden state of its last token to hidden (backend memory). */
-int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, float *hidden);
+ * array), the final hidden state of its last token to state `state`. */
+int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, int state);
 /* One decode step for R rows (host arrays): row r embeds tokens[r] at position pos[r],
- * stores its key and value at pool row kv_rows[r], attends over seg[4r..4r+3] with the block
- * ids of blocks[0..n_table) (see attention_decode), and leaves its final hidden state in row r
- * of hidden (backend memory). */
+ * stores its key and value at pool row kv_rows[r], attends over its prompt's seg[4r+1] keys
+ * (block ids at blocks[seg[4r]]) then its own seg[4r+3] (block ids at blocks[seg[4r+2]]) of
+ * blocks[0..n_table), and leaves its final hidden state in state `state + r`. */
 int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
-                      const int32_t *seg, const int32_t *blocks, int n_table, float *hidden);
-/* Logits of A hidden rows (backend memory) and one draw per row (host arrays). */
-int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_sample_row *rows, int32_t *next,
+                      const int32_t *seg, const int32_t *blocks, int n_table, int state);
+/* Logits of the hidden states states[0..A) and one draw per row (host arrays). */
+int or1_dmodel_sample(or1_dmodel *dm, int A, const int32_t *states, const or1_sample_row *rows, int32_t *next,
                       float *logp);
+/* 0 if the backend can sample with row's settings, else -1 with or1_fail naming the device. */
+int or1_dmodel_sample_check(or1_dmodel *dm, const or1_sample_row *row);
 
 #endif

@@ -2,7 +2,9 @@
 #ifndef OR1_CUDA_INTERNAL_H
 #define OR1_CUDA_INTERNAL_H
 
-#include "or1/cuda.h"
+#include "cuda_kernels.h"
+
+#include "backend_impl.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>

@@ -11,6 +11,8 @@
 #include "or1/kernels.h"
 #include "or1/model.h"
 
+#include "backend_impl.h"
+
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,3 +309,9 @@ or1_backend *or1_backend_cpu_prec(bool bf16) {
 void or1_backend_free(or1_backend *be) {
     if (be) be->ops->destroy(be);
 }
+
+/* The backend's device name. */
+const char *or1_backend_name(const or1_backend *be) { return be->ops->name; }
+
+/* Whether its matmuls run over bf16 weights. */
+bool or1_backend_bf16(const or1_backend *be) { return be->bf16; }

@@ -6,6 +6,8 @@
 #include "or1/core.h"
 #include "or1/model.h"
 
+#include "backend_impl.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +62,11 @@ struct or1_dmodel {
     int32_t *ibuf;
     size_t ibuf_n;
     const int32_t *ids, *pos, *seq_start, *sc_pos, *sc_tgt;
-    /* decode: the paged KV pool, logits of rows_cap rows, the step's index arrays */
+    /* decode: the paged KV pool, logits of rows_cap rows, the step's index arrays, the hidden
+     * states the engine addresses by row (n_states of them, then rows_cap gathered to sample) */
     float *kv;
-    int pool_rows, block, rows_cap, prompt_cap, table_cap;
-    float *logits;
+    int pool_rows, block, rows_cap, prompt_cap, table_cap, n_states;
+    float *logits, *states, *picked;
     int32_t *dec;
 };
 
@@ -242,7 +245,7 @@ void or1_dmodel_free(or1_dmodel *dm) {
         void *own[] = {dm->params, dm->grads, dm->m, dm->v};
         for (size_t i = 0; i < sizeof own / sizeof *own; i++) op->release(dm->be, own[i]);
     }
-    void *ws[] = {dm->mem, dm->ibuf, dm->kv, dm->logits, dm->dec, dm->wb, dm->master, dm->vec};
+    void *ws[] = {dm->mem, dm->ibuf, dm->kv, dm->logits, dm->dec, dm->states, dm->wb, dm->master, dm->vec};
     for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) op->release(dm->be, ws[i]);
     free(dm->w.layer);
     free(dm->g.layer);
@@ -722,38 +725,42 @@ int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c
 void or1_dmodel_decode_release(or1_dmodel *dm) {
     const or1_backend_ops *op = dm->op;
     op->sync(dm->be);
-    void *old[] = {dm->kv, dm->logits, dm->dec, dm->mem};
+    void *old[] = {dm->kv, dm->logits, dm->dec, dm->states, dm->mem};
     for (size_t i = 0; i < sizeof old / sizeof *old; i++) op->release(dm->be, old[i]);
-    dm->kv = NULL, dm->logits = NULL, dm->dec = NULL, dm->mem = NULL;
-    dm->pool_rows = 0, dm->rows_cap = 0, dm->ws_train = false;
+    dm->kv = NULL, dm->logits = NULL, dm->dec = NULL, dm->states = NULL, dm->picked = NULL, dm->mem = NULL;
+    dm->pool_rows = 0, dm->rows_cap = 0, dm->n_states = 0, dm->ws_train = false;
 }
 
 /* The paged KV pool, the logits of rows_cap rows, the step's index arrays (tokens,
- * positions, KV rows, segments, block table, a prompt's KV rows) and a workspace (a training
- * workspace is released first, so the pool does not sit beside it). */
+ * positions, KV rows, segments, block table, a prompt's KV rows, the rows to sample), the hidden
+ * states and a workspace (a training workspace is released first, so the pool does not sit
+ * beside it). */
 int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_cap, int prompt_cap, int pos_cap,
-                              int table_cap) {
+                              int table_cap, int n_states) {
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     if (pos_cap > c->max_pos)
         return or1_fail("decode: %d positions exceed max_position_embeddings %d", pos_cap, c->max_pos);
     or1_dmodel_decode_release(dm);
     size_t kvd = (size_t)c->kv_heads * c->head_dim, rows = (size_t)n_blocks * block;
-    size_t ints = (size_t)7 * rows_cap + (size_t)table_cap + (size_t)prompt_cap;
+    size_t ints = (size_t)8 * rows_cap + (size_t)table_cap + (size_t)prompt_cap;
     dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * rows * kvd * sizeof(float));
     dm->logits = dm->kv ? op->alloc(dm->be, (size_t)rows_cap * c->vocab * sizeof(float)) : NULL;
     dm->dec = dm->logits ? op->alloc(dm->be, ints * sizeof(int32_t)) : NULL;
-    if (!dm->dec) return or1_fail_ctx("%s decode: KV cache of %d blocks of %d rows", op->name, n_blocks, block);
-    dm->pool_rows = (int)rows, dm->block = block, dm->rows_cap = rows_cap;
+    dm->states = dm->dec ? op->alloc(dm->be, ((size_t)n_states + rows_cap) * c->hidden * sizeof(float)) : NULL;
+    if (!dm->states) return or1_fail_ctx("%s decode: KV cache of %d blocks of %d rows", op->name, n_blocks, block);
+    dm->picked = dm->states + (size_t)n_states * c->hidden;
+    dm->pool_rows = (int)rows, dm->block = block, dm->rows_cap = rows_cap, dm->n_states = n_states;
     dm->prompt_cap = prompt_cap, dm->table_cap = table_cap;
     return reserve(dm, rows_cap > prompt_cap ? rows_cap : prompt_cap, pos_cap, false);
 }
 
 /* Forward of one sequence keeping every layer's keys and values at the given pool rows. */
-int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, float *hidden) {
+int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_rows, int state) {
     const or1_model_config *c = &dm->cfg;
     if (!dm->kv || b->n_seqs != 1 || b->n_tokens > dm->prompt_cap)
         return or1_fail("prefill: %d tokens for prompts of %d", b->n_tokens, dm->prompt_cap);
+    if (state < 0 || state >= dm->n_states) return or1_fail("prefill: state %d of %d", state, dm->n_states);
     for (int t = 0; t < b->n_tokens; t++)
         if (kv_rows[t] < 0 || kv_rows[t] >= dm->pool_rows)
             return or1_fail("prefill: token %d at KV row %d of %d", t, kv_rows[t], dm->pool_rows);
@@ -765,18 +772,21 @@ int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_row
     dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->h.embed, dm->ids, b->n_tokens, c->hidden);
     layer_mode md = {b, rows_d, NULL, NULL};
     run_layers(dm, b->n_tokens, false, &md, dm->hf);
-    dm->op->copy(dm->be, hidden, dm->hf + (size_t)(b->n_tokens - 1) * c->hidden, (size_t)c->hidden * sizeof(float));
+    dm->op->copy(dm->be, dm->states + (size_t)state * c->hidden, dm->hf + (size_t)(b->n_tokens - 1) * c->hidden,
+                 (size_t)c->hidden * sizeof(float));
     return dm->op->sync(dm->be);
 }
 
 /* One token per row through every layer against the paged pool; final hidden states out
  * (queued on the backend: errors surface at the next sync or download). */
 int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
-                      const int32_t *seg, const int32_t *blocks, int n_table, float *hidden) {
+                      const int32_t *seg, const int32_t *blocks, int n_table, int state) {
     const or1_model_config *c = &dm->cfg;
     if (R < 1 || R > dm->rows_cap || n_table > dm->table_cap)
         return or1_fail("decode: %d rows and %d table entries for a workspace of %d and %d", R, n_table, dm->rows_cap,
                         dm->table_cap);
+    if (state < 0 || state + R > dm->n_states)
+        return or1_fail("decode: states %d..%d of %d", state, state + R - 1, dm->n_states);
     const int32_t *tok_d, *rows_d, *seg_d, *blk_d;
     int32_t *cur = dm->dec;
     if (device_ints(dm, &tok_d, tokens, (size_t)R, &cur) || device_ints(dm, &dm->pos, pos, (size_t)R, &cur) ||
@@ -785,17 +795,45 @@ int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_
         return -1;
     dm->op->gather(dm->be, dm->l[0].x, dm->w.embed, dm->h.embed, tok_d, R, c->hidden);
     layer_mode md = {NULL, rows_d, seg_d, blk_d};
-    run_layers(dm, R, false, &md, hidden);
+    run_layers(dm, R, false, &md, dm->states + (size_t)state * c->hidden);
     return 0; /* queued: the sampler's download of the new tokens waits for it */
 }
 
-/* Full-vocabulary logits of A rows (row by row) and the backend's draw for each. */
-int or1_dmodel_sample(or1_dmodel *dm, int A, const float *hidden, const or1_sample_row *rows, int32_t *next,
+/* The states asked for gathered into rows, their full-vocabulary logits (row by row) and the
+ * backend's draw for each. */
+int or1_dmodel_sample(or1_dmodel *dm, int A, const int32_t *states, const or1_sample_row *rows, int32_t *next,
                       float *logp) {
     const or1_model_config *c = &dm->cfg;
     if (A < 1 || A > dm->rows_cap) return or1_fail("sample: %d rows for a workspace of %d", A, dm->rows_cap);
-    dm->op->matmul_rows(dm->be, dm->logits, hidden, dm->w.lm_head, dm->h.lm_head, NULL, A, c->hidden, c->vocab);
+    for (int a = 0; a < A; a++)
+        if (states[a] < 0 || states[a] >= dm->n_states)
+            return or1_fail("sample: row %d asks for state %d of %d", a, states[a], dm->n_states);
+    const int32_t *idx;
+    int32_t *cur = dm->dec + (size_t)7 * dm->rows_cap + dm->table_cap + dm->prompt_cap;
+    if (device_ints(dm, &idx, states, (size_t)A, &cur)) return -1;
+    dm->op->gather(dm->be, dm->picked, dm->states, NULL, idx, A, c->hidden);
+    dm->op->matmul_rows(dm->be, dm->logits, dm->picked, dm->w.lm_head, dm->h.lm_head, NULL, A, c->hidden, c->vocab);
     return dm->op->sample(dm->be, next, logp, dm->logits, A, c->vocab, rows);
+}
+
+/* Whether the backend samples with row's settings (fails naming the device otherwise). */
+int or1_dmodel_sample_check(or1_dmodel *dm, const or1_sample_row *row) {
+    if (dm->op->sample_check(dm->be, row)) return or1_fail_ctx("%s sampler", dm->op->name);
+    return 0;
+}
+
+/* Rank 0's id of a device communicator (its size), or 0 when the backend has no device
+ * collectives (the trainer then sums through the host over MPI). */
+int or1_dmodel_comm_id(or1_dmodel *dm, void *id, size_t cap) {
+    const or1_backend_ops *op = dm->op;
+    if (!op->comm_id || !op->comm_init || !op->allreduce) return 0;
+    return op->comm_id(dm->be, id, cap);
+}
+
+/* Joins the ranks' device communicator (a collective over them). */
+int or1_dmodel_comm_init(or1_dmodel *dm, const void *id, int rank, int size) {
+    if (!dm->op->comm_init) return or1_fail("%s backend: no device collectives", dm->op->name);
+    return dm->op->comm_init(dm->be, id, rank, size);
 }
 
 /* Whether the backend runs collectives itself (and the model has gradients); fails naming

@@ -47,7 +47,6 @@ typedef struct {
 /* Everything the engine allocates once, sized from the config and the requests. */
 typedef struct {
     or1_dmodel *dm;
-    const or1_backend_ops *op;
     const or1_model_config *c;
     const or1_request *reqs;
     int n_reqs, n_slots, n_prefix, pcap, ncap, pblocks, sblocks;
@@ -58,10 +57,8 @@ typedef struct {
     pending *retry; /* preempted samples, oldest first */
     int n_retry;
     long admissions, preemptions;
-    /* backend memory: hidden states (prefixes, then decode rows) and the rows sampled */
-    float *hid, *x;
-    int32_t *idx_dev;
-    /* host: the decode step's rows, block table, gather indices, sampling settings, draws */
+    /* host: the decode step's rows, block table, the model's hidden states to sample (states 0
+     * to n_prefix-1 are the prefixes', then one per decode row), sampling settings, draws */
     int32_t *tokens, *pos, *kv_rows, *seg, *row_slot, *idx, *next, *table, *prompt_rows;
     float *logp;
     or1_sample_row *rows;
@@ -129,8 +126,8 @@ static int check_requests(engine *e) {
             if (r->prompt[t] < 0 || r->prompt[t] >= c->vocab)
                 return or1_fail("generate: request %d: token id %d outside the vocabulary", i, r->prompt[t]);
         or1_sample_row row = sample_row(&r->s);
-        if (e->op->sample_check(or1_dmodel_backend(e->dm), &row))
-            return or1_fail_ctx("generate --device %s: request %d", e->op->name, i);
+        if (or1_dmodel_sample_check(e->dm, &row))
+            return or1_fail_ctx("generate --device %s: request %d", or1_backend_name(or1_dmodel_backend(e->dm)), i);
         if (r->n_prompt > e->pcap) e->pcap = r->n_prompt;
         if (r->s.max_new_tokens > e->ncap) e->ncap = r->s.max_new_tokens;
     }
@@ -140,10 +137,10 @@ static int check_requests(engine *e) {
 /* Sizes the model's paged pool and workspace, and allocates slots, block lists and step
  * buffers in one go. */
 static int engine_alloc(engine *e) {
-    or1_backend *be = or1_dmodel_backend(e->dm);
-    size_t S = (size_t)e->n_slots, H = (size_t)e->c->hidden, P = (size_t)e->n_prefix;
+    size_t S = (size_t)e->n_slots, P = (size_t)e->n_prefix;
     int table_cap = e->n_slots * (e->pblocks + e->sblocks);
-    if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_slots, e->pcap, e->pcap + e->ncap, table_cap))
+    if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_slots, e->pcap, e->pcap + e->ncap, table_cap,
+                                  e->n_prefix + e->n_slots))
         return -1;
     int32_t *lists = or1_malloc((P * (size_t)e->pblocks + S * (size_t)e->sblocks + (size_t)e->n_blocks + 1) *
                                 sizeof *lists);
@@ -155,10 +152,6 @@ static int engine_alloc(engine *e) {
     e->free_blocks = lists + P * (size_t)e->pblocks + S * (size_t)e->sblocks;
     for (int b = 0; b < e->n_blocks; b++) e->free_blocks[b] = e->n_blocks - 1 - b; /* block 0 on top */
     e->n_free = e->n_blocks;
-    e->hid = e->op->alloc(be, (P + 2 * S) * H * sizeof(float));
-    e->idx_dev = e->hid ? e->op->alloc(be, S * sizeof(int32_t)) : NULL;
-    if (!e->idx_dev) return or1_fail_ctx("generate: hidden states of %zu slots", S);
-    e->x = e->hid + (P + S) * H;
     e->tokens = or1_malloc((10 * S + (size_t)table_cap + (size_t)e->pcap) * sizeof(int32_t));
     e->pos = e->tokens + S, e->kv_rows = e->pos + S, e->seg = e->kv_rows + S, e->row_slot = e->seg + 4 * S;
     e->idx = e->row_slot + S, e->next = e->idx + S, e->table = e->next + S, e->prompt_rows = e->table + table_cap;
@@ -170,10 +163,6 @@ static int engine_alloc(engine *e) {
 
 /* Frees what engine_alloc made. */
 static void engine_free(engine *e) {
-    or1_backend *be = or1_dmodel_backend(e->dm);
-    e->op->sync(be);
-    e->op->release(be, e->hid);
-    e->op->release(be, e->idx_dev);
     or1_dmodel_decode_release(e->dm);
     if (e->pre) free(e->pre[0].blocks); /* the one allocation behind every block list */
     free(e->pre);
@@ -219,7 +208,7 @@ static int acquire_prefix(engine *e, int req) {
     or1_seq seq = {r->prompt, r->n_prompt, r->n_prompt};
     or1_batch b;
     or1_batch_pack(&b, &seq, 1);
-    int rc = or1_dmodel_prefill(e->dm, &b, e->prompt_rows, e->hid + (size_t)k * e->c->hidden);
+    int rc = or1_dmodel_prefill(e->dm, &b, e->prompt_rows, k);
     or1_batch_free(&b);
     if (rc) return -1;
     p->req = req;
@@ -301,8 +290,7 @@ static int decode_step(engine *e) {
         R++;
     }
     if (R == 0) return 0;
-    return or1_dmodel_decode(e->dm, R, e->tokens, e->pos, e->kv_rows, e->seg, e->table, n_table,
-                             e->hid + (size_t)e->n_prefix * e->c->hidden);
+    return or1_dmodel_decode(e->dm, R, e->tokens, e->pos, e->kv_rows, e->seg, e->table, n_table, e->n_prefix);
 }
 
 /* A model EOS id or one of the request's stop ids. */
@@ -328,10 +316,7 @@ static int sample_all(engine *e) {
         e->row_slot[A++] = i;
     }
     if (A == 0) return 0;
-    or1_backend *be = or1_dmodel_backend(e->dm);
-    if (e->op->upload(be, e->idx_dev, e->idx, (size_t)A * sizeof(int32_t))) return -1;
-    e->op->gather(be, e->x, e->hid, NULL, e->idx_dev, A, e->c->hidden);
-    if (or1_dmodel_sample(e->dm, A, e->x, e->rows, e->next, e->logp)) return -1;
+    if (or1_dmodel_sample(e->dm, A, e->idx, e->rows, e->next, e->logp)) return -1;
     for (int a = 0; a < A; a++) {
         slot *s = &e->slots[e->row_slot[a]];
         if (isnan(e->logp[a]))
@@ -438,7 +423,7 @@ static int run(engine *e, const or1_engine_cfg *cfg, or1_completion *out, long t
 
 /* Validates, sizes the cache, allocates outputs and runs the engine. */
 int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg, or1_completion *out) {
-    engine e = {.dm = dm, .op = or1_dmodel_backend(dm)->ops, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n};
+    engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n};
     long total = 0;
     if (check_requests(&e)) return -1;
     for (int i = 0; i < n; i++) total += reqs[i].n_samples;

@@ -231,6 +231,7 @@ static double gib(double n) { return n / 1073741824.0; }
  * frozen KL reference (bf16 weights alone in bf16). */
 static void report_memory(const trainer *t) {
     double n = (double)t->m.n_floats, masters = update_masters_sharded(t) ? (double)t->opt.n : n;
+    bool bf16 = or1_backend_bf16(t->be);
     int micro = 0;
     for (size_t s = 0; s < t->cfg->n_stages; s++)
         if (or1_train_micro_tokens(t->cfg, s) > micro) micro = or1_train_micro_tokens(t->cfg, s);
@@ -238,10 +239,10 @@ static void report_memory(const trainer *t) {
             "train: memory on rank %d (%s, %s): fp32 masters of %.0f of %.0f parameters %.3g GiB, bf16 weights "
             "%.3g GiB, gradients %.3g GiB, AdamW moments %.3g GiB, activations %.3g GiB at %d tokens, KV cache up "
             "to %.3g GiB, KL reference %.3g GiB\n",
-            t->d->rank, t->be->ops->name, t->be->bf16 ? "bf16 matmuls" : "fp32", masters, n, gib(masters * 4),
-            gib(t->be->bf16 ? n * 2 : 0), gib(n * 4), gib(2.0 * (double)t->opt.n * sizeof(float)),
+            t->d->rank, or1_backend_name(t->be), bf16 ? "bf16 matmuls" : "fp32", masters, n, gib(masters * 4),
+            gib(bf16 ? n * 2 : 0), gib(n * 4), gib(2.0 * (double)t->opt.n * sizeof(float)),
             gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.kv_cache_gb,
-            t->has_ref ? gib(n * (t->be->bf16 ? 2 : 4)) : 0.0);
+            t->has_ref ? gib(n * (bf16 ? 2 : 4)) : 0.0);
 }
 
 /* The configured backend, with the model (and the reference) placed on it. */

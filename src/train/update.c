@@ -21,15 +21,16 @@ static bool on_device(const trainer *t) { return t->device_collectives; }
 /* Rank 0's communicator id to every rank, then every rank joins (a collective). Backends
  * without device collectives, and single ranks, keep the host path. */
 int update_collectives_init(trainer *t) {
-    const or1_backend_ops *op = t->be->ops;
-    if (t->d->size <= 1 || !op->comm_id || !op->comm_init) return 0;
+    if (t->d->size <= 1) return 0;
     char id[512] = {0};
-    int len = t->d->rank == 0 ? op->comm_id(t->be, id, sizeof id) : 0;
+    int len = t->d->rank == 0 ? or1_dmodel_comm_id(t->dm, id, sizeof id) : 0;
     if (len < 0) return -1;
+    or1_dist_bcast_bytes(t->d, &len, sizeof len);
+    if (len == 0) return 0; /* no device collectives: the host mirror goes through MPI */
     or1_dist_bcast_bytes(t->d, id, sizeof id);
-    if (op->comm_init(t->be, id, t->d->rank, t->d->size)) return -1;
+    if (or1_dmodel_comm_init(t->dm, id, t->d->rank, t->d->size)) return -1;
     t->device_collectives = true;
-    fprintf(stderr, "train: rank %d sums gradients on the %s device\n", t->d->rank, op->name);
+    fprintf(stderr, "train: rank %d sums gradients on the %s device\n", t->d->rank, or1_backend_name(t->be));
     return 0;
 }
 
@@ -44,7 +45,7 @@ static void update_range(const trainer *t, size_t *lo, size_t *hi) {
 
 /* Whether this rank keeps fp32 masters of its shard alone (ZeRO stage 1 in bf16 precision,
  * where the weights the model computes with are not the masters). */
-bool update_masters_sharded(const trainer *t) { return sharded(t) && t->be->bf16; }
+bool update_masters_sharded(const trainer *t) { return sharded(t) && or1_backend_bf16(t->be); }
 
 /* The policy on the trainer's backend, its fp32 masters sharded when update_masters_sharded. */
 or1_dmodel *update_place_model(trainer *t) {

@@ -54,14 +54,13 @@ static void compare(or1_model *m, const or1_batch *b, bool bf16) {
     or1_seq seq = {ids, 5, 5};
     or1_batch p;
     or1_batch_pack(&p, &seq, 1);
-    float *hidden = or1_alloc_floats((size_t)m->cfg.hidden);
-    CHECK(!or1_dmodel_decode_reserve(dm, 1, 8, 1, 8, 16, 1) && !or1_dmodel_prefill(dm, &p, rows, hidden),
+    CHECK(!or1_dmodel_decode_reserve(dm, 1, 8, 1, 8, 16, 1, 1) && !or1_dmodel_prefill(dm, &p, rows, 0),
           "%s: prefill after a recompute backward failed: %s", tag, or1_error());
     or1_dmodel_set_recompute(dm, false);
     grads(dm, m, b, l1, l1 + S, g2);
     CHECK(!memcmp(g0, g2, n * sizeof *g0), "%s: gradients differ after switching recompute off again", tag);
     or1_batch_free(&p);
-    free(hidden), free(l0), free(l1), free(g0), free(g1), free(g2);
+    free(l0), free(l1), free(g0), free(g1), free(g2);
     or1_dmodel_free(dm);
     or1_backend_free(be);
 }
