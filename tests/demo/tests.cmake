@@ -15,6 +15,9 @@ or1_demo_test(sft test_sft.py)
 or1_demo_test(base_model test_base_model.py)
 or1_demo_test(run test_demo_run.py)
 set_tests_properties(demo_run PROPERTIES TIMEOUT 1800)
+if(OR1_SANITIZE) # 4 steps end to end under the sanitizers; learning is checked in the optimised pass
+  set_property(TEST demo_run APPEND PROPERTY ENVIRONMENT OR1_DEMO_QUICK=1)
+endif()
 # The README's quick start as written: in the optimised pass only (it is demo_run's code path,
 # which the sanitizer pass already covers, and it would double that pass's time).
 if(NOT OR1_SANITIZE)
