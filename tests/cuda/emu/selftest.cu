@@ -117,7 +117,7 @@ __global__ void k_fresh(float *out, const float *fresh) {
 /* Spins for ever (the watchdog's case). */
 __global__ void k_spin(float *out) {
     volatile float x = 0;
-    while (x >= 0) x += 1;
+    while (x >= 0) x = x + 1;
     out[0] = x;
 }
 
