@@ -243,25 +243,35 @@ void print_context() {
 
 const char *what_waits(const fiber *f) { return f->st == AT_BARRIER ? "__syncthreads" : "a warp shuffle"; }
 
-/* Reports the threads that wait and where, grouped by place, then aborts. */
+/* Whether a and b wait the same way at the same place. */
+bool same_wait(const fiber *a, const fiber *b) {
+    return a->st == b->st && a->at.file == b->at.file && a->at.line == b->at.line;
+}
+
+/* Reports every waiting thread and its place, grouped by place (the threads of a group as
+ * ranges of flattened thread indices), then aborts. */
 [[noreturn]] void deadlock(const char *why) {
     fprintf(stderr, "or1 CUDA emulator: %s\n", why);
     print_context();
-    std::vector<fiber *> firsts;
-    std::vector<int> counts;
-    for (fiber &f : L->fibers) {
-        if (f.st == DONE) continue;
-        size_t k = 0;
-        for (; k < firsts.size(); k++)
-            if (firsts[k]->st == f.st && firsts[k]->at.file == f.at.file && firsts[k]->at.line == f.at.line) break;
-        if (k == firsts.size()) firsts.push_back(&f), counts.push_back(0);
-        counts[k]++;
-    }
-    for (size_t k = 0; k < firsts.size(); k++) {
-        char w[96], pc[512];
-        fprintf(stderr, "  %d thread(s) wait at %s, %s:%d [%s]; the first: %s\n", counts[k], what_waits(firsts[k]),
-                firsts[k]->at.file, firsts[k]->at.line, describe_pc(firsts[k]->at.pc, pc, sizeof pc),
-                who(firsts[k], w, sizeof w));
+    std::vector<bool> told((size_t)L->n);
+    for (int i = 0; i < L->n; i++) {
+        const fiber *g = &L->fibers[i];
+        if (g->st == DONE || told[i]) continue;
+        char pc[512], w[96];
+        fprintf(stderr, "  at %s, %s:%d [%s], the first %s: threads", what_waits(g), g->at.file, g->at.line,
+                describe_pc(g->at.pc, pc, sizeof pc), who(g, w, sizeof w));
+        for (int j = i; j < L->n;) {
+            if (told[j] || L->fibers[j].st == DONE || !same_wait(&L->fibers[j], g)) {
+                j++;
+                continue;
+            }
+            int k = j;
+            while (k + 1 < L->n && !told[k + 1] && L->fibers[k + 1].st != DONE && same_wait(&L->fibers[k + 1], g)) k++;
+            for (int t = j; t <= k; t++) told[t] = true;
+            fprintf(stderr, k > j ? " %d-%d" : " %d", j, k);
+            j = k + 1;
+        }
+        fputc('\n', stderr);
     }
     abort();
 }

@@ -1,0 +1,85 @@
+"""Shows that the emulated CUDA tests can fail: applies one mutation at a time to src/cuda (a
+removed __syncthreads, a shifted shuffle lane, an off-by-one block-table index, a shared-memory
+race), rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how,
+and restores the source (also when interrupted). Not part of `make test` (about 5 minutes).
+
+usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR]   (default: build)"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+# name: (file under src/cuda, text, its replacement)
+MUTATIONS = {
+    "removed __syncthreads (k_attn_fwd, before a key tile is loaded)": (
+        "attention.cu",
+        "        __syncthreads();\n        load_rows(ks, hd + 1, base + (size_t)(nh + kvh) * hd, stride, k0, TILE, len, hd);\n"
+        "        load_rows(vs, hd, ",
+        "        load_rows(ks, hd + 1, base + (size_t)(nh + kvh) * hd, stride, k0, TILE, len, hd);\n"
+        "        load_rows(vs, hd, "),
+    "shifted shuffle lane (k_attn_fwd, p of key jj read from lane jj + 1)": (
+        "attention.cu",
+        "            float pj = __shfl_sync(0xffffffffu, p, jj);\n            for (int k = 0; k < NDIM; k++)\n"
+        "                if (lane + 32 * k < hd) o[k] += pj * vs[jj * hd + lane + 32 * k];",
+        "            float pj = __shfl_sync(0xffffffffu, p, jj + 1);\n            for (int k = 0; k < NDIM; k++)\n"
+        "                if (lane + 32 * k < hd) o[k] += pj * vs[jj * hd + lane + 32 * k];"),
+    "off-by-one block-table index (ctx_row of decode attention)": (
+        "attention.cu",
+        "return (size_t)table[i / block] * (size_t)block",
+        "return (size_t)table[(i + 1) / block] * (size_t)block"),
+    "shared-memory race (k_colsum reads partial sums without a barrier)": (
+        "elementwise.cu",
+        "    sh[threadIdx.y][threadIdx.x] = s;\n    __syncthreads();",
+        "    sh[threadIdx.y][threadIdx.x] = s;"),
+}
+
+
+def run(cmd, **kw):
+    """Runs cmd, returning the completed process (text output)."""
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def failures(build):
+    """{test: first report line} of the emulated CUDA tests that fail."""
+    p = run(["ctest", "-R", "^cuda_.*_emu", "-E", "selftest", "--output-on-failure"], cwd=build, timeout=3600)
+    out, bad = p.stdout, {}
+    for m in re.finditer(r"\d+/\d+ Test +#\d+: (\S+) \.+\**(Failed|Subprocess aborted|Exception)", out):
+        bad[m.group(1)] = ""
+    for name in bad:
+        block = out.split(f": {name} ", 1)[1] if f": {name} " in out else ""
+        hit = re.search(r"(or1 CUDA emulator: [^\n]+|FAIL[^\n]+)", block)
+        bad[name] = hit.group(1)[:160] if hit else "(no report line)"
+    return bad
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+    targets = ["or1-cuda-emu", "cuda_test_kernels_emu", "cuda_test_model_emu", "cuda_test_backend_ops_emu"]
+    missed = 0
+    for name, (fn, old, new) in MUTATIONS.items():
+        path = os.path.join(ROOT, "src", "cuda", fn)
+        orig = open(path).read()
+        if orig.count(old) != 1:
+            sys.exit(f"mutation '{name}': its text is not found once in {fn}; update this script")
+        try:
+            with open(path, "w") as f:
+                f.write(orig.replace(old, new))
+            b = run(["cmake", "--build", build, "-j2", "--target", *targets])
+            if b.returncode:
+                sys.exit(f"build failed under mutation '{name}':\n{b.stdout[-2000:]}{b.stderr[-2000:]}")
+            bad = failures(build)
+        finally:
+            with open(path, "w") as f:
+                f.write(orig)
+        print(f"== {name}: {len(bad)} test(s) failed")
+        for test, line in sorted(bad.items()):
+            print(f"   {test}: {line}")
+        missed += not bad
+    run(["cmake", "--build", build, "-j2", "--target", *targets])
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()
