@@ -1,5 +1,6 @@
-# CUDA backend: every kernel against the CPU kernel, the device model against the CPU model, the
-# CLI with --device cuda, and the trainer on the device. Each runs on the emulated GPU of
+# CUDA backend: every kernel against the CPU kernel, every backend operation against the CPU
+# backend's, the device model against the CPU model, the CLI with --device cuda, and the trainer
+# on the device. Each runs on the emulated GPU of
 # tests/cuda/emu in both scheduling orders (cuda_*_emu, cuda_*_emu_reverse) on every machine, and
 # on a real GPU too (cuda_*) where nvcc built the backend and a GPU was visible at configuration.
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
@@ -16,11 +17,7 @@ if(CMAKE_CUDA_COMPILER)
 endif()
 
 # The or1 program on the emulated GPU, for the CLI and trainer tests.
-add_executable(or1-cuda-emu ${OR1_CLI_SOURCES})
-target_link_libraries(or1-cuda-emu PRIVATE or1lib)
-add_dependencies(or1-cuda-emu or1_version)
-target_include_directories(or1-cuda-emu PRIVATE ${CMAKE_BINARY_DIR}/generated)
-target_compile_definitions(or1-cuda-emu PRIVATE OR1_VERSION="${PROJECT_VERSION}")
+or1_program(or1-cuda-emu)
 or1_emu_program(or1-cuda-emu)
 
 foreach(variant emu emu_reverse gpu)

@@ -5,6 +5,7 @@
 
 #include "cuda_runtime.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,7 @@ const alloc *below(const void *p);
 [[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a note about a refused call that returns a CUDA error. */
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vnote(const char *fmt, va_list ap);
 /* Where a program address is ("file:line (function)"), for reports; into buf. */
 const char *describe_pc(const void *pc, char *buf, size_t cap);
 

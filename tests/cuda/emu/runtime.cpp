@@ -58,21 +58,21 @@ const alloc *owner(const void *p) {
 
 const alloc *find(const void *p, size_t bytes) {
     uintptr_t a = (uintptr_t)p;
-    std::lock_guard<std::mutex> g(lock);
-    auto it = live.upper_bound(a);
-    if (it == live.begin()) return nullptr;
-    --it;
-    const alloc &r = it->second;
-    if (a < r.base || a - r.base > r.bytes || bytes > r.bytes - (a - r.base)) return nullptr;
-    return &r;
+    const alloc *r = below(p);
+    if (!r || a - r->base > r->bytes || bytes > r->bytes - (a - r->base)) return nullptr;
+    return r;
+}
+
+void vnote(const char *fmt, va_list ap) {
+    fputs("or1 CUDA emulator: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
 }
 
 void note(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("or1 CUDA emulator: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vnote(fmt, ap);
     va_end(ap);
 }
 

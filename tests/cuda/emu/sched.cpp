@@ -594,26 +594,21 @@ void static_shared(void *p, size_t bytes) {
     memset(p, 0xff, bytes);
 }
 
-float atomic_add(float *p, float v) {
-    access(p, sizeof *p, true, __builtin_return_address(0));
-    float old = *p;
+/* atomicAdd: threads run one at a time, so a checked read-modify-write is atomic. */
+template <class T> T add_at(T *p, T v, const void *pc) {
+    access(p, sizeof *p, true, pc);
+    T old = *p;
     *p = old + v;
     return old;
 }
 
-double atomic_add(double *p, double v) {
-    access(p, sizeof *p, true, __builtin_return_address(0));
-    double old = *p;
-    *p = old + v;
-    return old;
-}
+float atomic_add(float *p, float v) { return add_at(p, v, __builtin_return_address(0)); }
+double atomic_add(double *p, double v) { return add_at(p, v, __builtin_return_address(0)); }
 
 void fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("or1 CUDA emulator: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vnote(fmt, ap);
     va_end(ap);
     print_context();
     abort();
