@@ -57,11 +57,13 @@ void or1_attention(float *out, float *lse, const float *qkv, const int32_t *seq_
 /* Decode attention over a paged KV pool: for each of B rows, one query (qkv row b, already
  * rotated) attends to its prompt's seg[4b+1] keys then its own seg[4b+3] keys. Keys and values
  * are rows of nkv*hd floats of the pools k and v, kept in blocks of `block` rows: the prompt's
- * block ids are blocks[seg[4b]...], the row's own blocks[seg[4b+2]...]. out[B, nh*hd].
- * scratch holds ctx_cap floats per OpenMP thread, ctx_cap >= every row's context (the caller
- * sizes it once: no allocation per decode step). */
+ * block ids are blocks[seg[4b]...], the row's own blocks[seg[4b+2]...]. out[B, nh*hd]. Each
+ * head's output is the same bits or1_attention gives the same token over the same keys (the same
+ * kernels, in the same order). scratch holds or1_attention_decode_scratch(...) floats per OpenMP
+ * thread, ctx_cap >= every row's context (the caller sizes it once: no allocation per step). */
 void or1_attention_decode(float *out, const float *qkv, int B, const float *k, const float *v, const int32_t *seg,
                           const int32_t *blocks, int block, int nh, int nkv, int hd, float *scratch, int ctx_cap);
+size_t or1_attention_decode_scratch(int nh, int nkv, int hd, int ctx_cap);
 /* dqkv (overwritten) from dout, recomputing probabilities from lse (no [T x T] matrix). */
 void or1_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                        const float *lse, const int32_t *seq_start, int n_seqs, int nh, int nkv, int hd);
@@ -87,6 +89,10 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const or
                   int n, int H, int V, float temperature, float *scratch);
 /* Floats of scratch or1_head / or1_head_bwd need for n rows of width H. */
 long or1_head_scratch(int n, int H);
+/* The log-prob of token tok under one row of raw logits at temperature, computed exactly as
+ * or1_head computes it from the same logits (the sampler reports this one, so that the rollout's
+ * log-probs are the trainer's bits). scratch holds 4096 floats. */
+float or1_head_logprob(const float *logits, int V, float temperature, int32_t tok, float *scratch);
 
 /* The sampling settings of one row of logits (one decoding sequence). */
 typedef struct {

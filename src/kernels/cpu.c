@@ -225,7 +225,7 @@ static inline float exp_sum(float *x, int n, float m) {
  * heads per token, see attn_geom) and may see keys <= that token. s is overwritten with
  * probabilities, 0 from the row's last key up to ld; lse gets each row's log-sum-exp, token
  * r / G's at lse + (r / G) * lse_stride + r % G. */
-static void causal_softmax(float *s, int M, int ld, int i0, int G, float *lse, int lse_stride) {
+OR1_ONE_COPY static void causal_softmax(float *s, int M, int ld, int i0, int G, float *lse, int lse_stride) {
     for (int r = 0; r < M; r++) {
         float *row = s + (size_t)r * ld;
         int n = i0 + r / G + 1;
@@ -298,7 +298,7 @@ static void keys_pack(float *bp, const float *b, int ldb, int n, int hd) {
  * ars apart) against the keys of bt (b transposed by keys_transpose, stride ldb), tile by tile up
  * to each tile's last row's causal limit (entries past a row's own limit are zeroed later by the
  * softmax). Any head size. */
-static void att_scores(float *s, int ld, const float *a, size_t ars, const float *bt, int ldb, int M, int i0, int G,
+OR1_ONE_COPY static void att_scores(float *s, int ld, const float *a, size_t ars, const float *bt, int ldb, int M, int i0, int G,
                        int hd, float scale) {
     for (int r0 = 0; r0 < M; r0 += AR) {
         int nr = M - r0 < AR ? M - r0 : AR, n = i0 + (r0 + nr - 1) / G + 1;
@@ -309,7 +309,10 @@ static void att_scores(float *s, int ld, const float *a, size_t ars, const float
             for (int i = 0; i < AR; i++) acc[i][0] = acc[i][1] = (vf){0};
             for (int d = 0; d < hd; d++) {
                 vf b0 = loadv(bt + (size_t)d * ldb + j0), b1 = loadv(bt + (size_t)d * ldb + j0 + VL);
-                for (int i = 0; i < AR; i++) acc[i][0] += ar[i][d] * b0, acc[i][1] += ar[i][d] * b1;
+                for (int i = 0; i < AR; i++) {
+                    vf a = splatv(ar[i][d]);
+                    acc[i][0] = fmav(a, b0, acc[i][0]), acc[i][1] = fmav(a, b1, acc[i][1]);
+                }
             }
             for (int i = 0; i < nr; i++) {
                 storev(s + (size_t)(r0 + i) * ld + j0, acc[i][0] * scale);
@@ -322,7 +325,7 @@ static void att_scores(float *s, int ld, const float *a, size_t ars, const float
 /* o_r[d] = sum_j p[r][j] v[j][d] over a row's keys for the M stacked rows of p (stride ld, zero
  * past each row's limit) and value rows ldv apart, into the stacked rows of the block at o
  * (tokens ors apart). Head sizes beyond a multiple of KT take a scalar tail. */
-static void att_pv(float *o, size_t ors, const float *p, int ld, const float *v, int ldv, int M, int i0, int G,
+OR1_ONE_COPY static void att_pv(float *o, size_t ors, const float *p, int ld, const float *v, int ldv, int M, int i0, int G,
                    int hd) {
     int hv = hd - hd % KT;
     for (int r0 = 0; r0 < M; r0 += AR) {
@@ -339,14 +342,17 @@ static void att_pv(float *o, size_t ors, const float *p, int ld, const float *v,
             for (int i = 0; i < AR; i++) acc[i][0] = acc[i][1] = (vf){0};
             for (int j = 0; j < n; j++) {
                 vf v0 = loadv(v + (size_t)j * ldv + d0), v1 = loadv(v + (size_t)j * ldv + d0 + VL);
-                for (int i = 0; i < AR; i++) acc[i][0] += pr[i][j] * v0, acc[i][1] += pr[i][j] * v1;
+                for (int i = 0; i < AR; i++) {
+                    vf p = splatv(pr[i][j]);
+                    acc[i][0] = fmav(p, v0, acc[i][0]), acc[i][1] = fmav(p, v1, acc[i][1]);
+                }
             }
             for (int i = 0; i < nr; i++) storev(orow[i] + d0, acc[i][0]), storev(orow[i] + d0 + VL, acc[i][1]);
         }
         for (int i = 0; i < nr; i++)
             for (int d = hv; d < hd; d++) {
                 float acc = 0;
-                for (int j = 0; j < n; j++) acc += pr[i][j] * v[(size_t)j * ldv + d];
+                for (int j = 0; j < n; j++) acc = fmaf(pr[i][j], v[(size_t)j * ldv + d], acc);
                 orow[i][d] = acc;
             }
     }
@@ -465,42 +471,56 @@ static inline size_t context_next(context_walk *w) {
     return w->row++;
 }
 
-/* One decode query against its prompt keys then its own keys; scores in p. */
-static void decode_head(float *o, const float *q, const float *k, const float *v, const int32_t *seg,
-                        const int32_t *blocks, int block, int kv_stride, int hd, float *p) {
+/* A decode row's context for one KV head gathered from the pool into the layout attend_block
+ * uses: keys transposed into kt (stride ld = keys_ld(n), zero past n) and values packed into vp. */
+static void context_gather(float *kt, float *vp, int ld, const float *k, const float *v, const int32_t *seg,
+                           const int32_t *blocks, int block, int kv_stride, int hd) {
     int n = seg[1] + seg[3];
-    float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, sum = 0;
     context_walk w = {seg, blocks, block, 0, 0, 0};
     for (int j = 0; j < n; j++) {
-        p[j] = dot(q, k + context_next(&w) * kv_stride, hd) * scale;
-        m = p[j] > m ? p[j] : m;
+        size_t r = context_next(&w);
+        const float *kr = k + r * kv_stride;
+        for (int d = 0; d < hd; d++) kt[(size_t)d * ld + j] = kr[d];
+        memcpy(vp + (size_t)j * hd, v + r * kv_stride, (size_t)hd * sizeof *vp);
     }
-    for (int j = 0; j < n; j++) {
-        p[j] = fast_exp(p[j] - m);
-        sum += p[j];
-    }
-    memset(o, 0, (size_t)hd * sizeof *o);
-    w = (context_walk){seg, blocks, block, 0, 0, 0};
-    for (int j = 0; j < n; j++) {
-        const float *vr = v + context_next(&w) * kv_stride;
-        float c = p[j] / sum;
-        for (int i = 0; i < hd; i++) o[i] += c * vr[i];
-    }
+    for (int d = 0; d < hd; d++) memset(kt + (size_t)d * ld + n, 0, (size_t)(ld - n) * sizeof *kt);
 }
 
-/* Decode attention: parallel over (row, head); each row's result depends on that row alone. */
+/* One decode row's G query heads of one KV head against its context, through the kernels of the
+ * packed attention (att_scores, causal_softmax, att_pv) as the last token of a block of one: each
+ * head's output is the same bits the packed attention gives that token at that position. buf
+ * holds or1_attention_decode_scratch floats. */
+static void decode_group(float *o, const float *q, const float *k, const float *v, const int32_t *seg,
+                         const int32_t *blocks, int block, int kv_stride, int G, int hd, float *buf) {
+    int n = seg[1] + seg[3], ld = keys_ld(n);
+    float *kt = buf, *vp = kt + (size_t)hd * ld, *s = vp + (size_t)hd * ld, *lse = s + (size_t)G * ld;
+    context_gather(kt, vp, ld, k, v, seg, blocks, block, kv_stride, hd);
+    att_scores(s, ld, q, 0, kt, ld, G, n - 1, G, hd, 1.0f / sqrtf((float)hd));
+    causal_softmax(s, G, ld, n - 1, G, lse, 0);
+    att_pv(o, 0, s, ld, vp, hd, G, n - 1, G, hd);
+}
+
+/* Floats of decode scratch per OpenMP thread for contexts of up to ctx_cap tokens. */
+size_t or1_attention_decode_scratch(int nh, int nkv, int hd, int ctx_cap) {
+    size_t ld = (size_t)keys_ld(ctx_cap > 0 ? ctx_cap : 1);
+    return 2 * (size_t)hd * ld + (size_t)(nh / nkv) * (ld + 1);
+}
+
+/* Decode attention: parallel over (row, KV head); each row's result depends on that row alone,
+ * and is the packed attention's for that token (the same kernels in the same order). */
 void or1_attention_decode(float *out, const float *qkv, int B, const float *k, const float *v, const int32_t *seg,
                           const int32_t *blocks, int block, int nh, int nkv, int hd, float *scratch, int ctx_cap) {
-    int stride = (nh + 2 * nkv) * hd, kv_stride = nkv * hd, group = nh / nkv;
+    int stride = (nh + 2 * nkv) * hd, kv_stride = nkv * hd, G = nh / nkv;
+    size_t per_thread = or1_attention_decode_scratch(nh, nkv, hd, ctx_cap);
     #pragma omp parallel
     {
-        float *p = scratch + (size_t)omp_get_thread_num() * (size_t)ctx_cap;
+        float *buf = scratch + (size_t)omp_get_thread_num() * per_thread;
         #pragma omp for schedule(dynamic, 1) collapse(2)
         for (int b = 0; b < B; b++)
-            for (int h = 0; h < nh; h++) {
-                size_t koff = (size_t)(h / group) * hd;
-                decode_head(out + (size_t)b * nh * hd + (size_t)h * hd, qkv + (size_t)b * stride + (size_t)h * hd,
-                            k + koff, v + koff, seg + 4 * b, blocks, block, kv_stride, hd, p);
+            for (int kvh = 0; kvh < nkv; kvh++) {
+                size_t koff = (size_t)kvh * hd, qoff = (size_t)b * stride + (size_t)kvh * G * hd;
+                decode_group(out + (size_t)b * nh * hd + (size_t)kvh * G * hd, qkv + qoff, k + koff, v + koff,
+                             seg + 4 * b, blocks, block, kv_stride, G, hd, buf);
             }
     }
 }
@@ -601,16 +621,19 @@ void or1_swiglu_bwd(float *dgu, float *a, const float *da, const float *gu, int 
     }
 }
 
-/* Logits of vocabulary rows [c0, c0+vc) for n hidden rows, already divided by the temperature:
- * sgemm, or with bf16 weights (wb) the bf16 row kernel that the rollout's sampler also uses. */
+/* Logits of vocabulary rows [c0, c0+vc) for n hidden rows, times 1/temperature: the rollout's
+ * row kernel (or1_matmul_rows, or its bf16 twin over the bf16 weights), then each logit scaled,
+ * so that a row's logits are the bits the sampler scales (or1_head_logprob). With fast (the
+ * backward's recomputation, whose logits feed only gradients) sgemm in fp32. */
 static void chunk_logits(float *z, const float *h, const float *w, const or1_bf16 *wb, int n, int H, int c0, int vc,
-                         float inv_t) {
-    if (!wb) {
+                         float inv_t, bool fast) {
+    if (fast && !wb) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, vc, H, inv_t, h, H, w + (size_t)c0 * H, H, 0.0f, z,
                     vc);
         return;
     }
-    or1_matmul_rows_bf16(z, h, wb + (size_t)c0 * H, NULL, n, H, vc);
+    if (wb) or1_matmul_rows_bf16(z, h, wb + (size_t)c0 * H, NULL, n, H, vc);
+    else or1_matmul_rows(z, h, w + (size_t)c0 * H, NULL, n, H, vc);
     size_t m = (size_t)n * vc;
     for (size_t i = 0; i < m; i++) z[i] *= inv_t;
 }
@@ -640,37 +663,62 @@ static void exp_moments(const float *z, int n, float m, double *a, double *b) {
     *a = ta, *b = tb;
 }
 
-/* Streams vocabulary chunks: logits by sgemm, then an online max / sum(exp) / sum(exp*z) per
- * row (each chunk's sums in float lanes, the running ones in double), and the target's logit
- * when it falls in the chunk. */
+/* One row's running state over the vocabulary chunks: max, sum(exp(z - max)), sum(exp * z) in
+ * double, and the target's logit. */
+typedef struct {
+    double m, s, sz;
+    float zt;
+} head_state;
+
+/* Folds the chunk z[0..vc) of vocabulary ids [c0, c0+vc) into st (its sums in float lanes, the
+ * running ones in double): the one order every log-prob of or1 is computed in. */
+OR1_ONE_COPY static void head_fold(head_state *st, const float *z, int vc, int c0, int32_t tgt) {
+    float cm = row_max(z, vc);
+    double nm = cm > st->m ? cm : st->m, scale = exp(st->m - nm), a, b;
+    exp_moments(z, vc, (float)nm, &a, &b); /* nm is one of the chunks' float maxima */
+    st->s = st->s * scale + a;
+    st->sz = st->sz * scale + b;
+    st->m = nm;
+    if (tgt >= c0 && tgt < c0 + vc) st->zt = z[tgt - c0];
+}
+
+/* Log-sum-exp, E[z], the target's log-prob and the entropy from a row's state. */
+static void head_finish(const head_state *st, float *lse, float *ez, float *logp, float *entropy) {
+    double l = st->m + log(st->s);
+    *lse = (float)l;
+    *ez = (float)(st->sz / st->s);
+    *logp = (float)(st->zt - l);
+    *entropy = (float)(l - st->sz / st->s);
+}
+
+/* Streams vocabulary chunks: logits by the row kernel, then each row's chunk folded into its
+ * running state. */
 void or1_head(float *logp, float *entropy, float *lse, float *ez, const float *h, const float *w,
               const or1_bf16 *wb, const int32_t *tgt, int n, int H, int V, float temperature, float *scratch) {
-    double m[n], s[n], sz[n];
-    float zt[n];
-    for (int i = 0; i < n; i++) m[i] = -INFINITY, s[i] = 0, sz[i] = 0, zt[i] = 0;
+    head_state st[n];
+    for (int i = 0; i < n; i++) st[i] = (head_state){-INFINITY, 0, 0, 0};
     float inv_t = 1.0f / temperature;
     for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
         int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
-        chunk_logits(scratch, h, w, wb, n, H, c0, vc, inv_t);
+        chunk_logits(scratch, h, w, wb, n, H, c0, vc, inv_t, false);
         #pragma omp parallel for schedule(static)
-        for (int i = 0; i < n; i++) {
-            const float *z = scratch + (size_t)i * vc;
-            float cm = row_max(z, vc);
-            double nm = cm > m[i] ? cm : m[i], scale = exp(m[i] - nm), a, b;
-            exp_moments(z, vc, (float)nm, &a, &b); /* nm is one of the chunks' float maxima */
-            s[i] = s[i] * scale + a;
-            sz[i] = sz[i] * scale + b;
-            m[i] = nm;
-            if (tgt[i] >= c0 && tgt[i] < c0 + vc) zt[i] = z[tgt[i] - c0];
-        }
+        for (int i = 0; i < n; i++) head_fold(&st[i], scratch + (size_t)i * vc, vc, c0, tgt[i]);
     }
-    for (int i = 0; i < n; i++) {
-        double l = m[i] + log(s[i]);
-        lse[i] = (float)l;
-        ez[i] = (float)(sz[i] / s[i]);
-        logp[i] = (float)(zt[i] - l);
-        entropy[i] = (float)(l - sz[i] / s[i]);
+    for (int i = 0; i < n; i++) head_finish(&st[i], &lse[i], &ez[i], &logp[i], &entropy[i]);
+}
+
+/* The log-prob of token tok under one row of raw logits at a temperature, computed as or1_head
+ * computes it from the same logits (each scaled by 1/temperature, folded chunk by chunk). */
+float or1_head_logprob(const float *logits, int V, float temperature, int32_t tok, float *scratch) {
+    head_state st = {-INFINITY, 0, 0, 0};
+    float inv_t = 1.0f / temperature, lse, ez, logp, ent;
+    for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
+        int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
+        for (int v = 0; v < vc; v++) scratch[v] = logits[c0 + v] * inv_t;
+        head_fold(&st, scratch, vc, c0, tok);
     }
+    head_finish(&st, &lse, &ez, &logp, &ent);
+    return logp;
 }
 
 /* Recomputes each logits chunk, forms dz = g_lp*(onehot - p) - g_H*p*(z - E[z]), scales by
@@ -682,7 +730,7 @@ void or1_head_bwd(float *dh, float *dw, const float *h, const float *w, const or
     memset(dh, 0, (size_t)n * H * sizeof *dh);
     for (int c0 = 0; c0 < V; c0 += VOCAB_CHUNK) {
         int vc = V - c0 < VOCAB_CHUNK ? V - c0 : VOCAB_CHUNK;
-        chunk_logits(scratch, h, w, wb, n, H, c0, vc, inv_t);
+        chunk_logits(scratch, h, w, wb, n, H, c0, vc, inv_t, true);
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < n; i++) {
             float *z = scratch + (size_t)i * vc;

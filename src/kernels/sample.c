@@ -408,7 +408,8 @@ static int32_t draw_truncated(float *p, int V, const or1_sample_row *s, double l
 }
 
 /* Temperature, then top-k, then top-p on the renormalised remainder (Hugging Face's order);
- * the reported log-prob is the untruncated one at the temperature, as the trainer computes. */
+ * the reported log-prob is the untruncated one at the temperature, computed as the trainer's
+ * head computes it (or1_head_logprob), whatever the sampler's own sums. */
 int32_t or1_sample_token(const float *logits, int V, const or1_sample_row *s, double u, float *logp,
                          float *scratch) {
     float t = s->temperature > 0 ? s->temperature : 1.0f, *p = scratch;
@@ -428,6 +429,6 @@ int32_t or1_sample_token(const float *logits, int V, const or1_sample_row *s, do
     } else {
         tok = draw_truncated(p, V, s, lse, u, list);
     }
-    *logp = (float)((double)(logits[tok] / t) - lse);
+    *logp = or1_head_logprob(logits, V, t, tok, p); /* the trainer's bits, from the same logits */
     return tok;
 }

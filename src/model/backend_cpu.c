@@ -89,15 +89,7 @@ static float *head_scratch(or1_backend *be, int H) {
     return c->head_scratch;
 }
 
-/* The trainer's forward matmul: sgemm, or the bf16 row kernel over the bf16 weight. */
-static void cpu_matmul(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb, const float *b,
-                       int T, int in, int out) {
-    (void)be;
-    if (wb) or1_matmul_rows_bf16(y, x, wb, b, T, in, out);
-    else or1_matmul(y, x, w, b, T, in, out);
-}
-
-/* The rollout's batch-invariant matmul, in bf16 over the bf16 weight when given. */
+/* Every forward matmul: the batch-invariant row kernel, in bf16 over the bf16 weight when given. */
 static void cpu_matmul_rows(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
                             const float *b, int T, int in, int out) {
     (void)be;
@@ -187,7 +179,8 @@ static void cpu_kv_store(or1_backend *be, float *k, float *v, const int32_t *row
 static void cpu_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const float *k,
                                  const float *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
                                  int hd, int ctx_cap) {
-    float *scratch = cpu_scratch(be, (size_t)omp_get_max_threads() * ctx_cap);
+    size_t per_thread = or1_attention_decode_scratch(nh, nkv, hd, ctx_cap);
+    float *scratch = cpu_scratch(be, (size_t)omp_get_max_threads() * per_thread);
     or1_attention_decode(out, qkv, B, k, v, seg, blocks, block, nh, nkv, hd, scratch, ctx_cap);
 }
 
@@ -269,7 +262,6 @@ static const or1_backend_ops CPU_OPS = {
     .zero = cpu_zero,
     .sync = cpu_sync,
     .to_bf16 = cpu_to_bf16,
-    .matmul = cpu_matmul,
     .matmul_rows = cpu_matmul_rows,
     .matmul_dx = cpu_matmul_dx,
     .matmul_dw = cpu_matmul_dw,

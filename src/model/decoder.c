@@ -489,10 +489,11 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, cons
     or1_backend *be = dm->be;
     int H = c->hidden, I = c->intermediate, hd = c->head_dim, qd = c->heads * hd, kvd = c->kv_heads * hd;
     int qkvd = qd + 2 * kvd;
-    /* the rollout engine's passes (they keep keys and values) use row-independent matmuls, so a
-     * sample never depends on the thread count or on what else is decoded */
+    /* every pass (prefill, decode, the trainer's forward) runs the row-independent matmul, so a
+     * token's activations never depend on the thread count, on what else is in the batch, or on
+     * the phase: the rollout's log-probs are the trainer's bits */
     void (*mm)(or1_backend *, float *, const float *, const float *, const or1_bf16 *, const float *, int, int,
-               int) = md->kv_rows ? op->matmul_rows : op->matmul;
+               int) = op->matmul_rows;
     op->rmsnorm(be, l->xn1, l->r1, l->x, res, w->ln1, T, H, c->rms_eps);
     mm(be, l->qkv, l->xn1, w->wqkv, wb->wqkv, w->bqkv, T, H, qkvd);
     op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);

@@ -146,8 +146,8 @@ static void case_to_bf16(const pair *p) {
 static const int MM[][3] = {{1, 1, 1}, {3, 33, 31}, {37, 64, 257}, {70, 129, 65}};
 enum { N_MM = sizeof MM / sizeof *MM };
 
-/* y = x W^T (+ b) through matmul and matmul_rows, with the bf16 weights in bf16. */
-static void mm_forward(const pair *p, bool rows) {
+/* y = x W^T (+ b), with the bf16 weights in bf16. */
+static void case_matmul_rows(const pair *p) {
     for (int k = 0; k < N_MM; k++)
         for (int bias = 0; bias < 2; bias++) {
             int T = MM[k][0], in = MM[k][1], out = MM[k][2];
@@ -156,19 +156,16 @@ static void mm_forward(const pair *p, bool rows) {
             twin wb = p->bf16 ? both_bf16(p, w, (size_t)out * in) : (twin){0};
             for (int s = 0; s < 2; s++) {
                 or1_backend *be = BE(p, s);
-                (rows ? be->ops->matmul_rows : be->ops->matmul)(be, AT(y, s), AT(x, s), AT(w, s), AT(wb, s),
-                                                                bias ? AT(b, s) : NULL, T, in, out);
+                be->ops->matmul_rows(be, AT(y, s), AT(x, s), AT(w, s), AT(wb, s), bias ? AT(b, s) : NULL, T, in, out);
             }
             char what[64];
-            snprintf(what, sizeof what, "%s %dx%dx%d%s", rows ? "matmul_rows" : "matmul", T, in, out, bias ? "+b" : "");
+            snprintf(what, sizeof what, "matmul_rows %dx%dx%d%s", T, in, out, bias ? "+b" : "");
             same_floats(p, what, y, (size_t)T * out, mm_tol(p));
             drop(p, x), drop(p, w), drop(p, b), drop(p, y);
             if (p->bf16) drop(p, wb);
         }
 }
 
-static void case_matmul(const pair *p) { mm_forward(p, false); }
-static void case_matmul_rows(const pair *p) { mm_forward(p, true); }
 
 /* dx (=|+=) dy W, with the bf16 weights in bf16. */
 static void case_matmul_dx(const pair *p) {
@@ -560,7 +557,6 @@ static const op_case CASES[] = {
     {SLOT(zero), NULL, "case_memory"},
     {SLOT(sync), NULL, "every download"},
     {SLOT(to_bf16), case_to_bf16, NULL},
-    {SLOT(matmul), case_matmul, NULL},
     {SLOT(matmul_rows), case_matmul_rows, NULL},
     {SLOT(matmul_dx), case_matmul_dx, NULL},
     {SLOT(matmul_dw), case_matmul_dw, NULL},

@@ -168,7 +168,7 @@ static void check_decode(or1_cuda *g, int nh, int nkv) {
         for (int i = 0; i < pre + own; i++) /* logical block i of row b: physical (7b + 3i) mod 35 */
             table[n_table++] = (int32_t)((b * PER_ROW + 3 * (i + (i >= pre ? split / BLOCK - pre : 0))) % (B * PER_ROW));
     }
-    float *scratch = or1_alloc_floats((size_t)or1_threads() * cap);
+    float *scratch = or1_alloc_floats((size_t)or1_threads() * or1_attention_decode_scratch(nh, nkv, hd, cap));
     or1_attention_decode(out, qkv, B, kc, vc, seg, table, BLOCK, nh, nkv, hd, scratch, cap);
     free(scratch);
     float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, pool * 4), *vc_d = to_dev(g, vc, pool * 4);

@@ -17,6 +17,12 @@ or1_rollout_test(logprobs_bf16 test_logprobs.py bf16)
 or1_rollout_test(distribution test_distribution.py)
 or1_rollout_test(stops test_stops.py)
 or1_rollout_test(errors test_errors.py)
+# 24 layers, 1,000 new tokens (200 under the sanitizers, where 1,000 take ten times as long)
+if(OR1_SANITIZE)
+  or1_rollout_test(onpolicy test_onpolicy.py 200)
+else()
+  or1_rollout_test(onpolicy test_onpolicy.py 1000)
+endif()
 
 # The sampler alone: exact distributions by sweeping u, log-probs, greedy ties.
 add_executable(test_rollout_sample ${CMAKE_CURRENT_LIST_DIR}/test_sample.c)

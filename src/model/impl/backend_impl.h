@@ -41,11 +41,11 @@ typedef struct {
      * gradient, the head's logits and dh), and w may be NULL. Weight gradients (matmul_dw, the
      * head's dW) accumulate in fp32 into fp32 buffers; in bf16 precision a backend may round
      * their operands to bf16 (the CUDA backend does, as autocast does; the CPU one does not).
-     * matmul_rows computes each row independently of the others (decode); gather is
-     * y[i] = src[idx[i]] (rows of srcb, widened, when srcb is given), scatter_add
+     * matmul_rows is every forward matmul (prefill, decode, the trainer's forward, the
+     * sampler's logits): each row is computed independently of the others, so that a token's
+     * result is the same bits whatever else is in the batch (on the CPU; cuBLAS is not). gather
+     * is y[i] = src[idx[i]] (rows of srcb, widened, when srcb is given), scatter_add
      * dst[idx[i]] += src[i]. */
-    void (*matmul)(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb, const float *b,
-                   int T, int in, int out);
     void (*matmul_rows)(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
                         const float *b, int T, int in, int out);
     void (*matmul_dx)(or1_backend *be, float *dx, const float *dy, const float *w, const or1_bf16 *wb, int T, int in,
