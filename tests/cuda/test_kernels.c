@@ -181,6 +181,39 @@ static void check_decode(or1_cuda *g, int nh, int nkv) {
     free(qkv), free(kc), free(vc), free(out);
 }
 
+/* The decode attention gives each token the bits the packed forward gives it: T tokens of one
+ * sequence through or1_cuda_attention, then every position decoded at once over a pool holding
+ * the sequence's keys and values in shuffled blocks of 7 rows (the rollout's log-probs are then
+ * the trainer's, as on the CPU). nh / nkv up to 8 takes the grouped decode kernel, more the other. */
+static void check_decode_is_forward(or1_cuda *g, int nh, int nkv, int hd) {
+    enum { T = 45, BLOCK = 7, NB = (T + BLOCK - 1) / BLOCK };
+    int stride = (nh + 2 * nkv) * hd, kvd = nkv * hd;
+    float *qkv = rand_floats((size_t)T * stride, 57, 2), *kc = or1_alloc_floats((size_t)NB * BLOCK * kvd);
+    float *vc = or1_alloc_floats((size_t)NB * BLOCK * kvd);
+    int32_t table[NB], seg[4 * T], ss[2] = {0, T};
+    for (int b = 0; b < NB; b++) table[b] = (int32_t)((b * 3 + 1) % NB); /* 3 is prime to NB */
+    for (int t = 0; t < T; t++) {
+        size_t row = (size_t)table[t / BLOCK] * BLOCK + t % BLOCK;
+        memcpy(kc + row * kvd, qkv + (size_t)t * stride + (size_t)nh * hd, (size_t)kvd * 4);
+        memcpy(vc + row * kvd, qkv + (size_t)t * stride + (size_t)(nh + nkv) * hd, (size_t)kvd * 4);
+        seg[4 * t] = 0, seg[4 * t + 1] = 0, seg[4 * t + 2] = 0, seg[4 * t + 3] = t + 1;
+    }
+    float *qkv_d = to_dev(g, qkv, (size_t)T * stride * 4), *kc_d = to_dev(g, kc, (size_t)NB * BLOCK * kvd * 4);
+    float *vc_d = to_dev(g, vc, (size_t)NB * BLOCK * kvd * 4), *out_d = or1_cuda_alloc((size_t)T * nh * hd * 4);
+    float *dec_d = or1_cuda_alloc((size_t)T * nh * hd * 4), *lse_d = or1_cuda_alloc((size_t)T * nh * 4);
+    int32_t *ss_d = to_dev(g, ss, sizeof ss), *seg_d = to_dev(g, seg, sizeof seg), *tab_d = to_dev(g, table, sizeof table);
+    or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, 1, T, nh, nkv, hd);
+    or1_cuda_attention_decode(g, dec_d, qkv_d, T, kc_d, vc_d, seg_d, tab_d, BLOCK, nh, nkv, hd);
+    float *a = from_dev(g, out_d, (size_t)T * nh * hd), *b = from_dev(g, dec_d, (size_t)T * nh * hd);
+    size_t differ = 0;
+    for (size_t i = 0; i < (size_t)T * nh * hd; i++) differ += a[i] != b[i];
+    CHECK(differ == 0, "decode vs packed attention (heads %d/%d, hd %d): %zu of %zu outputs differ", nh, nkv, hd,
+          differ, (size_t)T * nh * hd);
+    void *dev[] = {qkv_d, kc_d, vc_d, out_d, dec_d, lse_d, ss_d, seg_d, tab_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(qkv), free(kc), free(vc), free(a), free(b);
+}
+
 /* SwiGLU forward and backward. */
 static void check_swiglu(or1_cuda *g) {
     int T = 33, I = 90;
@@ -282,6 +315,8 @@ int main(void) {
     check_attention(g, 256); /* the widest head: backward needs more than 48 KiB of shared memory */
     check_decode(g, 6, 2);
     check_decode(g, 18, 2);
+    check_decode_is_forward(g, 6, 2, 64);
+    check_decode_is_forward(g, 18, 2, 16);
     check_swiglu(g);
     check_head(g, 1e-4, 1e-4, "fp32");
     check_optimizer(g);
