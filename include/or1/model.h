@@ -25,6 +25,7 @@ typedef struct {
     int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, max_pos;
     float rms_eps, rope_theta;
     bool tied, qkv_bias, o_bias; /* Llama's attention_bias also gives o_proj a bias */
+    bool qk_norm;                /* RMSNorm of each query and key head before RoPE (Qwen3) */
     int32_t eos[OR1_MAX_EOS]; /* end-of-sequence ids from config.json, if any */
     int n_eos;
 } or1_model_config;
@@ -34,9 +35,20 @@ int or1_model_config_load(or1_model_config *c, const char *path);
 /* Adds the end-of-sequence ids of a generation_config.json, if the file exists. */
 int or1_model_config_add_generation_eos(or1_model_config *c, const char *path);
 
-/* Pointers into the parameter (or gradient) buffer for one decoder layer. */
-typedef struct {
-    float *ln1, *wqkv, *bqkv, *wo, *bo, *ln2, *wgu, *wd;
+/* The tensors of a decoder layer a computation reads (fused ones by their first: q/k/v in wqkv
+ * and bqkv, gate/up in wgu); src/model/arch.c lists each field's tensors and shapes. */
+typedef enum {
+    OR1_L_LN1, OR1_L_WQKV, OR1_L_BQKV, OR1_L_QNORM, OR1_L_KNORM, OR1_L_WO, OR1_L_BO, OR1_L_LN2, OR1_L_WGU,
+    OR1_L_WD, OR1_L_FIELDS
+} or1_layer_field;
+
+/* Pointers into the parameter (or gradient) buffer for one decoder layer, by name or by field
+ * (NULL where the architecture lacks the tensor). */
+typedef union {
+    struct {
+        float *ln1, *wqkv, *bqkv, *qnorm, *knorm, *wo, *bo, *ln2, *wgu, *wd;
+    };
+    float *f[OR1_L_FIELDS];
 } or1_layer;
 
 typedef struct {
@@ -58,7 +70,7 @@ typedef struct {
     float *params, *grads; /* grads NULL until or1_model_grads */
     or1_weights w;
     or1_param *p;
-    int n_p;
+    int n_p, cap_p;
 } or1_model;
 
 /* Lays out a model for cfg with zeroed parameters (the gradients come with or1_model_grads). */

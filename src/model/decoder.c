@@ -6,14 +6,19 @@
 #include "or1/core.h"
 #include "or1/model.h"
 
+#include "arch.h"
 #include "backend_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The bf16 views of one layer's matrices and of the model's (NULL in fp32 precision). */
-typedef struct {
-    const or1_bf16 *wqkv, *wo, *wgu, *wd;
+/* The bf16 views of one layer's matrices, by name or by or1_layer field (NULL for the vectors,
+ * and all NULL in fp32 precision). */
+typedef union {
+    struct {
+        const or1_bf16 *ln1, *wqkv, *bqkv, *qnorm, *knorm, *wo, *bo, *ln2, *wgu, *wd;
+    };
+    const or1_bf16 *f[OR1_L_FIELDS];
 } layer_bf16;
 
 typedef struct {
@@ -107,13 +112,8 @@ static void bind_views(const or1_dmodel *dm, or1_weights *dst, float *dev_base) 
     dst->norm = twin(hb, src->norm, dev_base);
     dst->lm_head = twin(hb, src->lm_head, dev_base);
     dst->layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dst->layer);
-    for (int i = 0; i < dm->cfg.layers; i++) {
-        const or1_layer *s = &src->layer[i];
-        dst->layer[i] = (or1_layer){twin(hb, s->ln1, dev_base), twin(hb, s->wqkv, dev_base),
-                                    twin(hb, s->bqkv, dev_base), twin(hb, s->wo, dev_base),
-                                    twin(hb, s->bo, dev_base),   twin(hb, s->ln2, dev_base),
-                                    twin(hb, s->wgu, dev_base),  twin(hb, s->wd, dev_base)};
-    }
+    for (int i = 0; i < dm->cfg.layers; i++)
+        for (int f = 0; f < OR1_L_FIELDS; f++) dst->layer[i].f[f] = twin(hb, src->layer[i].f[f], dev_base);
 }
 
 /* The bf16 twin of a host parameter pointer (NULL stays NULL). */
@@ -127,11 +127,9 @@ static void bind_bf16(or1_dmodel *dm) {
     dm->h.layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dm->h.layer);
     if (!dm->wb) return;
     dm->h.embed = twin_bf16(dm, src->embed), dm->h.lm_head = twin_bf16(dm, src->lm_head);
-    for (int i = 0; i < dm->cfg.layers; i++) {
-        const or1_layer *s = &src->layer[i];
-        dm->h.layer[i] = (layer_bf16){twin_bf16(dm, s->wqkv), twin_bf16(dm, s->wo), twin_bf16(dm, s->wgu),
-                                      twin_bf16(dm, s->wd)};
-    }
+    for (int i = 0; i < dm->cfg.layers; i++)
+        for (int f = 0; f < OR1_L_FIELDS; f++)
+            if (layer_field_kind(f) == T_MATRIX) dm->h.layer[i].f[f] = twin_bf16(dm, src->layer[i].f[f]);
 }
 
 /* Appends the vector p of n floats (if the model has it) to the sharded model's fp32 copy. */
@@ -141,16 +139,15 @@ static void add_seg(or1_dmodel *dm, const float *p, size_t n) {
     dm->vec_n += n;
 }
 
-/* The norms and biases a sharded model keeps in fp32 (every layer's, then the final norm). */
+/* The norms and biases a sharded model keeps in fp32 (every layer's vector fields, then the
+ * final norm). */
 static void list_segs(or1_dmodel *dm) {
     const or1_model_config *c = &dm->cfg;
-    size_t H = (size_t)c->hidden, qkvd = (size_t)(c->heads + 2 * c->kv_heads) * c->head_dim;
-    dm->segs = or1_calloc((size_t)4 * c->layers + 1, sizeof *dm->segs);
-    for (int i = 0; i < c->layers; i++) {
-        const or1_layer *s = &dm->host->w.layer[i];
-        add_seg(dm, s->ln1, H), add_seg(dm, s->bqkv, qkvd), add_seg(dm, s->bo, H), add_seg(dm, s->ln2, H);
-    }
-    add_seg(dm, dm->host->w.norm, H);
+    dm->segs = or1_calloc((size_t)OR1_L_FIELDS * c->layers + 1, sizeof *dm->segs);
+    for (int i = 0; i < c->layers; i++)
+        for (int f = 0; f < OR1_L_FIELDS; f++)
+            if (layer_field_kind(f) != T_MATRIX) add_seg(dm, dm->host->w.layer[i].f[f], layer_field_numel(c, f));
+    add_seg(dm, dm->host->w.norm, (size_t)c->hidden);
 }
 
 /* Where a host vector lives in the sharded model's fp32 copy (NULL: not a vector, or absent). */
@@ -165,12 +162,9 @@ static void bind_vec_views(or1_dmodel *dm) {
     const or1_weights *src = &dm->host->w;
     dm->w.norm = vec_at(dm, src->norm);
     dm->w.layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dm->w.layer);
-    for (int i = 0; i < dm->cfg.layers; i++) {
-        const or1_layer *s = &src->layer[i];
-        or1_layer *d = &dm->w.layer[i];
-        d->ln1 = vec_at(dm, s->ln1), d->bqkv = vec_at(dm, s->bqkv), d->bo = vec_at(dm, s->bo);
-        d->ln2 = vec_at(dm, s->ln2);
-    }
+    for (int i = 0; i < dm->cfg.layers; i++)
+        for (int f = 0; f < OR1_L_FIELDS; f++)
+            if (layer_field_kind(f) != T_MATRIX) dm->w.layer[i].f[f] = vec_at(dm, src->layer[i].f[f]);
 }
 
 /* The fp32 weights: the host arrays or a whole copy, or a sharded model's masters and vectors. */

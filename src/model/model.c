@@ -3,6 +3,8 @@
 #include "or1/io.h"
 #include "or1/model.h"
 
+#include "arch.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,8 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Appends one named tensor to the layout and returns its offset. */
+/* Appends one named tensor to the layout (within the table's size) and returns its offset. */
 static size_t add_param(or1_model *m, const char *name, int64_t d0, int64_t d1) {
+    if (m->n_p >= m->cap_p) {
+        fprintf(stderr, "or1: parameter table of %d entries overrun by \"%s\" (src/model/arch.c)\n", m->cap_p, name);
+        abort();
+    }
     or1_param *p = &m->p[m->n_p++];
     snprintf(p->name, sizeof p->name, "%s", name);
     p->ndim = d1 ? 2 : 1;
@@ -23,71 +29,46 @@ static size_t add_param(or1_model *m, const char *name, int64_t d0, int64_t d1) 
     return p->offset;
 }
 
-/* Offsets of one layer's tensors, in buffer order (q,k,v adjacent; gate,up adjacent). */
-typedef struct {
-    size_t ln1, wqkv, bqkv, wo, bo, ln2, wgu, wd;
-} layer_offsets;
-
-/* Registers layer i's tensors under their Hugging Face names. */
-static layer_offsets add_layer(or1_model *m, int i) {
+/* Registers layer i's tensors under their Hugging Face names, in the table's order; off[f] gets
+ * the offset of the tensor each field starts with. */
+static void add_layer(or1_model *m, int i, size_t off[OR1_L_FIELDS]) {
     const or1_model_config *c = &m->cfg;
-    int64_t h = c->hidden, qd = (int64_t)c->heads * c->head_dim, kvd = (int64_t)c->kv_heads * c->head_dim;
     char n[96];
-    layer_offsets o;
-#define NAME(s) (snprintf(n, sizeof n, "model.layers.%d.%s", i, s), n)
-    o.ln1 = add_param(m, NAME("input_layernorm.weight"), h, 0);
-    o.wqkv = add_param(m, NAME("self_attn.q_proj.weight"), qd, h);
-    add_param(m, NAME("self_attn.k_proj.weight"), kvd, h);
-    add_param(m, NAME("self_attn.v_proj.weight"), kvd, h);
-    o.bqkv = 0;
-    if (c->qkv_bias) {
-        o.bqkv = add_param(m, NAME("self_attn.q_proj.bias"), qd, 0);
-        add_param(m, NAME("self_attn.k_proj.bias"), kvd, 0);
-        add_param(m, NAME("self_attn.v_proj.bias"), kvd, 0);
+    for (int k = 0; k < N_LAYER_TENSORS; k++) {
+        const layer_tensor *t = &LAYER_TENSORS[k];
+        if (!layer_has(c, t)) continue;
+        snprintf(n, sizeof n, "model.layers.%d.%s", i, t->name);
+        size_t o = add_param(m, n, layer_dim_size(c, t->d0), layer_dim_size(c, t->d1));
+        if (t->field != NO_FIELD) off[t->field] = o;
     }
-    o.wo = add_param(m, NAME("self_attn.o_proj.weight"), h, qd);
-    o.bo = c->o_bias ? add_param(m, NAME("self_attn.o_proj.bias"), h, 0) : 0;
-    o.ln2 = add_param(m, NAME("post_attention_layernorm.weight"), h, 0);
-    o.wgu = add_param(m, NAME("mlp.gate_proj.weight"), c->intermediate, h);
-    add_param(m, NAME("mlp.up_proj.weight"), c->intermediate, h);
-    o.wd = add_param(m, NAME("mlp.down_proj.weight"), h, c->intermediate);
-#undef NAME
-    return o;
 }
 
-/* Points a weights struct into buf using the layout's offsets. */
-static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, size_t norm,
-                 size_t head, const layer_offsets *lo) {
+/* Points a weights struct into buf: the model's tensors and each layer's fields (present ones). */
+static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, size_t norm, size_t head,
+                 size_t (*off)[OR1_L_FIELDS]) {
     w->embed = buf + embed;
     w->norm = buf + norm;
     w->lm_head = buf + head;
     w->layer = or1_calloc((size_t)m->cfg.layers, sizeof *w->layer);
-    for (int i = 0; i < m->cfg.layers; i++) {
-        or1_layer *l = &w->layer[i];
-        l->ln1 = buf + lo[i].ln1;
-        l->wqkv = buf + lo[i].wqkv;
-        l->bqkv = m->cfg.qkv_bias ? buf + lo[i].bqkv : NULL;
-        l->wo = buf + lo[i].wo;
-        l->bo = m->cfg.o_bias ? buf + lo[i].bo : NULL;
-        l->ln2 = buf + lo[i].ln2;
-        l->wgu = buf + lo[i].wgu;
-        l->wd = buf + lo[i].wd;
-    }
+    for (int i = 0; i < m->cfg.layers; i++)
+        for (int f = 0; f < OR1_L_FIELDS; f++)
+            w->layer[i].f[f] = layer_field_numel(&m->cfg, f) ? buf + off[i][f] : NULL;
 }
 
 /* Builds the layout and allocates zeroed parameters. */
 void or1_model_init(or1_model *m, const or1_model_config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
-    m->p = or1_calloc((size_t)cfg->layers * 14 + 4, sizeof *m->p);
+    m->cap_p = model_tensor_count(cfg);
+    m->p = or1_calloc((size_t)m->cap_p, sizeof *m->p);
     size_t embed = add_param(m, "model.embed_tokens.weight", cfg->vocab, cfg->hidden);
-    layer_offsets *lo = or1_malloc((size_t)cfg->layers * sizeof *lo);
-    for (int i = 0; i < cfg->layers; i++) lo[i] = add_layer(m, i);
+    size_t (*off)[OR1_L_FIELDS] = or1_calloc((size_t)cfg->layers, sizeof *off);
+    for (int i = 0; i < cfg->layers; i++) add_layer(m, i, off[i]);
     size_t norm = add_param(m, "model.norm.weight", cfg->hidden, 0);
     size_t head = cfg->tied ? embed : add_param(m, "lm_head.weight", cfg->vocab, cfg->hidden);
     m->params = or1_alloc_floats(m->n_floats);
-    bind(&m->w, m->params, m, embed, norm, head, lo);
-    free(lo);
+    bind(&m->w, m->params, m, embed, norm, head, off);
+    free(off);
 }
 
 /* The gradients, made on first use. */

@@ -1,0 +1,67 @@
+/* The decoder layer's tensors (see arch.h): one row each, in buffer order. */
+#include "arch.h"
+
+const layer_tensor LAYER_TENSORS[] = {
+    {"input_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN1, T_NORM, HAS_ALWAYS},
+    {"self_attn.q_proj.weight", DIM_Q, DIM_HIDDEN, OR1_L_WQKV, T_MATRIX, HAS_ALWAYS},
+    {"self_attn.k_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS},
+    {"self_attn.v_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS},
+    {"self_attn.q_proj.bias", DIM_Q, DIM_NONE, OR1_L_BQKV, T_BIAS, HAS_QKV_BIAS},
+    {"self_attn.k_proj.bias", DIM_KV, DIM_NONE, NO_FIELD, T_BIAS, HAS_QKV_BIAS},
+    {"self_attn.v_proj.bias", DIM_KV, DIM_NONE, NO_FIELD, T_BIAS, HAS_QKV_BIAS},
+    {"self_attn.q_norm.weight", DIM_HEAD, DIM_NONE, OR1_L_QNORM, T_NORM, HAS_QK_NORM},
+    {"self_attn.k_norm.weight", DIM_HEAD, DIM_NONE, OR1_L_KNORM, T_NORM, HAS_QK_NORM},
+    {"self_attn.o_proj.weight", DIM_HIDDEN, DIM_Q, OR1_L_WO, T_MATRIX, HAS_ALWAYS},
+    {"self_attn.o_proj.bias", DIM_HIDDEN, DIM_NONE, OR1_L_BO, T_BIAS, HAS_O_BIAS},
+    {"post_attention_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN2, T_NORM, HAS_ALWAYS},
+    {"mlp.gate_proj.weight", DIM_INTER, DIM_HIDDEN, OR1_L_WGU, T_MATRIX, HAS_ALWAYS},
+    {"mlp.up_proj.weight", DIM_INTER, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS},
+    {"mlp.down_proj.weight", DIM_HIDDEN, DIM_INTER, OR1_L_WD, T_MATRIX, HAS_ALWAYS},
+};
+const int N_LAYER_TENSORS = sizeof LAYER_TENSORS / sizeof *LAYER_TENSORS;
+
+bool layer_has(const or1_model_config *c, const layer_tensor *t) {
+    switch (t->when) {
+    case HAS_QKV_BIAS: return c->qkv_bias;
+    case HAS_O_BIAS: return c->o_bias;
+    case HAS_QK_NORM: return c->qk_norm;
+    default: return true;
+    }
+}
+
+int64_t layer_dim_size(const or1_model_config *c, layer_dim d) {
+    switch (d) {
+    case DIM_HIDDEN: return c->hidden;
+    case DIM_Q: return (int64_t)c->heads * c->head_dim;
+    case DIM_KV: return (int64_t)c->kv_heads * c->head_dim;
+    case DIM_INTER: return c->intermediate;
+    case DIM_HEAD: return c->head_dim;
+    default: return 0;
+    }
+}
+
+size_t layer_numel(const or1_model_config *c, const layer_tensor *t) {
+    return (size_t)layer_dim_size(c, t->d0) * (size_t)(t->d1 == DIM_NONE ? 1 : layer_dim_size(c, t->d1));
+}
+
+tensor_kind layer_field_kind(int f) {
+    for (int i = 0; i < N_LAYER_TENSORS; i++)
+        if (LAYER_TENSORS[i].field == f) return LAYER_TENSORS[i].kind;
+    return T_MATRIX;
+}
+
+size_t layer_field_numel(const or1_model_config *c, int f) {
+    size_t n = 0;
+    for (int i = 0; i < N_LAYER_TENSORS; i++) {
+        if (LAYER_TENSORS[i].field != f) continue;
+        for (int k = i; k < N_LAYER_TENSORS && (k == i || LAYER_TENSORS[k].field == NO_FIELD); k++)
+            if (layer_has(c, &LAYER_TENSORS[k])) n += layer_numel(c, &LAYER_TENSORS[k]);
+    }
+    return n;
+}
+
+int model_tensor_count(const or1_model_config *c) {
+    int per_layer = 0;
+    for (int i = 0; i < N_LAYER_TENSORS; i++) per_layer += layer_has(c, &LAYER_TENSORS[i]);
+    return c->layers * per_layer + 2 + !c->tied;
+}

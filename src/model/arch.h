@@ -1,0 +1,53 @@
+/* A decoder layer's tensors, written once: each row names a tensor under its Hugging Face name,
+ * its shape from the config, the or1_layer field it fills and when the architecture has it.
+ * The parameter layout, loading and saving, random initialisation and the placed model's views
+ * (fp32, bf16, a sharded model's fp32 vectors) all walk this table, so a new tensor is a row
+ * here and its use in the decoder. Private to src/model. */
+#ifndef OR1_MODEL_ARCH_H
+#define OR1_MODEL_ARCH_H
+
+#include "or1/model.h"
+
+#include <stddef.h>
+
+/* A dimension of a tensor, read off the config. */
+typedef enum { DIM_NONE, DIM_HIDDEN, DIM_Q, DIM_KV, DIM_INTER, DIM_HEAD } layer_dim;
+
+/* What a tensor is: a matrix (a bf16 copy in bf16 precision) or a vector (a norm weight or a
+ * bias: kept in fp32 by a sharded model; 1 or 0 at random initialisation). */
+typedef enum { T_MATRIX, T_NORM, T_BIAS } tensor_kind;
+
+/* When an architecture has a tensor. */
+typedef enum { HAS_ALWAYS, HAS_QKV_BIAS, HAS_O_BIAS, HAS_QK_NORM } tensor_when;
+
+/* One row: the name after "model.layers.N.", its shape, the or1_layer field it starts (or
+ * NO_FIELD: it follows the row before it in the same buffer, as k and v follow q), its kind and
+ * when it is present. */
+typedef struct {
+    const char *name;
+    layer_dim d0, d1;
+    int field;
+    tensor_kind kind;
+    tensor_when when;
+} layer_tensor;
+
+enum { NO_FIELD = -1 };
+
+extern const layer_tensor LAYER_TENSORS[];
+extern const int N_LAYER_TENSORS;
+
+/* Whether the architecture of c has row t. */
+bool layer_has(const or1_model_config *c, const layer_tensor *t);
+/* The size of dimension d under c (0 for DIM_NONE). */
+int64_t layer_dim_size(const or1_model_config *c, layer_dim d);
+/* Floats of row t under c. */
+size_t layer_numel(const or1_model_config *c, const layer_tensor *t);
+/* The kind of the tensors behind or1_layer field f (the same for a whole fused group). */
+tensor_kind layer_field_kind(int f);
+/* Floats behind field f under c: its row and the continuation rows after it (0 when absent). */
+size_t layer_field_numel(const or1_model_config *c, int f);
+/* Entries of the model's parameter table under c: every present layer row of every layer, the
+ * embedding, the final norm and an untied head. */
+int model_tensor_count(const or1_model_config *c);
+
+#endif
