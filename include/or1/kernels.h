@@ -43,6 +43,14 @@ void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float 
 void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *rstd,
                      const float *w, int T, int H);
 
+/* Per-head RMSNorm inside strided rows (Qwen3's q_norm / k_norm): head h of token t is the hd
+ * floats at x + t*stride + h*hd, normalised by its RMS and scaled by w (shared by the heads) into
+ * y at the same place (y may be x); rstd[t*n_heads + h] gets the factor. The backward turns dy
+ * (in d, at the same places) into dx in place and adds the weight gradient into dw[hd]. */
+void or1_head_norm(float *y, float *rstd, const float *x, const float *w, int T, int n_heads, int hd, int stride,
+                   float eps);
+void or1_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, const float *w, int T, int n_heads,
+                       int hd, int stride);
 /* cos/sin tables [max_pos, hd/2] for RoPE with inv_freq = theta^(-2i/hd). */
 void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta);
 /* Rotates n_heads heads of hd dims per row (rotate_half form) at each row's position;

@@ -16,7 +16,7 @@
 #include "or1/io_safetensors.h"
 #include "or1/kernels.h"
 
-typedef enum { OR1_ARCH_QWEN2, OR1_ARCH_LLAMA } or1_arch;
+typedef enum { OR1_ARCH_QWEN2, OR1_ARCH_LLAMA, OR1_ARCH_QWEN3 } or1_arch;
 
 enum { OR1_MAX_EOS = 8 };
 

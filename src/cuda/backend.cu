@@ -119,6 +119,16 @@ static void cuda_rope(or1_backend *be, float *x, int row_stride, int n_heads, in
     or1_cuda_rope(ctx(be), x, row_stride, n_heads, hd, pos, T, cos_t, sin_t, inverse);
 }
 
+static void cuda_head_norm(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int n_heads,
+                           int hd, int stride, float eps) {
+    or1_cuda_head_norm(ctx(be), y, rstd, x, w, T, n_heads, hd, stride, eps);
+}
+
+static void cuda_head_norm_bwd(or1_backend *be, float *d, float *dw, const float *x, const float *rstd, const float *w,
+                               int T, int n_heads, int hd, int stride) {
+    or1_cuda_head_norm_bwd(ctx(be), d, dw, x, rstd, w, T, n_heads, hd, stride);
+}
+
 static void cuda_attention(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
                            int n_seqs, int T, int max_len, int nh, int nkv, int hd) {
     (void)T;
@@ -468,6 +478,8 @@ static const or1_backend_ops CUDA_OPS = {
     .rmsnorm = cuda_rmsnorm,
     .rmsnorm_bwd = cuda_rmsnorm_bwd,
     .rope = cuda_rope,
+    .head_norm = cuda_head_norm,
+    .head_norm_bwd = cuda_head_norm_bwd,
     .attention = cuda_attention,
     .attention_bwd = cuda_attention_bwd,
     .kv_store = cuda_kv_store,

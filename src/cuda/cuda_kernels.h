@@ -56,6 +56,12 @@ void or1_cuda_rmsnorm_bwd(or1_cuda *g, float *dx, float *dw, const float *dy, co
 void or1_cuda_rope(or1_cuda *g, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
                    const float *cos_t, const float *sin_t, int inverse);
 
+/* Per-head RMSNorm inside strided qkv rows and its backward (or1_head_norm's semantics). */
+void or1_cuda_head_norm(or1_cuda *g, float *y, float *rstd, const float *x, const float *w, int T, int n_heads, int hd,
+                        int stride, float eps);
+void or1_cuda_head_norm_bwd(or1_cuda *g, float *d, float *dw, const float *x, const float *rstd, const float *w, int T,
+                            int n_heads, int hd, int stride);
+
 /* Flash-style causal GQA attention over packed sequences: keys stream through shared memory
  * with an online softmax, only lse [T, nh] is kept; max_len bounds every sequence's length. */
 void or1_cuda_attention(or1_cuda *g, float *out, float *lse, const float *qkv, const int32_t *seq_start,

@@ -158,6 +158,63 @@ void or1_cuda_rope(or1_cuda *g, float *x, int row_stride, int n_heads, int hd, c
     cu_launched(g, "rope");
 }
 
+/* Sum over the 32 lanes of a warp (every lane gets it). */
+__device__ __forceinline__ float lane_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* One warp per (token, head): the head's RMS by a warp sum, then the scaled copy (each lane
+ * writes only the elements it read, so y may be x). */
+__global__ void k_head_norm(float *y, float *rstd, const float *x, const float *w, int T, int nh, int hd, int stride,
+                            float eps) {
+    size_t wi = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (wi >= (size_t)T * nh) return;
+    size_t at = wi / nh * (size_t)stride + wi % nh * (size_t)hd;
+    float s = 0;
+    for (int i = lane; i < hd; i += 32) s += x[at + i] * x[at + i];
+    float r = rsqrtf(lane_sum(s) / (float)hd + eps);
+    if (lane == 0) rstd[wi] = r;
+    for (int i = lane; i < hd; i += 32) y[at + i] = x[at + i] * r * w[i];
+}
+
+/* Launches one warp per (token, head). */
+void or1_cuda_head_norm(or1_cuda *g, float *y, float *rstd, const float *x, const float *w, int T, int n_heads, int hd,
+                        int stride, float eps) {
+    size_t threads = (size_t)T * n_heads * 32;
+    if (!threads) return;
+    k_head_norm<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(y, rstd, x, w, T, n_heads, hd, stride, eps);
+    cu_launched(g, "head_norm");
+}
+
+/* One warp per (token, head): dx = r*dy*w - x*r^3*sum(dy*w*x)/hd in place of dy, and the weight
+ * gradient dy*x*r added into dw through atomics. */
+__global__ void k_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, const float *w, int T, int nh,
+                                int hd, int stride) {
+    size_t wi = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (wi >= (size_t)T * nh) return;
+    size_t at = wi / nh * (size_t)stride + wi % nh * (size_t)hd;
+    float s = 0, r = rstd[wi];
+    for (int i = lane; i < hd; i += 32) s += d[at + i] * w[i] * x[at + i];
+    float c = r * r * r * lane_sum(s) / (float)hd;
+    for (int i = lane; i < hd; i += 32) {
+        float dy = d[at + i];
+        atomicAdd(&dw[i], dy * x[at + i] * r);
+        d[at + i] = r * dy * w[i] - c * x[at + i];
+    }
+}
+
+/* Launches one warp per (token, head). */
+void or1_cuda_head_norm_bwd(or1_cuda *g, float *d, float *dw, const float *x, const float *rstd, const float *w, int T,
+                            int n_heads, int hd, int stride) {
+    size_t threads = (size_t)T * n_heads * 32;
+    if (!threads) return;
+    k_head_norm_bwd<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(d, dw, x, rstd, w, T, n_heads, hd, stride);
+    cu_launched(g, "head_norm_bwd");
+}
+
 /* a = silu(g) * u, one thread per element. */
 __global__ void k_swiglu(float *a, const float *gu, size_t T, int inter) {
     GRID_STRIDE(k, T * inter) {

@@ -132,6 +132,43 @@ void or1_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, cons
     add_partials(dw, part, H);
 }
 
+/* Per-head RMSNorm inside strided rows (Qwen3's q_norm and k_norm): head h of token t, the hd
+ * floats at x + t*stride + h*hd, scaled by its reciprocal RMS and by w into y at the same place
+ * (y may be x), as or1_rmsnorm does a row. */
+void or1_head_norm(float *y, float *rstd, const float *x, const float *w, int T, int n_heads, int hd, int stride,
+                   float eps) {
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < n_heads; h++) {
+            size_t at = (size_t)t * stride + (size_t)h * hd;
+            const float *xr = x + at;
+            float *yr = y + at, r = 1.0f / sqrtf(dot(xr, xr, hd) / (float)hd + eps);
+            rstd[(size_t)t * n_heads + h] = r;
+            for (int i = 0; i < hd; i++) yr[i] = xr[i] * r * w[i];
+        }
+}
+
+/* Its backward: each head's dy (in d, at the same places) becomes its dx in place, by
+ * rmsnorm_bwd_row, and the weight gradient of every token and head is added into dw by row
+ * chunks (see colsum). */
+void or1_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, const float *w, int T, int n_heads,
+                       int hd, int stride) {
+    float *part = or1_alloc_floats((size_t)ROW_CHUNKS * hd);
+    #pragma omp parallel for schedule(static)
+    for (int k = 0; k < ROW_CHUNKS; k++) {
+        float *dx = or1_alloc_floats((size_t)hd);
+        for (int t = chunk_row(T, k); t < chunk_row(T, k + 1); t++)
+            for (int h = 0; h < n_heads; h++) {
+                size_t at = (size_t)t * stride + (size_t)h * hd;
+                memset(dx, 0, (size_t)hd * sizeof *dx);
+                rmsnorm_bwd_row(dx, part + (size_t)k * hd, d + at, x + at, w, rstd[(size_t)t * n_heads + h], hd);
+                memcpy(d + at, dx, (size_t)hd * sizeof *dx);
+            }
+        free(dx);
+    }
+    add_partials(dw, part, hd);
+}
+
 /* RoPE tables in double precision, stored as float. */
 void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta) {
     int half = hd / 2;

@@ -151,6 +151,18 @@ static void cpu_rope(or1_backend *be, float *x, int row_stride, int n_heads, int
     or1_rope(x, row_stride, n_heads, hd, pos, T, cos_t, sin_t, inverse);
 }
 
+static void cpu_head_norm(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int n_heads,
+                          int hd, int stride, float eps) {
+    (void)be;
+    or1_head_norm(y, rstd, x, w, T, n_heads, hd, stride, eps);
+}
+
+static void cpu_head_norm_bwd(or1_backend *be, float *d, float *dw, const float *x, const float *rstd, const float *w,
+                              int T, int n_heads, int hd, int stride) {
+    (void)be;
+    or1_head_norm_bwd(d, dw, x, rstd, w, T, n_heads, hd, stride);
+}
+
 static void cpu_attention(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
                           int n_seqs, int T, int max_len, int nh, int nkv, int hd) {
     (void)be, (void)T, (void)max_len;
@@ -270,6 +282,8 @@ static const or1_backend_ops CPU_OPS = {
     .rmsnorm = cpu_rmsnorm,
     .rmsnorm_bwd = cpu_rmsnorm_bwd,
     .rope = cpu_rope,
+    .head_norm = cpu_head_norm,
+    .head_norm_bwd = cpu_head_norm_bwd,
     .attention = cpu_attention,
     .attention_bwd = cpu_attention_bwd,
     .kv_store = cpu_kv_store,

@@ -16,8 +16,10 @@ static int parse_arch(or1_model_config *c, const cJSON *j, const char *path) {
     if (strcmp(type, "qwen2") == 0) {
         c->arch = OR1_ARCH_QWEN2;
         c->qkv_bias = true;
-    } else if (strcmp(type, "llama") == 0) {
-        c->arch = OR1_ARCH_LLAMA;
+    } else if (strcmp(type, "llama") == 0 || strcmp(type, "qwen3") == 0) {
+        /* attention_bias gives q, k, v and o biases alike; Qwen3 adds a norm of each q and k head */
+        c->arch = type[0] == 'l' ? OR1_ARCH_LLAMA : OR1_ARCH_QWEN3;
+        c->qk_norm = c->arch == OR1_ARCH_QWEN3;
         c->qkv_bias = false;
         if (or1_json_bool_opt(j, "attention_bias", &c->qkv_bias, path)) return -1;
         c->o_bias = c->qkv_bias;
@@ -25,7 +27,7 @@ static int parse_arch(or1_model_config *c, const cJSON *j, const char *path) {
         if (or1_json_bool_opt(j, "mlp_bias", &mlp_bias, path)) return -1;
         if (mlp_bias) return or1_fail("%s: mlp_bias is not supported", path);
     } else {
-        return or1_fail("%s: model_type \"%s\" is not supported (qwen2, llama)", path, type);
+        return or1_fail("%s: model_type \"%s\" is not supported (qwen2, qwen3, llama)", path, type);
     }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
     if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0))

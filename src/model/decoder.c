@@ -32,9 +32,10 @@ typedef struct {
     size_t off, n, at;
 } vec_seg;
 
-/* The saved activations of one decoder layer (views into the workspace). */
+/* The saved activations of one decoder layer (views into the workspace); with q/k norms (Qwen3)
+ * also the projections before the norms (qkn) and the norms' factors (qkr, queries' then keys'). */
 typedef struct {
-    float *x, *r1, *xn1, *qkv, *att, *lse, *x2, *r2, *xn2, *gu;
+    float *x, *r1, *xn1, *qkv, *att, *lse, *x2, *r2, *xn2, *gu, *qkn, *qkr;
 } layer_acts;
 
 struct or1_dmodel {
@@ -79,7 +80,8 @@ struct or1_dmodel {
 static size_t layer_acts_floats(const or1_model_config *c, size_t T) {
     size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
     size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate);
+    size_t qk = c->qk_norm ? qkvd + (size_t)c->heads + c->kv_heads : 0;
+    return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate + qk);
 }
 
 /* Carves one layer's views out of a block of floats; returns the first float after them. */
@@ -96,6 +98,8 @@ static float *layer_acts_carve(layer_acts *l, float *p, const or1_model_config *
     l->r2 = p, p += T;
     l->xn2 = p, p += T * H;
     l->gu = p, p += T * 2 * (size_t)c->intermediate;
+    l->qkn = l->qkr = NULL;
+    if (c->qk_norm) l->qkn = p, p += T * qkvd, l->qkr = p, p += T * (size_t)(c->heads + c->kv_heads);
     return p;
 }
 
@@ -490,6 +494,12 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, cons
                int) = op->matmul_rows;
     op->rmsnorm(be, l->xn1, l->r1, l->x, res, w->ln1, T, H, c->rms_eps);
     mm(be, l->qkv, l->xn1, w->wqkv, wb->wqkv, w->bqkv, T, H, qkvd);
+    if (c->qk_norm) { /* Qwen3: each query and key head's RMSNorm, from the projections kept in qkn */
+        op->copy(be, l->qkn, l->qkv, (size_t)T * qkvd * sizeof(float));
+        op->head_norm(be, l->qkv, l->qkr, l->qkn, w->qnorm, T, c->heads, hd, qkvd, c->rms_eps);
+        op->head_norm(be, l->qkv + qd, l->qkr + (size_t)T * c->heads, l->qkn + qd, w->knorm, T, c->kv_heads, hd, qkvd,
+                      c->rms_eps);
+    }
     op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);
     float *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd : NULL;
     if (md->kv_rows) op->kv_store(be, k, v, md->kv_rows, l->qkv, T, qd, kvd);
@@ -606,6 +616,11 @@ static void layer_backward(or1_dmodel *dm, int i, const or1_batch *b) {
     op->attention_bwd(be, dm->dqkv, dm->datt, l->qkv, l->att, l->lse, dm->seq_start, b->n_seqs, T, b->max_len,
                       c->heads, c->kv_heads, hd);
     op->rope(be, dm->dqkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 1);
+    if (c->qk_norm) {
+        op->head_norm_bwd(be, dm->dqkv, g->qnorm, l->qkn, l->qkr, w->qnorm, T, c->heads, hd, qkvd);
+        op->head_norm_bwd(be, dm->dqkv + qd, g->knorm, l->qkn + qd, l->qkr + (size_t)T * c->heads, w->knorm, T,
+                          c->kv_heads, hd, qkvd);
+    }
     op->matmul_dw(be, g->wqkv, g->bqkv, dm->dqkv, l->xn1, T, H, qkvd);
     op->matmul_dx(be, dm->dxn, dm->dqkv, w->wqkv, wb->wqkv, T, H, qkvd, 0);
     op->rmsnorm_bwd(be, dm->dres, g->ln1, dm->dxn, l->x, l->r1, w->ln1, T, H);

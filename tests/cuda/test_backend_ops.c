@@ -304,6 +304,43 @@ static void case_rope(const pair *p) {
         }
 }
 
+/* Per-head norm shapes inside strided rows: tokens, heads, head size (stride adds 5 floats). */
+static const int HN[][3] = {{1, 1, 2}, {7, 3, 16}, {33, 18, 130}};
+
+/* Qwen3's q/k norm, in place and out of place. */
+static void case_head_norm(const pair *p) {
+    for (int k = 0; k < 3; k++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int T = HN[k][0], nh = HN[k][1], hd = HN[k][2], stride = nh * hd + 5;
+            twin x = both_rand(p, (size_t)T * stride, 300 + k, 2), w = both_rand(p, hd, 301 + k, 1);
+            twin y = inplace ? x : both_rand(p, (size_t)T * stride, 302, 1), r = both_rand(p, (size_t)T * nh, 303, 1);
+            for (int s = 0; s < 2; s++)
+                BE(p, s)->ops->head_norm(BE(p, s), AT(y, s), AT(r, s), AT(x, s), AT(w, s), T, nh, hd, stride, 1e-6f);
+            same_floats(p, inplace ? "head_norm in place" : "head_norm", y, (size_t)T * stride, 2e-5);
+            same_floats(p, "head_norm rstd", r, (size_t)T * nh, 2e-5);
+            drop(p, x), drop(p, w), drop(p, r);
+            if (!inplace) drop(p, y);
+        }
+}
+
+/* Its backward from the forward's factors: dx in place of dy, dw accumulated. */
+static void case_head_norm_bwd(const pair *p) {
+    for (int k = 0; k < 3; k++) {
+        int T = HN[k][0], nh = HN[k][1], hd = HN[k][2], stride = nh * hd + 5;
+        float *hx = rand_floats((size_t)T * stride, 310 + k, 2), *hw = rand_floats(hd, 311 + k, 1);
+        float *hy = or1_alloc_floats((size_t)T * stride), *hr = or1_alloc_floats((size_t)T * nh);
+        or1_head_norm(hy, hr, hx, hw, T, nh, hd, stride, 1e-6f);
+        twin x = both(p, hx, (size_t)T * stride * 4), w = both(p, hw, (size_t)hd * 4), r = both(p, hr, (size_t)T * nh * 4);
+        twin d = both_rand(p, (size_t)T * stride, 312 + k, 1), dw = both_rand(p, hd, 313 + k, 1);
+        for (int s = 0; s < 2; s++)
+            BE(p, s)->ops->head_norm_bwd(BE(p, s), AT(d, s), AT(dw, s), AT(x, s), AT(r, s), AT(w, s), T, nh, hd, stride);
+        same_floats(p, "head_norm_bwd dx", d, (size_t)T * stride, 2e-5);
+        same_floats(p, "head_norm_bwd dw", dw, hd, p->tol_sum);
+        drop(p, x), drop(p, w), drop(p, r), drop(p, d), drop(p, dw);
+        free(hx), free(hw), free(hy), free(hr);
+    }
+}
+
 /* Packed sequences for attention: starts, count, total, longest. */
 typedef struct {
     int32_t start[5];
@@ -565,6 +602,8 @@ static const op_case CASES[] = {
     {SLOT(rmsnorm), case_rmsnorm, NULL},
     {SLOT(rmsnorm_bwd), case_rmsnorm_bwd, NULL},
     {SLOT(rope), case_rope, NULL},
+    {SLOT(head_norm), case_head_norm, NULL},
+    {SLOT(head_norm_bwd), case_head_norm_bwd, NULL},
     {SLOT(attention), case_attention, NULL},
     {SLOT(attention_bwd), case_attention_bwd, NULL},
     {SLOT(kv_store), case_kv_store, NULL},

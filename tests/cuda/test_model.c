@@ -15,14 +15,17 @@
 #include "or1/model.h"
 #include "or1/rollout.h"
 
-/* A small Qwen2 (q/k/v biases, untied) or Llama (o_proj bias, tied embeddings) config. */
-static or1_model_config tiny(bool llama) {
+/* A small Qwen2 (q/k/v biases, untied), Llama (o_proj bias, tied embeddings) or Qwen3 (q/k
+ * norms, head_dim apart from hidden / heads, tied) config. */
+static or1_model_config tiny(or1_arch arch) {
     or1_model_config c;
     memset(&c, 0, sizeof c);
-    c.arch = llama ? OR1_ARCH_LLAMA : OR1_ARCH_QWEN2;
+    c.arch = arch;
     c.hidden = 64, c.intermediate = 128, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 16;
     c.vocab = 300, c.max_pos = 256, c.rms_eps = 1e-6f, c.rope_theta = 10000.0f;
-    c.tied = llama, c.qkv_bias = !llama, c.o_bias = llama;
+    c.tied = arch != OR1_ARCH_QWEN2, c.qkv_bias = arch == OR1_ARCH_QWEN2, c.o_bias = arch == OR1_ARCH_LLAMA;
+    c.qk_norm = arch == OR1_ARCH_QWEN3;
+    if (c.qk_norm) c.head_dim = 24;
     return c;
 }
 
@@ -222,9 +225,11 @@ static void check_truncation(const or1_model_config *c) {
 int main(void) {
     require_gpu("cuda_model");
     or1_set_threads(2);
-    for (int llama = 0; llama < 2; llama++) {
-        or1_model_config c = tiny(llama);
-        const char *arch = llama ? "llama" : "qwen2";
+    static const or1_arch archs[] = {OR1_ARCH_QWEN2, OR1_ARCH_LLAMA, OR1_ARCH_QWEN3};
+    static const char *const names[] = {"qwen2", "llama", "qwen3"};
+    for (int k = 0; k < 3; k++) {
+        or1_model_config c = tiny(archs[k]);
+        const char *arch = names[k];
         char tag[32];
         snprintf(tag, sizeof tag, "%s fp32", arch);
         check_grads(&c, OR1_CUDA_FP32, 1e-4, 1e-3, tag);

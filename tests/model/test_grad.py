@@ -1,6 +1,6 @@
 """`or1 grad` statistics and every gradient tensor against the float64 reference.
 
-usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | llama | long | defaults | rollout)
+usage: test_grad.py OR1 GROUP   (GROUP: qwen2 | qwen3 | llama | long | defaults | rollout)
 
 The batches put tokens on both sides of both clip bounds with advantages of both signs (see
 ref.make_batch), use an entropy coefficient != 0 and temperatures != 1, over tied and untied,
@@ -37,6 +37,13 @@ GROUPS = {
         # in blocks must merge partial softmax sums across them
         dict(cfg=dict(arch="qwen2", tied=False, vocab=8300), dtype="BF16", shards=1,
              flags=dict(temperature=0.7, entropy_coef=0.01)),
+    ],
+    # Qwen3: q/k norms (their gradients too), head_dim apart from hidden / heads, GQA, tied
+    "qwen3": [
+        dict(cfg=dict(arch="qwen3", tied=True, hidden=32, heads=4, kv_heads=2, head_dim=16), dtype="F32", shards=1,
+             flags=dict(temperature=0.7, entropy_coef=0.01, clip_low=0.2, clip_high=0.28)),
+        dict(cfg=dict(arch="qwen3", tied=False, hidden=48, heads=8, kv_heads=2, head_dim=8), dtype="BF16", shards=2,
+             flags=dict(temperature=1.1, entropy_coef=0.005)),
     ],
     "llama": [
         dict(cfg=dict(arch="llama", tied=False, head_dim=16), dtype="BF16", shards=1,

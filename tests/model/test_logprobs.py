@@ -1,6 +1,6 @@
 """`or1 logprobs` against the float64 reference, over every checkpoint variant of one architecture.
 
-usage: test_logprobs.py OR1 ARCH   (ARCH: qwen2 | llama | llama-bias)
+usage: test_logprobs.py OR1 ARCH   (ARCH: qwen2 | qwen3 | llama | llama-bias)
 
 Variants: tied/untied x F32/BF16/F16 x single file/3 shards, cycling through GQA ratios and an
 explicit head_dim; each at temperature 1 and 0.7 on sequences of length 1 to 70. The qwen2 run

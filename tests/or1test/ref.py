@@ -79,9 +79,9 @@ def write_safetensors(path, tensors, dtype="F32", metadata=None):
 
 def make_config(arch="qwen2", hidden=32, inter=64, layers=2, heads=4, kv_heads=2, vocab=97,
                 head_dim=None, tied=False, theta=10000.0, eps=1e-6, attention_bias=None):
-    """A config.json dict in Hugging Face form for a tiny Qwen2 or Llama model."""
-    cfg = {"model_type": arch, "architectures": ["Qwen2ForCausalLM" if arch == "qwen2" else
-                                                  "LlamaForCausalLM"],
+    """A config.json dict in Hugging Face form for a tiny Qwen2, Qwen3 or Llama model."""
+    classes = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
+    cfg = {"model_type": arch, "architectures": [classes[arch]],
            "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
            "num_attention_heads": heads, "num_key_value_heads": kv_heads, "vocab_size": vocab,
            "rms_norm_eps": eps, "rope_theta": theta, "tie_word_embeddings": tied,
@@ -99,13 +99,18 @@ def head_dim_of(cfg):
 
 
 def has_qkv_bias(cfg):
-    """Qwen2 always has q/k/v biases; Llama only with attention_bias (then o_proj too)."""
+    """Qwen2 always has q/k/v biases; Llama and Qwen3 only with attention_bias (then o_proj too)."""
     return cfg["model_type"] == "qwen2" or bool(cfg.get("attention_bias", False))
 
 
 def has_o_bias(cfg):
-    """Only Llama with attention_bias puts a bias on o_proj (Hugging Face LlamaAttention)."""
-    return cfg["model_type"] == "llama" and bool(cfg.get("attention_bias", False))
+    """Llama and Qwen3 with attention_bias put a bias on o_proj too (LlamaAttention, Qwen3Attention)."""
+    return cfg["model_type"] in ("llama", "qwen3") and bool(cfg.get("attention_bias", False))
+
+
+def has_qk_norm(cfg):
+    """Qwen3Attention normalises each query and key head (q_norm, k_norm: RMSNorm over head_dim)."""
+    return cfg["model_type"] == "qwen3"
 
 
 def param_shapes(cfg):
@@ -121,6 +126,9 @@ def param_shapes(cfg):
             shapes[p + f"self_attn.{name}_proj.weight"] = [rows, H]
             if has_qkv_bias(cfg):
                 shapes[p + f"self_attn.{name}_proj.bias"] = [rows]
+        if has_qk_norm(cfg):
+            shapes[p + "self_attn.q_norm.weight"] = [hd]
+            shapes[p + "self_attn.k_norm.weight"] = [hd]
         shapes[p + "self_attn.o_proj.weight"] = [H, q]
         if has_o_bias(cfg):
             shapes[p + "self_attn.o_proj.bias"] = [H]
@@ -269,8 +277,11 @@ def attention(x, p, pre, cfg):
     """Causal grouped-query self-attention of one sequence x [n, H]."""
     n = x.shape[0]
     nh, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim_of(cfg)
-    q = rope(linear(x, p, pre + "q_proj").view(n, nh, hd), cfg["rope_theta"])
-    k = rope(linear(x, p, pre + "k_proj").view(n, nkv, hd), cfg["rope_theta"])
+    q, k = linear(x, p, pre + "q_proj").view(n, nh, hd), linear(x, p, pre + "k_proj").view(n, nkv, hd)
+    if has_qk_norm(cfg):  # Qwen3: each head through RMSNorm over head_dim, before RoPE
+        q = rms_norm(q, p[pre + "q_norm.weight"], cfg["rms_norm_eps"])
+        k = rms_norm(k, p[pre + "k_norm.weight"], cfg["rms_norm_eps"])
+    q, k = rope(q, cfg["rope_theta"]), rope(k, cfg["rope_theta"])
     v = linear(x, p, pre + "v_proj").view(n, nkv, hd)
     k = k.repeat_interleave(nh // nkv, dim=1)  # query head h reads kv head h // (nh / nkv)
     v = v.repeat_interleave(nh // nkv, dim=1)

@@ -62,6 +62,12 @@ typedef struct {
                         const float *w, int T, int H);
     void (*rope)(or1_backend *be, float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
                  const float *cos_t, const float *sin_t, int inverse);
+    /* Qwen3's per-head RMSNorm of queries and keys inside qkv rows (or1_head_norm's semantics):
+     * y may be x; the backward turns d (dy) into dx in place and adds into dw. */
+    void (*head_norm)(or1_backend *be, float *y, float *rstd, const float *x, const float *w, int T, int n_heads,
+                      int hd, int stride, float eps);
+    void (*head_norm_bwd)(or1_backend *be, float *d, float *dw, const float *x, const float *rstd, const float *w,
+                          int T, int n_heads, int hd, int stride);
     void (*attention)(or1_backend *be, float *out, float *lse, const float *qkv, const int32_t *seq_start,
                       int n_seqs, int T, int max_len, int nh, int nkv, int hd);
     void (*attention_bwd)(or1_backend *be, float *dqkv, const float *dout, const float *qkv, const float *out,
