@@ -102,6 +102,22 @@ def seeds_model_config():
     put("model_config", "generation.json", json.dumps({"bos_token_id": 1, "eos_token_id": [2, 270], "do_sample": True}))
     put("model_config", "sliding.json", json.dumps(dict(base, use_sliding_window=False, sliding_window=4096,
                                                         num_key_value_heads=4, max_window_layers=2)))
+    # the shapes of Qwen3-0.6B and DeepSeek-R1-Distill-Llama-8B (Llama 3.1 RoPE scaling) as published
+    qwen3 = dict(base, model_type="qwen3", architectures=["Qwen3ForCausalLM"], attention_bias=False, head_dim=128,
+                 hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                 num_key_value_heads=8, vocab_size=151936, max_position_embeddings=40960, rope_theta=1000000,
+                 tie_word_embeddings=True, use_sliding_window=False, sliding_window=None, max_window_layers=28)
+    put("model_config", "qwen3.json", json.dumps(qwen3))
+    put("model_config", "llama3_scaled.json", json.dumps(dict(
+        base, model_type="llama", architectures=["LlamaForCausalLM"], attention_bias=False, mlp_bias=False,
+        hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
+        rope_theta=500000.0, tie_word_embeddings=False, rope_scaling={
+            "factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+            "original_max_position_embeddings": 8192, "rope_type": "llama3"})))
+    put("model_config", "rope_parameters.json", json.dumps(dict(
+        base, model_type="qwen3", head_dim=16, layer_types=["full_attention"] * base["num_hidden_layers"],
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0})))
 
 
 def tokenizers():

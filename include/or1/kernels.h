@@ -52,7 +52,17 @@ void or1_head_norm(float *y, float *rstd, const float *x, const float *w, int T,
 void or1_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, const float *w, int T, int n_heads,
                        int hd, int stride);
 /* cos/sin tables [max_pos, hd/2] for RoPE with inv_freq = theta^(-2i/hd). */
-void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta);
+/* RoPE's frequency scaling (config.json's rope_scaling / rope_parameters), as transformers
+ * computes the inverse frequencies: none; linear (each divided by factor); llama3 (Llama 3.1:
+ * low frequencies divided by factor, high ones kept, those between blended, by wavelength
+ * against original_max_pos / low_freq_factor and / high_freq_factor). */
+typedef enum { OR1_ROPE_NONE, OR1_ROPE_LINEAR, OR1_ROPE_LLAMA3 } or1_rope_type;
+typedef struct {
+    or1_rope_type type;
+    double factor, low_freq_factor, high_freq_factor;
+    int original_max_pos;
+} or1_rope_scaling;
+void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta, const or1_rope_scaling *s);
 /* Rotates n_heads heads of hd dims per row (rotate_half form) at each row's position;
  * inverse=1 applies the transpose rotation (used by backward). */
 void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,

@@ -24,6 +24,7 @@ typedef struct {
     or1_arch arch;
     int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, max_pos;
     float rms_eps, rope_theta;
+    or1_rope_scaling rope; /* rope_scaling / rope_parameters (none by default) */
     bool tied, qkv_bias, o_bias; /* Llama's attention_bias also gives o_proj a bias */
     bool qk_norm;                /* RMSNorm of each query and key head before RoPE (Qwen3) */
     int32_t eos[OR1_MAX_EOS]; /* end-of-sequence ids from config.json, if any */

@@ -169,15 +169,30 @@ void or1_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, c
     add_partials(dw, part, hd);
 }
 
+/* The inverse frequency of pair i of a head of hd under theta and the scaling s (NULL: none). */
+static double rope_inv_freq(int i, int hd, double theta, const or1_rope_scaling *s) {
+    double inv = pow(theta, -2.0 * i / hd);
+    if (!s || s->type == OR1_ROPE_NONE) return inv;
+    if (s->type == OR1_ROPE_LINEAR) return inv / s->factor;
+    double wavelen = 2 * M_PI / inv, low_wavelen = s->original_max_pos / s->low_freq_factor;
+    double high_wavelen = s->original_max_pos / s->high_freq_factor;
+    if (wavelen < high_wavelen) return inv;
+    if (wavelen > low_wavelen) return inv / s->factor;
+    double smooth = (s->original_max_pos / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+    return (1 - smooth) * inv / s->factor + smooth * inv;
+}
+
 /* RoPE tables in double precision, stored as float. */
-void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta) {
+void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta, const or1_rope_scaling *s) {
     int half = hd / 2;
-    for (int p = 0; p < max_pos; p++)
-        for (int i = 0; i < half; i++) {
-            double inv = pow((double)theta, -2.0 * i / hd), a = p * inv;
+    for (int i = 0; i < half; i++) {
+        double inv = rope_inv_freq(i, hd, theta, s);
+        for (int p = 0; p < max_pos; p++) {
+            double a = p * inv;
             cos_t[(size_t)p * half + i] = (float)cos(a);
             sin_t[(size_t)p * half + i] = (float)sin(a);
         }
+    }
 }
 
 /* Rotates pairs (i, i + hd/2) of each head by the position's angle (or its inverse). */

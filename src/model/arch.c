@@ -1,6 +1,36 @@
 /* The decoder layer's tensors (see arch.h): one row each, in buffer order. */
 #include "arch.h"
 
+#include <stdio.h>
+#include <string.h>
+
+const arch_row ARCHS[] = {
+    {"qwen2", OR1_ARCH_QWEN2, true, false},
+    {"qwen3", OR1_ARCH_QWEN3, false, true},
+    {"llama", OR1_ARCH_LLAMA, false, false},
+};
+const int N_ARCHS = sizeof ARCHS / sizeof *ARCHS;
+
+const arch_row *arch_find(const char *model_type) {
+    for (int i = 0; i < N_ARCHS; i++)
+        if (strcmp(ARCHS[i].model_type, model_type) == 0) return &ARCHS[i];
+    return NULL;
+}
+
+const char *arch_name(or1_arch a) {
+    for (int i = 0; i < N_ARCHS; i++)
+        if (ARCHS[i].arch == a) return ARCHS[i].model_type;
+    return "?";
+}
+
+const char *arch_list(char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < N_ARCHS && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", ARCHS[i].model_type);
+    return buf;
+}
+
 const layer_tensor LAYER_TENSORS[] = {
     {"input_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN1, T_NORM, HAS_ALWAYS},
     {"self_attn.q_proj.weight", DIM_Q, DIM_HIDDEN, OR1_L_WQKV, T_MATRIX, HAS_ALWAYS},

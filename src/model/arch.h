@@ -50,4 +50,22 @@ size_t layer_field_numel(const or1_model_config *c, int f);
  * embedding, the final norm and an untied head. */
 int model_tensor_count(const or1_model_config *c);
 
+/* One architecture: the model_type config.json names it by, whether its q, k and v biases are
+ * always there (Qwen2) or follow attention_bias with o_proj's (Llama, Qwen3), and whether each
+ * query and key head is RMS-normalised before RoPE (Qwen3). */
+typedef struct {
+    const char *model_type;
+    or1_arch arch;
+    bool fixed_qkv_bias, qk_norm;
+} arch_row;
+
+extern const arch_row ARCHS[];
+extern const int N_ARCHS;
+
+/* The row of model_type, or NULL. */
+const arch_row *arch_find(const char *model_type);
+/* The model_type of a; "a, b, c" lists them all into buf for messages. */
+const char *arch_name(or1_arch a);
+const char *arch_list(char *buf, size_t n);
+
 #endif

@@ -1,7 +1,9 @@
-/* config.json of a Hugging Face Qwen2 / Llama checkpoint, validated key by key. */
+/* config.json of a Hugging Face Qwen2, Qwen3 or Llama checkpoint, validated key by key. */
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/model.h"
+
+#include "arch.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -9,35 +11,53 @@
 
 enum { DIM_MAX = 1 << 20 };
 
+/* Refuses the keys that would change the computation in a way or1 does not implement: sliding
+ * windows (use_sliding_window, or layer_types naming anything but full attention), experts (a
+ * mixture-of-experts model), a partial rotary embedding. Keys that change nothing are ignored. */
+static int refuse_unsupported(const cJSON *j, const char *path) {
+    bool sliding = false;
+    if (or1_json_bool_opt(j, "use_sliding_window", &sliding, path)) return -1;
+    if (sliding) return or1_fail("%s: use_sliding_window is not supported (full attention only)", path);
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(j, "layer_types"), *e;
+    cJSON_ArrayForEach(e, lt) {
+        if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention") != 0)
+            return or1_fail("%s: layer_types holds \"%s\": only full_attention layers are supported", path,
+                            cJSON_IsString(e) ? e->valuestring : "(not a string)");
+    }
+    static const char *const experts[] = {"num_experts", "num_local_experts", "n_routed_experts"};
+    for (size_t k = 0; k < sizeof experts / sizeof *experts; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, experts[k]);
+        if (v && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
+            return or1_fail("%s: %s: mixture-of-experts models are not supported (dense only)", path, experts[k]);
+    }
+    double partial = 1;
+    if (or1_json_num_opt(j, "partial_rotary_factor", &partial, path)) return -1;
+    if (partial != 1) return or1_fail("%s: partial_rotary_factor %g is not supported (1 only)", path, partial);
+    return 0;
+}
+
 /* Reads the architecture-specific keys (model type, biases, unsupported features). */
 static int parse_arch(or1_model_config *c, const cJSON *j, const char *path) {
     const char *type = or1_json_str(j, "model_type", path);
     if (!type) return -1;
-    if (strcmp(type, "qwen2") == 0) {
-        c->arch = OR1_ARCH_QWEN2;
-        c->qkv_bias = true;
-    } else if (strcmp(type, "llama") == 0 || strcmp(type, "qwen3") == 0) {
-        /* attention_bias gives q, k, v and o biases alike; Qwen3 adds a norm of each q and k head */
-        c->arch = type[0] == 'l' ? OR1_ARCH_LLAMA : OR1_ARCH_QWEN3;
-        c->qk_norm = c->arch == OR1_ARCH_QWEN3;
-        c->qkv_bias = false;
+    const arch_row *a = arch_find(type);
+    char names[128];
+    if (!a) return or1_fail("%s: model_type \"%s\" is not supported (%s)", path, type, arch_list(names, sizeof names));
+    c->arch = a->arch;
+    c->qk_norm = a->qk_norm;
+    c->qkv_bias = a->fixed_qkv_bias;
+    if (!a->fixed_qkv_bias) {
+        /* attention_bias gives q, k, v and o biases alike */
         if (or1_json_bool_opt(j, "attention_bias", &c->qkv_bias, path)) return -1;
         c->o_bias = c->qkv_bias;
-        bool mlp_bias = false;
-        if (or1_json_bool_opt(j, "mlp_bias", &mlp_bias, path)) return -1;
-        if (mlp_bias) return or1_fail("%s: mlp_bias is not supported", path);
-    } else {
-        return or1_fail("%s: model_type \"%s\" is not supported (qwen2, qwen3, llama)", path, type);
     }
+    bool mlp_bias = false;
+    if (or1_json_bool_opt(j, "mlp_bias", &mlp_bias, path)) return -1;
+    if (mlp_bias) return or1_fail("%s: mlp_bias is not supported", path);
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
     if (act && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0))
         return or1_fail("%s: hidden_act must be \"silu\"", path);
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
-    if (rs && !cJSON_IsNull(rs)) return or1_fail("%s: rope_scaling is not supported", path);
-    bool sliding = false;
-    if (or1_json_bool_opt(j, "use_sliding_window", &sliding, path)) return -1;
-    if (sliding) return or1_fail("%s: use_sliding_window is not supported", path);
-    return 0;
+    return refuse_unsupported(j, path);
 }
 
 /* Appends an end-of-sequence id unless already listed. */
@@ -93,15 +113,71 @@ static int parse_dims(or1_model_config *c, const cJSON *j, const char *path) {
     return 0;
 }
 
+/* The scaling of a rope_scaling or rope_parameters object (where names it for errors): its
+ * rope_type (or type) and that type's keys; an unknown type is refused. */
+static int parse_rope_scaling(or1_rope_scaling *r, const cJSON *o, int max_pos, const char *where) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    if (!t || cJSON_IsNull(t)) return or1_fail("%s: rope_type (or type) is missing", where);
+    if (!cJSON_IsString(t)) return or1_fail("%s: rope_type must be a string", where);
+    const char *type = t->valuestring;
+    memset(r, 0, sizeof *r);
+    if (strcmp(type, "default") == 0) return 0;
+    if (strcmp(type, "linear") != 0 && strcmp(type, "llama3") != 0)
+        return or1_fail("%s: rope_type \"%s\" is not supported (default, linear, llama3)", where, type);
+    if (or1_json_num(o, "factor", &r->factor, where)) return -1;
+    if (!(r->factor >= 1)) return or1_fail("%s: factor %g must be >= 1", where, r->factor);
+    r->type = OR1_ROPE_LINEAR;
+    if (strcmp(type, "linear") == 0) return 0;
+    int64_t orig = max_pos;
+    r->type = OR1_ROPE_LLAMA3;
+    if (or1_json_num(o, "low_freq_factor", &r->low_freq_factor, where) ||
+        or1_json_num(o, "high_freq_factor", &r->high_freq_factor, where) ||
+        or1_json_int_opt(o, "original_max_position_embeddings", 1, 1 << 24, &orig, where))
+        return -1;
+    if (!(r->low_freq_factor > 0 && r->high_freq_factor > r->low_freq_factor))
+        return or1_fail("%s: llama3 scaling needs 0 < low_freq_factor < high_freq_factor", where);
+    r->original_max_pos = (int)orig;
+    return 0;
+}
+
+/* RoPE: rope_theta and rope_scaling as transformers 4 writes them, or rope_parameters (theta and
+ * scaling in one object) as transformers 5 does; a theta or a scaling given both ways must agree. */
+static int parse_rope(or1_model_config *c, const cJSON *j, const char *path) {
+    double theta = 10000.0, theta5 = 0;
+    char where[1100];
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(j, "rope_parameters");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(j, "rope_scaling");
+    if (or1_json_num_opt(j, "rope_theta", &theta, path)) return -1;
+    if (rp && !cJSON_IsNull(rp)) {
+        snprintf(where, sizeof where, "%s: rope_parameters", path);
+        if (!cJSON_IsObject(rp)) return or1_fail("%s: must be an object", where);
+        if (or1_json_num_opt(rp, "rope_theta", &theta5, where)) return -1;
+        if (theta5 && cJSON_GetObjectItemCaseSensitive(j, "rope_theta") && theta5 != theta)
+            return or1_fail("%s: rope_theta %g disagrees with the top-level rope_theta %g", where, theta5, theta);
+        if (theta5) theta = theta5;
+        if (parse_rope_scaling(&c->rope, rp, c->max_pos, where)) return -1;
+    }
+    if (rs && !cJSON_IsNull(rs)) {
+        snprintf(where, sizeof where, "%s: rope_scaling", path);
+        if (!cJSON_IsObject(rs)) return or1_fail("%s: must be an object", where);
+        or1_rope_scaling r;
+        if (parse_rope_scaling(&r, rs, c->max_pos, where)) return -1;
+        if (rp && !cJSON_IsNull(rp) && memcmp(&r, &c->rope, sizeof r) != 0)
+            return or1_fail("%s: disagrees with rope_parameters", where);
+        c->rope = r;
+    }
+    if (!(theta > 1)) return or1_fail("%s: rope_theta must be > 1", path);
+    c->rope_theta = (float)theta;
+    return 0;
+}
+
 /* Reads the floating-point and boolean keys with the architectures' defaults. */
 static int parse_scalars(or1_model_config *c, const cJSON *j, const char *path) {
-    double eps = 1e-6, theta = 10000.0;
-    if (or1_json_num_opt(j, "rms_norm_eps", &eps, path) || or1_json_num_opt(j, "rope_theta", &theta, path))
-        return -1;
+    double eps = 1e-6;
+    if (or1_json_num_opt(j, "rms_norm_eps", &eps, path) || parse_rope(c, j, path)) return -1;
     if (!(eps > 0 && eps < 1)) return or1_fail("%s: rms_norm_eps must be in (0, 1)", path);
-    if (!(theta > 1)) return or1_fail("%s: rope_theta must be > 1", path);
     c->rms_eps = (float)eps;
-    c->rope_theta = (float)theta;
     c->tied = false;
     return or1_json_bool_opt(j, "tie_word_embeddings", &c->tied, path);
 }

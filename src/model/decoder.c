@@ -415,7 +415,7 @@ static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
     float **sc[] = {&dm->sc_lse, &dm->sc_ez, &dm->sc_logp, &dm->sc_ent, &dm->sc_glp, &dm->sc_gent};
     for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) *sc[i] = p, p += T;
     float *tab = or1_alloc_floats(2 * (size_t)L0 * half);
-    or1_rope_table(tab, tab + (size_t)L0 * half, L0, c->head_dim, c->rope_theta);
+    or1_rope_table(tab, tab + (size_t)L0 * half, L0, c->head_dim, c->rope_theta, &c->rope);
     int rc = op->upload(dm->be, dm->cos_t, tab, 2 * (size_t)L0 * half * sizeof(float));
     free(tab);
     return rc;

@@ -175,7 +175,40 @@ static int finite_tensor(const char *path, const char *name, const float *x, siz
     return 0;
 }
 
-/* Loads config.json, then every parameter tensor with its shape checked and its values finite. */
+/* Whether name is one of the model's parameters, or a tensor transformers also ignores: a rotary
+ * table some conversions saved (recomputed from the config) or the head of a tied model (the
+ * embedding serves). */
+static bool is_param(const or1_model *m, const char *name) {
+    for (int i = 0; i < m->n_p; i++)
+        if (strcmp(m->p[i].name, name) == 0) return true;
+    size_t n = strlen(name), k = strlen(".rotary_emb.inv_freq");
+    return (n > k && strcmp(name + n - k, ".rotary_emb.inv_freq") == 0) ||
+           (m->cfg.tied && strcmp(name, "lm_head.weight") == 0);
+}
+
+/* Refuses a checkpoint holding a tensor the architecture of its config.json does not use (Qwen3
+ * weights labelled llama would otherwise lose their q_norm and k_norm without a word). */
+static int refuse_unused(weight_source *s, const or1_model *m) {
+    const char *type = arch_name(m->cfg.arch);
+    if (s->index) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, s->index) {
+            if (!is_param(m, e->string))
+                return or1_fail("%s: tensor \"%s\" is not used by a %s model as config.json describes it; refusing "
+                                "to drop it", s->index_path, e->string, type);
+        }
+        return 0;
+    }
+    const or1_st_file *f = source_file(s, "model.safetensors");
+    for (size_t i = 0; f && i < f->n; i++)
+        if (!is_param(m, f->entries[i].name))
+            return or1_fail("%s: tensor \"%s\" is not used by a %s model as config.json describes it; refusing to "
+                            "drop it", f->path, f->entries[i].name, type);
+    return f ? 0 : -1;
+}
+
+/* Loads config.json, then every parameter tensor with its shape checked and its values finite,
+ * and refuses tensors the model does not use. */
 int or1_model_load(or1_model *m, const char *dir) {
     or1_model_config cfg;
     char *cpath = or1_path_join(dir, "config.json"), *gpath = or1_path_join(dir, "generation_config.json");
@@ -197,6 +230,7 @@ int or1_model_load(or1_model *m, const char *dir) {
         if (rc == 0) rc = or1_st_read_f32(f, e, m->p[i].shape, m->p[i].ndim, m->params + m->p[i].offset);
         if (rc == 0) rc = finite_tensor(f->path, m->p[i].name, m->params + m->p[i].offset, m->p[i].numel);
     }
+    if (rc == 0) rc = refuse_unused(&s, m);
     source_close(&s);
     if (rc) or1_model_free(m);
     return rc;

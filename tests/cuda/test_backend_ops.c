@@ -293,7 +293,7 @@ static void case_rope(const pair *p) {
             int T = SH[k][0], nh = SH[k][1], hd = SH[k][2], stride = nh * hd + 8, maxpos = 64, half = hd / 2;
             int32_t *pos = rand_ids(T, maxpos, 190 + k);
             float *c = or1_alloc_floats((size_t)maxpos * half), *sn = or1_alloc_floats((size_t)maxpos * half);
-            or1_rope_table(c, sn, maxpos, hd, 10000.0f);
+            or1_rope_table(c, sn, maxpos, hd, 10000.0f, NULL);
             twin x = both_rand(p, (size_t)T * stride, 191 + k, 1), tp = both(p, pos, (size_t)T * 4);
             twin tc = both(p, c, (size_t)maxpos * half * 4), ts = both(p, sn, (size_t)maxpos * half * 4);
             for (int s = 0; s < 2; s++)

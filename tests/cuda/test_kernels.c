@@ -109,7 +109,7 @@ static void check_rope(or1_cuda *g) {
     for (int t = 0; t < T; t++) pos[t] = (t * 11) % maxpos;
     float *x = rand_floats((size_t)T * stride, 30, 1), *c = or1_alloc_floats((size_t)maxpos * half);
     float *s = or1_alloc_floats((size_t)maxpos * half);
-    or1_rope_table(c, s, maxpos, hd, 10000.0f);
+    or1_rope_table(c, s, maxpos, hd, 10000.0f, NULL);
     float *x_d = to_dev(g, x, (size_t)T * stride * 4), *c_d = to_dev(g, c, (size_t)maxpos * half * 4);
     float *s_d = to_dev(g, s, (size_t)maxpos * half * 4);
     int32_t *pos_d = to_dev(g, pos, sizeof pos);

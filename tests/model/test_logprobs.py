@@ -1,6 +1,6 @@
 """`or1 logprobs` against the float64 reference, over every checkpoint variant of one architecture.
 
-usage: test_logprobs.py OR1 ARCH   (ARCH: qwen2 | qwen3 | llama | llama-bias)
+usage: test_logprobs.py OR1 ARCH   (ARCH: qwen2 | qwen3 | llama | llama-bias | rope)
 
 Variants: tied/untied x F32/BF16/F16 x single file/3 shards, cycling through GQA ratios and an
 explicit head_dim; each at temperature 1 and 0.7 on sequences of length 1 to 70. The qwen2 run
@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-from or1test import files, proc, ref
+from or1test import files, proc, ref, rollout
 from or1test.check import Checker
 
 ATOL, RTOL = 1e-4, 1e-5
@@ -85,6 +85,37 @@ def check_stdin(chk, or1, tmp):
         check_output(chk, "/dev/stdin", r.stdout, want)
 
 
+# RoPE as config.json spells it (the reference computes the frequencies as transformers does):
+# Llama 3.1's llama3 scaling (R1-Distill-Llama-8B's factors, an original context of 32 so that
+# sequences of 70 cross its bands), linear scaling, and transformers 5's rope_parameters with a
+# theta of 1e6 and no top-level rope_theta (read as 10,000 it moves log-probs by far over 1e-2).
+ROPE_CONFIGS = {
+    "llama3": dict(arch="llama", set=dict(rope_theta=500000.0, rope_scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 32})),
+    "linear": dict(arch="qwen2", set=dict(rope_scaling={"type": "linear", "factor": 4.0})),
+    "rope_parameters": dict(arch="qwen2", set=dict(rope_theta=None, rope_parameters={
+        "rope_theta": 1000000.0, "rope_type": "default"})),
+}
+
+
+def check_rope(chk, or1, tmp):
+    """Each of ROPE_CONFIGS against the reference, with a head wide enough for many bands."""
+    for k, (name, spec) in enumerate(ROPE_CONFIGS.items()):
+        model = os.path.join(tmp, f"rope{k}")
+        ref.new_checkpoint(model, seed=40 + k, arch=spec["arch"], tied=False, heads=2, kv_heads=1, head_dim=32)
+        rollout.set_config(model, **spec["set"])
+        cfg, params = ref.load_checkpoint(model)
+        seqs = sequences(cfg["vocab_size"], 40 + k)
+        inp = os.path.join(tmp, f"rope{k}.jsonl")
+        files.write_jsonl(inp, [{"ids": s} for s in seqs])
+        r = proc.run_or1(or1, ["logprobs", "--model", model, "--input", inp])
+        if chk.ok(r.returncode == 0, f"rope {name}: exit {r.returncode}: {r.stderr.strip()}"):
+            with torch.no_grad():
+                want = [ref.sequence_logprobs(params, cfg, s, 1.0) for s in seqs]
+            check_output(chk, f"rope {name}", r.stdout, want)
+
+
 def check_wide_vocab(chk, or1, tmp):
     """A vocabulary of 8300 (over two 4096-entry blocks) with ids from every block."""
     model = os.path.join(tmp, "wide")
@@ -104,6 +135,9 @@ def main():
     or1, arch = sys.argv[1], sys.argv[2]
     chk = Checker(f"logprobs {arch}")
     with tempfile.TemporaryDirectory() as tmp:
+        if arch == "rope":
+            check_rope(chk, or1, tmp)
+            chk.finish()
         combos = itertools.product((False, True), ("F32", "BF16", "F16"), (1, 3))
         for k, (tied, dtype, shards) in enumerate(combos):
             check_variant(chk, or1, tmp, arch, k, tied, dtype, shards)

@@ -448,7 +448,7 @@ def absurd_hidden(b):
 
 @case("config")
 def unknown_model_type(b):
-    """A model_type other than qwen2 or llama."""
+    """A model_type or1 does not implement."""
     d = edit_config(b, set_key("model_type", "gpt2"))
     return b.logprobs_args(d), None, CFG + ("model_type",)
 
@@ -475,6 +475,114 @@ def non_positive_eps(b):
     """A negative rms_norm_eps."""
     d = edit_config(b, set_key("rms_norm_eps", -1.0))
     return b.logprobs_args(d), None, CFG + ("rms_norm_eps",)
+
+
+@case("config")
+def rope_scaling_unknown_type(b):
+    """A RoPE scaling or1 does not implement (YaRN) is refused, naming it."""
+    d = edit_config(b, set_key("rope_scaling", {"rope_type": "yarn", "factor": 4.0}))
+    return b.logprobs_args(d), None, CFG + ("rope_scaling", "yarn")
+
+
+@case("config")
+def rope_scaling_without_factor(b):
+    """Linear scaling without its factor."""
+    d = edit_config(b, set_key("rope_scaling", {"type": "linear"}))
+    return b.logprobs_args(d), None, CFG + ("rope_scaling", "factor")
+
+
+@case("config")
+def rope_llama3_factors_reversed(b):
+    """Llama 3 scaling with low_freq_factor above high_freq_factor (a division by zero or worse)."""
+    d = edit_config(b, set_key("rope_scaling", {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                                                "high_freq_factor": 1.0, "original_max_position_embeddings": 64}))
+    return b.logprobs_args(d), None, CFG + ("rope_scaling", "low_freq_factor")
+
+
+@case("config")
+def rope_parameters_disagree(b):
+    """transformers 5's rope_parameters with a theta other than the top-level rope_theta."""
+    def fn(c):
+        c["rope_theta"] = 10000.0
+        c["rope_parameters"] = {"rope_type": "default", "rope_theta": 500000.0}
+    return b.logprobs_args(edit_config(b, fn)), None, CFG + ("rope_parameters", "rope_theta")
+
+
+@case("config")
+def rope_scaling_and_parameters_disagree(b):
+    """rope_scaling and rope_parameters naming different scalings."""
+    def fn(c):
+        c["rope_parameters"] = {"rope_type": "linear", "factor": 2.0}
+        c["rope_scaling"] = {"rope_type": "linear", "factor": 4.0}
+    return b.logprobs_args(edit_config(b, fn)), None, CFG + ("rope_scaling", "rope_parameters")
+
+
+@case("config")
+def sliding_window_on(b):
+    """use_sliding_window true: attention or1 does not compute."""
+    d = edit_config(b, set_key("use_sliding_window", True))
+    return b.logprobs_args(d), None, CFG + ("use_sliding_window",)
+
+
+@case("config")
+def sliding_layer_types(b):
+    """layer_types naming a sliding-window layer."""
+    d = edit_config(b, set_key("layer_types", ["full_attention", "sliding_attention"]))
+    return b.logprobs_args(d), None, CFG + ("layer_types", "sliding_attention")
+
+
+@case("config")
+def experts(b):
+    """A mixture-of-experts config (num_experts)."""
+    d = edit_config(b, set_key("num_experts", 8))
+    return b.logprobs_args(d), None, CFG + ("num_experts",)
+
+
+@case("config")
+def partial_rotary(b):
+    """Half the head dimensions rotated."""
+    d = edit_config(b, set_key("partial_rotary_factor", 0.5))
+    return b.logprobs_args(d), None, CFG + ("partial_rotary_factor",)
+
+
+@case("config")
+def mlp_bias(b):
+    """A Llama config with MLP biases."""
+    def fn(c):
+        c["model_type"], c["attention_bias"], c["mlp_bias"] = "llama", True, True
+    return b.logprobs_args(edit_config(b, fn)), None, CFG + ("mlp_bias",)
+
+
+@case("config")
+def qwen2_weights_labelled_llama(b):
+    """Qwen2 weights (q, k, v biases) under model_type llama without attention_bias: the biases
+    would be dropped, so the load is refused naming one."""
+    d = edit_config(b, set_key("model_type", "llama"))
+    return b.logprobs_args(d), None, ("model.safetensors", "self_attn.q_proj.bias", "llama")
+
+
+@case("config")
+def extra_tensor(b):
+    """A checkpoint with a tensor its architecture lacks (a Qwen3 q_norm in a Qwen2 model)."""
+    d = b.model()
+    params = dict(b.params)
+    q = params["model.layers.0.self_attn.q_proj.bias"]
+    params["model.layers.0.self_attn.q_norm.weight"] = q[:b.cfg["hidden_size"] // b.cfg["num_attention_heads"]].clone()
+    ref.save_checkpoint(d, dict(b.cfg), params)
+    return b.logprobs_args(d), None, ("model.safetensors", "q_norm", "qwen2")
+
+
+@case("config")
+def extra_tensor_sharded(b):
+    """The same through an index of shards: the index names the file."""
+    d = b.model(shards=2)
+    path = os.path.join(d, "model.safetensors.index.json")
+    with open(path) as f:
+        index = json.load(f)
+    index["weight_map"]["model.layers.0.self_attn.k_norm.weight"] = next(iter(index["weight_map"].values()))
+    with open(path, "w") as f:
+        json.dump(index, f)
+    return b.logprobs_args(d), None, ("model.safetensors.index.json", "k_norm")
 
 
 # --- batch / input lines and flags --------------------------------------------------------------

@@ -221,10 +221,40 @@ def rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
-def rope(x, theta):
+def rope_params(cfg):
+    """(theta, scaling dict or None) from config.json: rope_theta and rope_scaling (transformers 4)
+    or rope_parameters (transformers 5, theta inside); a "default" type means no scaling."""
+    rp = cfg.get("rope_parameters") or {}
+    theta = cfg.get("rope_theta", rp.get("rope_theta", 10000.0))
+    scaling = cfg.get("rope_scaling") or (rp if rp.get("rope_type", rp.get("type")) not in (None, "default") else None)
+    return theta, scaling
+
+
+def rope_inv_freq(cfg, hd, dtype=torch.float64):
+    """Inverse frequencies as transformers' rope utilities compute them: theta^(-2i/hd), then the
+    scaling's rule (linear: / factor; llama3: by wavelength against the original context)."""
+    theta, s = rope_params(cfg)
+    inv = theta ** (-torch.arange(0, hd, 2, dtype=dtype) / hd)
+    kind = s and s.get("rope_type", s.get("type"))
+    if kind == "linear":
+        return inv / s["factor"]
+    if kind == "llama3":
+        factor, lo, hi = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
+        old = s.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > old / lo, inv / factor, inv)
+        smooth = (old / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / hi) & ~(wavelen > old / lo)
+        return torch.where(medium, smoothed, scaled)
+    assert kind is None, f"the reference has no {kind} RoPE"
+    return inv
+
+
+def rope(x, cfg):
     """Rotary embedding, rotate_half form, positions 0..n-1; x is [n, heads, hd]."""
     n, _, hd = x.shape
-    inv_freq = theta ** (-torch.arange(0, hd, 2, dtype=x.dtype) / hd)
+    inv_freq = rope_inv_freq(cfg, hd, x.dtype)
     angles = torch.arange(n, dtype=x.dtype)[:, None] * inv_freq[None, :]
     cos = torch.cat([angles.cos(), angles.cos()], -1)[:, None, :]
     sin = torch.cat([angles.sin(), angles.sin()], -1)[:, None, :]
@@ -281,7 +311,7 @@ def attention(x, p, pre, cfg):
     if has_qk_norm(cfg):  # Qwen3: each head through RMSNorm over head_dim, before RoPE
         q = rms_norm(q, p[pre + "q_norm.weight"], cfg["rms_norm_eps"])
         k = rms_norm(k, p[pre + "k_norm.weight"], cfg["rms_norm_eps"])
-    q, k = rope(q, cfg["rope_theta"]), rope(k, cfg["rope_theta"])
+    q, k = rope(q, cfg), rope(k, cfg)
     v = linear(x, p, pre + "v_proj").view(n, nkv, hd)
     k = k.repeat_interleave(nh // nkv, dim=1)  # query head h reads kv head h // (nh / nkv)
     v = v.repeat_interleave(nh // nkv, dim=1)
