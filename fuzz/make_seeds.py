@@ -118,6 +118,17 @@ def seeds_model_config():
     put("model_config", "rope_parameters.json", json.dumps(dict(
         base, model_type="qwen3", head_dim=16, layer_types=["full_attention"] * base["num_hidden_layers"],
         rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0})))
+    # Qwen2.5-7B-Instruct with the YaRN block its model card adds for 128K, and transformers 5's
+    # rope_parameters with every YaRN key
+    put("model_config", "yarn.json", json.dumps(dict(
+        base, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+        num_key_value_heads=4, vocab_size=152064, max_position_embeddings=32768, rope_theta=1000000.0,
+        rope_scaling={"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"})))
+    put("model_config", "yarn_parameters.json", json.dumps(dict(
+        base, model_type="qwen3", head_dim=16, layer_types=["full_attention"] * base["num_hidden_layers"],
+        rope_parameters={"rope_type": "yarn", "factor": 8.0, "rope_theta": 1000000.0, "beta_fast": 16.0,
+                         "beta_slow": 2.0, "mscale": 1.0, "mscale_all_dim": 0.707, "truncate": False,
+                         "original_max_position_embeddings": 4096})))
 
 
 def tokenizers():

@@ -51,20 +51,29 @@ void or1_head_norm(float *y, float *rstd, const float *x, const float *w, int T,
                    float eps);
 void or1_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, const float *w, int T, int n_heads,
                        int hd, int stride);
-/* cos/sin tables [max_pos, hd/2] for RoPE with inv_freq = theta^(-2i/hd). */
 /* RoPE's frequency scaling (config.json's rope_scaling / rope_parameters), as transformers
  * computes the inverse frequencies: none; linear (each divided by factor); llama3 (Llama 3.1:
  * low frequencies divided by factor, high ones kept, those between blended, by wavelength
- * against original_max_pos / low_freq_factor and / high_freq_factor). */
-typedef enum { OR1_ROPE_NONE, OR1_ROPE_LINEAR, OR1_ROPE_LLAMA3 } or1_rope_type;
+ * against original_max_pos / low_freq_factor and / high_freq_factor); yarn (YaRN: pairs below
+ * the dimension where original_max_pos makes beta_fast rotations kept, those above the one of
+ * beta_slow rotations divided by factor, a linear ramp between, its ends floored and ceiled when
+ * truncate; cos and sin multiplied by the attention factor: attention_factor when given (> 0),
+ * else 0.1 ln(factor) + 1, or the ratio of that with mscale and with mscale_all_dim in place of
+ * 1 when both are non-zero). */
+typedef enum { OR1_ROPE_NONE, OR1_ROPE_LINEAR, OR1_ROPE_LLAMA3, OR1_ROPE_YARN } or1_rope_type;
 typedef struct {
     or1_rope_type type;
     double factor, low_freq_factor, high_freq_factor;
+    double beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor; /* yarn (attention_factor 0: derived) */
+    bool truncate;                                                         /* yarn */
     int original_max_pos;
 } or1_rope_scaling;
+/* cos/sin tables [max_pos, hd/2] for RoPE with inv_freq = theta^(-2i/hd) under the scaling s
+ * (NULL: none), both times its attention factor (the yarn one; 1 for the others). */
 void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta, const or1_rope_scaling *s);
 /* Rotates n_heads heads of hd dims per row (rotate_half form) at each row's position;
- * inverse=1 applies the transpose rotation (used by backward). */
+ * inverse=1 applies the transpose (used by backward; with yarn's attention factor in the tables
+ * it is not the inverse). */
 void or1_rope(float *x, int row_stride, int n_heads, int hd, const int32_t *pos, int T,
               const float *cos_t, const float *sin_t, int inverse);
 

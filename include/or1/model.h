@@ -33,6 +33,17 @@ typedef struct {
 
 /* Parses and validates a Hugging Face config.json (errors name the file and the key). */
 int or1_model_config_load(or1_model_config *c, const char *path);
+/* The sampling settings of a generation_config.json (has_*: the file gives that key). */
+typedef struct {
+    bool has_temperature, has_top_p, has_top_k;
+    double temperature, top_p;
+    int top_k;
+} or1_generation_sampling;
+
+/* Reads temperature, top_p and top_k of the generation_config.json at path into *g (all unset
+ * when the file does not exist); a value out of range is an error naming the file and key. */
+int or1_generation_sampling_load(const char *path, or1_generation_sampling *g);
+
 /* Adds the end-of-sequence ids of a generation_config.json, if the file exists. */
 int or1_model_config_add_generation_eos(or1_model_config *c, const char *path);
 

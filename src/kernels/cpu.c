@@ -169,11 +169,51 @@ void or1_head_norm_bwd(float *d, float *dw, const float *x, const float *rstd, c
     add_partials(dw, part, hd);
 }
 
+/* YaRN's mscale (eq. 21 of its paper): 0.1 m ln(scale) + 1, and 1 for a scale <= 1. */
+static double yarn_mscale(double scale, double m) {
+    return scale <= 1 ? 1.0 : 0.1 * m * log(scale) + 1.0;
+}
+
+/* What cos and sin are multiplied by: yarn's attention_factor when the config gives one, else
+ * its mscale of factor (the mscale over the mscale_all_dim one when both are non-zero, as
+ * transformers tests them); 1 for every other scaling. */
+static double rope_attention_factor(const or1_rope_scaling *s) {
+    if (!s || s->type != OR1_ROPE_YARN) return 1.0;
+    if (s->attention_factor > 0) return s->attention_factor;
+    if (s->mscale != 0 && s->mscale_all_dim != 0)
+        return yarn_mscale(s->factor, s->mscale) / yarn_mscale(s->factor, s->mscale_all_dim);
+    return yarn_mscale(s->factor, 1.0);
+}
+
+/* YaRN's correction dimension: the (fractional) dimension of a head of hd under theta whose
+ * pair turns rot times over n positions. */
+static double yarn_correction_dim(double rot, int hd, double theta, int n) {
+    return hd * log(n / (rot * 2 * M_PI)) / (2 * log(theta));
+}
+
+/* YaRN's ramp at pair i, as transformers computes it: 0 up to the beta_fast dimension, 1 from
+ * the beta_slow one, linear between; the two floored and ceiled when truncate, then clamped to
+ * [0, hd - 1], a zero-width ramp widened by 0.001 (transformers' guard). */
+static double yarn_ramp(int i, int hd, double theta, const or1_rope_scaling *s) {
+    double lo = yarn_correction_dim(s->beta_fast, hd, theta, s->original_max_pos);
+    double hi = yarn_correction_dim(s->beta_slow, hd, theta, s->original_max_pos);
+    if (s->truncate) lo = floor(lo), hi = ceil(hi);
+    lo = lo > 0 ? lo : 0;
+    hi = hi < hd - 1 ? hi : hd - 1;
+    if (lo == hi) hi += 0.001;
+    double r = (i - lo) / (hi - lo);
+    return r < 0 ? 0 : r > 1 ? 1 : r;
+}
+
 /* The inverse frequency of pair i of a head of hd under theta and the scaling s (NULL: none). */
 static double rope_inv_freq(int i, int hd, double theta, const or1_rope_scaling *s) {
     double inv = pow(theta, -2.0 * i / hd);
     if (!s || s->type == OR1_ROPE_NONE) return inv;
     if (s->type == OR1_ROPE_LINEAR) return inv / s->factor;
+    if (s->type == OR1_ROPE_YARN) { /* interpolated (divided by factor) by the ramp, kept by the rest */
+        double r = yarn_ramp(i, hd, theta, s);
+        return r * inv / s->factor + (1 - r) * inv;
+    }
     double wavelen = 2 * M_PI / inv, low_wavelen = s->original_max_pos / s->low_freq_factor;
     double high_wavelen = s->original_max_pos / s->high_freq_factor;
     if (wavelen < high_wavelen) return inv;
@@ -182,15 +222,17 @@ static double rope_inv_freq(int i, int hd, double theta, const or1_rope_scaling 
     return (1 - smooth) * inv / s->factor + smooth * inv;
 }
 
-/* RoPE tables in double precision, stored as float. */
+/* RoPE tables in double precision, stored as float; cos and sin both carry the attention
+ * factor, as transformers' rotary embeddings multiply them by attention_scaling. */
 void or1_rope_table(float *cos_t, float *sin_t, int max_pos, int hd, float theta, const or1_rope_scaling *s) {
     int half = hd / 2;
+    double m = rope_attention_factor(s);
     for (int i = 0; i < half; i++) {
         double inv = rope_inv_freq(i, hd, theta, s);
         for (int p = 0; p < max_pos; p++) {
             double a = p * inv;
-            cos_t[(size_t)p * half + i] = (float)cos(a);
-            sin_t[(size_t)p * half + i] = (float)sin(a);
+            cos_t[(size_t)p * half + i] = (float)(m * cos(a));
+            sin_t[(size_t)p * half + i] = (float)(m * sin(a));
         }
     }
 }

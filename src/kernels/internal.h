@@ -48,7 +48,11 @@ static inline vf splatv(float x) { return (vf){0} + x; }
 
 /* A kernel the trainer and the rollout both run (attention's products and softmax, the head's
  * fold) is compiled once and called, never inlined, cloned or specialised per caller, so that
- * one machine code serves both. */
+ * one machine code serves both. Clang (the fuzz build) lacks noipa; noinline is its nearest. */
+#if defined(__clang__)
+#define OR1_ONE_COPY __attribute__((noinline))
+#else
 #define OR1_ONE_COPY __attribute__((noipa))
+#endif
 
 #endif

@@ -6,6 +6,7 @@
 #include "arch.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,37 @@ static int parse_dims(or1_model_config *c, const cJSON *j, const char *path) {
     return 0;
 }
 
+/* YaRN's keys, with transformers' defaults: beta_fast and beta_slow (null or 0: 32 and 1, as
+ * transformers' `or` takes them), mscale and mscale_all_dim (null or 0: unused), attention_factor
+ * (null: derived from factor), truncate (true), original_max_position_embeddings (max_pos). The
+ * factor stays as given even when it is not max_pos / original, as transformers 4.56 on and 5
+ * use it (4.53-4.55 replaced it by that ratio). */
+static int parse_yarn(or1_rope_scaling *r, const cJSON *o, int max_pos, const char *where) {
+    int64_t orig = max_pos;
+    r->type = OR1_ROPE_YARN;
+    r->truncate = true;
+    if (or1_json_num_opt(o, "beta_fast", &r->beta_fast, where) ||
+        or1_json_num_opt(o, "beta_slow", &r->beta_slow, where) ||
+        or1_json_num_opt(o, "mscale", &r->mscale, where) ||
+        or1_json_num_opt(o, "mscale_all_dim", &r->mscale_all_dim, where) ||
+        or1_json_num_opt(o, "attention_factor", &r->attention_factor, where) ||
+        or1_json_bool_opt(o, "truncate", &r->truncate, where) ||
+        or1_json_int_opt(o, "original_max_position_embeddings", 1, 1 << 24, &orig, where))
+        return -1;
+    r->beta_fast = r->beta_fast != 0 ? r->beta_fast : 32;
+    r->beta_slow = r->beta_slow != 0 ? r->beta_slow : 1;
+    if (!(r->beta_slow > 0 && r->beta_fast >= r->beta_slow && isfinite(r->beta_fast)))
+        return or1_fail("%s: yarn needs 0 < beta_slow <= beta_fast (got beta_fast %g, beta_slow %g)", where,
+                        r->beta_fast, r->beta_slow);
+    if (!(r->mscale >= 0 && r->mscale_all_dim >= 0 && isfinite(r->mscale) && isfinite(r->mscale_all_dim)))
+        return or1_fail("%s: yarn's mscale and mscale_all_dim must be finite and >= 0", where);
+    const cJSON *af = cJSON_GetObjectItemCaseSensitive(o, "attention_factor");
+    if (af && !cJSON_IsNull(af) && !(r->attention_factor > 0 && isfinite(r->attention_factor)))
+        return or1_fail("%s: attention_factor %g must be finite and > 0", where, r->attention_factor);
+    r->original_max_pos = (int)orig;
+    return 0;
+}
+
 /* The scaling of a rope_scaling or rope_parameters object (where names it for errors): its
  * rope_type (or type) and that type's keys; an unknown type is refused. */
 static int parse_rope_scaling(or1_rope_scaling *r, const cJSON *o, int max_pos, const char *where) {
@@ -123,10 +155,12 @@ static int parse_rope_scaling(or1_rope_scaling *r, const cJSON *o, int max_pos, 
     const char *type = t->valuestring;
     memset(r, 0, sizeof *r);
     if (strcmp(type, "default") == 0) return 0;
-    if (strcmp(type, "linear") != 0 && strcmp(type, "llama3") != 0)
-        return or1_fail("%s: rope_type \"%s\" is not supported (default, linear, llama3)", where, type);
+    if (strcmp(type, "linear") != 0 && strcmp(type, "llama3") != 0 && strcmp(type, "yarn") != 0)
+        return or1_fail("%s: rope_type \"%s\" is not supported (default, linear, llama3, yarn)", where, type);
     if (or1_json_num(o, "factor", &r->factor, where)) return -1;
-    if (!(r->factor >= 1)) return or1_fail("%s: factor %g must be >= 1", where, r->factor);
+    if (!(r->factor >= 1 && isfinite(r->factor)))
+        return or1_fail("%s: factor %g must be finite and >= 1", where, r->factor);
+    if (strcmp(type, "yarn") == 0) return parse_yarn(r, o, max_pos, where);
     r->type = OR1_ROPE_LINEAR;
     if (strcmp(type, "linear") == 0) return 0;
     int64_t orig = max_pos;
@@ -200,16 +234,55 @@ int or1_model_config_load(or1_model_config *c, const char *path) {
     return rc;
 }
 
-/* Adds the eos_token_id of a generation_config.json, when the file exists. */
-int or1_model_config_add_generation_eos(or1_model_config *c, const char *path) {
+/* A generation_config.json as a JSON object, or *j NULL when the file does not exist. */
+static int read_generation_config(const char *path, cJSON **j) {
+    *j = NULL;
     if (!or1_is_file(path)) return 0;
     char *text;
     size_t len;
     if (or1_read_file(path, 16 << 20, &text, &len)) return -1;
-    cJSON *j = or1_json_parse(text, len, path);
+    *j = or1_json_parse(text, len, path);
     free(text);
-    if (!j) return -1;
-    int rc = cJSON_IsObject(j) ? parse_eos(c, j, path) : or1_fail("%s: expected a JSON object", path);
+    if (!*j) return -1;
+    if (cJSON_IsObject(*j)) return 0;
+    cJSON_Delete(*j);
+    *j = NULL;
+    return or1_fail("%s: expected a JSON object", path);
+}
+
+/* One optional sampling key of a generation_config.json in [lo, hi] (null: unset). */
+static int sampling_key(const cJSON *j, const char *key, double lo, double hi, bool *has, double *v,
+                        const char *path) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, key);
+    *has = e && !cJSON_IsNull(e);
+    if (!*has) return 0;
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= lo && e->valuedouble <= hi))
+        return or1_fail("%s: %s must be a number in [%g, %g]", path, key, lo, hi);
+    *v = e->valuedouble;
+    return 0;
+}
+
+/* temperature, top_p and top_k, each where the file gives it. */
+int or1_generation_sampling_load(const char *path, or1_generation_sampling *g) {
+    memset(g, 0, sizeof *g);
+    cJSON *j;
+    if (read_generation_config(path, &j)) return -1;
+    if (!j) return 0;
+    double k = 0;
+    int rc = sampling_key(j, "temperature", 0, 100, &g->has_temperature, &g->temperature, path) ||
+             sampling_key(j, "top_p", 1e-6, 1, &g->has_top_p, &g->top_p, path) ||
+             sampling_key(j, "top_k", 0, 1 << 30, &g->has_top_k, &k, path);
+    if (rc == 0 && g->has_top_k && k != (int)k) rc = or1_fail("%s: top_k must be an integer", path);
+    g->top_k = (int)k;
+    cJSON_Delete(j);
+    return rc ? -1 : 0;
+}
+
+/* Adds the eos_token_id of a generation_config.json, when the file exists. */
+int or1_model_config_add_generation_eos(or1_model_config *c, const char *path) {
+    cJSON *j;
+    if (read_generation_config(path, &j)) return -1;
+    int rc = j ? parse_eos(c, j, path) : 0;
     cJSON_Delete(j);
     return rc;
 }

@@ -15,6 +15,13 @@ direction moves under a gradient noise of 1e-5 of the tensor's largest entry (lr
 sqrt(v_hat), at most 2 lr): an element with a near-zero gradient may flip its update's sign.
 Saved files are re-read with this module's own safetensors reader and re-loaded by
 `or1 logprobs`; optimizer.safetensors must hold both moments of every parameter and the step.
+
+Round trips: a Qwen3 checkpoint (q_norm/k_norm, head_dim 24 with hidden 64 and 4 heads, GQA 2:1,
+tied; F32 and BF16) and a Llama one with Llama 3.1 RoPE scaling (untied, F32), written by
+or1test.ref, go through a zero step (`--step --lr 0 --save`, saving in the source dtype): every
+tensor comes back with the writer's bytes and config.json unchanged (rope_scaling included); saved
+again by or1, model.safetensors is byte-identical; the saved folder reloads to the reference's
+log-probs.
 """
 import json
 import os
@@ -23,7 +30,8 @@ import tempfile
 
 import torch
 
-from or1test import files, proc, ref
+from or1test import files, proc, ref, rollout
+from or1test import safetensors as st
 from or1test.check import Checker
 
 LR, WD = 2e-3, 0.1
@@ -200,10 +208,49 @@ def chain(chk, or1, tmp, label, cfg_kw, dtype, steps, bf16_step):
         prev = nxt
 
 
+LLAMA3_ROPE = {"rope_theta": 500000.0, "rope_scaling": {
+    "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 32}}
+
+
+def zero_step(chk, or1, src, bpath, dst, dtype, what):
+    """Saves src unchanged through or1 (an AdamW step at lr 0 and no decay) into dst."""
+    save = ["--save-dtype", "bf16"] if dtype == "BF16" else []
+    return or1_grad(chk, or1, src, bpath, ["--step", "--lr", 0, "--weight-decay", 0, "--save", dst, *save], what)
+
+
+def round_trip(chk, or1, tmp, label, cfg_kw, dtype, config_edit=None):
+    """A checkpoint written by ref survives or1's load and save byte for byte (see the docstring)."""
+    d0, d1, d2 = (os.path.join(tmp, f"{label}{k}") for k in ("src", "once", "twice"))
+    cfg, params = ref.new_checkpoint(d0, seed=31, dtype=dtype, **cfg_kw)
+    if config_edit:
+        rollout.set_config(d0, **config_edit)
+    batch = ref.make_batch(params, cfg, seed=9, temperature=0.8)
+    bpath = os.path.join(tmp, f"{label}.jsonl")
+    files.write_jsonl(bpath, batch)
+    if zero_step(chk, or1, d0, bpath, d1, dtype, f"{label} save") is None or \
+            zero_step(chk, or1, d1, bpath, d2, dtype, f"{label} save again") is None:
+        return
+    a, b = (st.read_arrays(os.path.join(d, "model.safetensors"))[0] for d in (d0, d1))
+    chk.ok(a.keys() == b.keys(), f"{label}: tensor names differ: {sorted(a.keys() ^ b.keys())}")
+    for name in a.keys() & b.keys():
+        chk.ok(a[name].tobytes() == b[name].tobytes(), f"{label}: {name} changed in the round trip")
+    with open(os.path.join(d0, "config.json")) as f, open(os.path.join(d1, "config.json")) as g:
+        chk.ok(json.load(f) == json.load(g), f"{label}: config.json changed in the round trip")
+    with open(os.path.join(d1, "model.safetensors"), "rb") as f, open(os.path.join(d2, "model.safetensors"), "rb") as g:
+        chk.ok(f.read() == g.read(), f"{label}: model.safetensors saved twice differs")
+    check_reload(chk, or1, tmp, d1, f"{label} reload")
+
+
 def main():
     or1 = sys.argv[1]
     chk = Checker("AdamW chain")
     with tempfile.TemporaryDirectory() as tmp:
+        qwen3 = dict(arch="qwen3", tied=True, hidden=64, heads=4, kv_heads=2, head_dim=24)
+        round_trip(chk, or1, tmp, "qwen3-f32-", qwen3, "F32")
+        round_trip(chk, or1, tmp, "qwen3-bf16-", qwen3, "BF16")
+        round_trip(chk, or1, tmp, "llama3-rope-", dict(arch="llama", tied=False, heads=2, kv_heads=1, head_dim=32),
+                   "F32", LLAMA3_ROPE)
         chain(chk, or1, tmp, "qwen2-untied-f32-", dict(arch="qwen2", tied=False), "F32", 3, True)
         chain(chk, or1, tmp, "llama-tied-bf16-", dict(arch="llama", tied=True, kv_heads=1),
               "BF16", 2, False)

@@ -18,7 +18,7 @@ import tempfile
 
 import torch
 
-from or1test import files, proc, ref
+from or1test import files, proc, ref, rollout
 from or1test.check import Checker
 
 STAT_TOL = 2e-5      # relative to max(1, |value|)
@@ -37,6 +37,11 @@ GROUPS = {
         # in blocks must merge partial softmax sums across them
         dict(cfg=dict(arch="qwen2", tied=False, vocab=8300), dtype="BF16", shards=1,
              flags=dict(temperature=0.7, entropy_coef=0.01)),
+        # YaRN (config.json's keys in `set`): backward rotates the gradient by the transposed
+        # table, whose cos and sin carry the attention factor, over sequences past its ramp
+        dict(cfg=dict(arch="qwen2", tied=False, heads=2, kv_heads=1, head_dim=32), dtype="F32", shards=1,
+             set=dict(rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}),
+             lengths=((30, 40), (6, 60)), flags=dict(temperature=0.8, entropy_coef=0.01)),
     ],
     # Qwen3: q/k norms (their gradients too), head_dim apart from hidden / heads, GQA, tied
     "qwen3": [
@@ -158,6 +163,9 @@ def check_case(chk, or1, tmp, k, case):
     model = os.path.join(tmp, f"m{k}")
     cfg, params = ref.new_checkpoint(model, seed=10 + k, dtype=case["dtype"],
                                      shards=case["shards"], **case["cfg"])
+    if "set" in case:  # config.json keys make_config has no argument for
+        rollout.set_config(model, **case["set"])
+        cfg, params = ref.load_checkpoint(model)
     lengths = {"lengths": case["lengths"]} if "lengths" in case else {}
     batch = ref.make_batch(params, cfg, seed=k, temperature=kw["temperature"], with_old=case.get("with_old", True),
                            with_rollout=case.get("rollout", False), **lengths)
@@ -165,7 +173,7 @@ def check_case(chk, or1, tmp, k, case):
         row["rollout_logprobs"] = [x + shift for x in row["rollout_logprobs"]]
     bpath, gpath = os.path.join(tmp, f"b{k}.jsonl"), os.path.join(tmp, f"g{k}.safetensors")
     files.write_jsonl(bpath, batch)
-    what = f"{case['cfg']} {case['dtype']} shards={case['shards']} {case['flags']}"
+    what = f"{case['cfg']} {case.get('set', '')} {case['dtype']} shards={case['shards']} {case['flags']}"
     stdin = None
     if case.get("stdin"):  # the batch through --batch /dev/stdin
         with open(bpath) as f:

@@ -89,6 +89,11 @@ def check_stdin(chk, or1, tmp):
 # Llama 3.1's llama3 scaling (R1-Distill-Llama-8B's factors, an original context of 32 so that
 # sequences of 70 cross its bands), linear scaling, and transformers 5's rope_parameters with a
 # theta of 1e6 and no top-level rope_theta (read as 10,000 it moves log-probs by far over 1e-2).
+# YaRN three ways: as Qwen2.5/Qwen3 long-context configs give it (factor 4, the beta and mscale
+# defaults; an original context of 32 puts the ramp on pairs 0-3 of 16, floored and ceiled);
+# transformers 5's rope_parameters with every key (betas 16/2, mscale over mscale_all_dim, no
+# truncation: the ramp runs between fractional ends 1.9 and 4.3); and the old "type" key with an
+# explicit attention_factor on Llama.
 ROPE_CONFIGS = {
     "llama3": dict(arch="llama", set=dict(rope_theta=500000.0, rope_scaling={
         "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -96,6 +101,13 @@ ROPE_CONFIGS = {
     "linear": dict(arch="qwen2", set=dict(rope_scaling={"type": "linear", "factor": 4.0})),
     "rope_parameters": dict(arch="qwen2", set=dict(rope_theta=None, rope_parameters={
         "rope_theta": 1000000.0, "rope_type": "default"})),
+    "yarn": dict(arch="qwen2", set=dict(rope_scaling={
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32})),
+    "yarn rope_parameters": dict(arch="qwen2", set=dict(rope_theta=None, rope_parameters={
+        "rope_theta": 1000000.0, "rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512,
+        "beta_fast": 16.0, "beta_slow": 2.0, "mscale": 1.0, "mscale_all_dim": 0.5, "truncate": False})),
+    "yarn attention_factor": dict(arch="llama", set=dict(rope_scaling={
+        "type": "yarn", "factor": 2.0, "attention_factor": 1.3, "original_max_position_embeddings": 16})),
 }
 
 

@@ -479,9 +479,24 @@ def non_positive_eps(b):
 
 @case("config")
 def rope_scaling_unknown_type(b):
-    """A RoPE scaling or1 does not implement (YaRN) is refused, naming it."""
-    d = edit_config(b, set_key("rope_scaling", {"rope_type": "yarn", "factor": 4.0}))
-    return b.logprobs_args(d), None, CFG + ("rope_scaling", "yarn")
+    """A RoPE scaling or1 does not implement (LongRoPE) is refused, naming it."""
+    d = edit_config(b, set_key("rope_scaling", {"rope_type": "longrope", "factor": 4.0}))
+    return b.logprobs_args(d), None, CFG + ("rope_scaling", "longrope")
+
+
+@case("config")
+def rope_yarn_betas_reversed(b):
+    """YaRN with beta_fast below beta_slow (a ramp running backwards): refused, naming both."""
+    d = edit_config(b, set_key("rope_parameters", {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0,
+                                                   "beta_slow": 32.0, "original_max_position_embeddings": 64}))
+    return b.logprobs_args(d), None, CFG + ("rope_parameters", "beta_fast", "beta_slow")
+
+
+@case("config")
+def rope_yarn_attention_factor_negative(b):
+    """YaRN with a negative attention_factor (cos and sin flipped in sign)."""
+    d = edit_config(b, set_key("rope_scaling", {"type": "yarn", "factor": 2.0, "attention_factor": -1.0}))
+    return b.logprobs_args(d), None, CFG + ("rope_scaling", "attention_factor")
 
 
 @case("config")

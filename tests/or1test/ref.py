@@ -232,7 +232,8 @@ def rope_params(cfg):
 
 def rope_inv_freq(cfg, hd, dtype=torch.float64):
     """Inverse frequencies as transformers' rope utilities compute them: theta^(-2i/hd), then the
-    scaling's rule (linear: / factor; llama3: by wavelength against the original context)."""
+    scaling's rule (linear: / factor; llama3: by wavelength against the original context; yarn:
+    / factor by yarn_ramp's share)."""
     theta, s = rope_params(cfg)
     inv = theta ** (-torch.arange(0, hd, 2, dtype=dtype) / hd)
     kind = s and s.get("rope_type", s.get("type"))
@@ -247,17 +248,54 @@ def rope_inv_freq(cfg, hd, dtype=torch.float64):
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < old / hi) & ~(wavelen > old / lo)
         return torch.where(medium, smoothed, scaled)
+    if kind == "yarn":
+        ramp = yarn_ramp(cfg, s, hd, theta, dtype)
+        return inv * (1 - ramp) + inv / s["factor"] * ramp
     assert kind is None, f"the reference has no {kind} RoPE"
     return inv
 
 
+def yarn_ramp(cfg, s, hd, theta, dtype):
+    """YaRN's share of interpolation per pair, as transformers' _compute_yarn_parameters (4.56 on,
+    5.x) computes it: the dimensions where the pretraining context (original_max_position_embeddings,
+    else max_position_embeddings) turns a pair beta_fast (null/0: 32) and beta_slow (null/0: 1)
+    times, floored and ceiled unless truncate is false, clamped to [0, hd - 1]; a linear ramp from
+    0 to 1 between them (min == max: max + 0.001)."""
+    orig = s.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+    dims = [hd * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(theta))
+            for rot in (s.get("beta_fast") or 32, s.get("beta_slow") or 1)]
+    lo, hi = (math.floor(dims[0]), math.ceil(dims[1])) if s.get("truncate", True) else dims
+    lo, hi = max(lo, 0), min(hi, hd - 1)
+    hi = hi + 0.001 if lo == hi else hi
+    return ((torch.arange(hd // 2, dtype=dtype) - lo) / (hi - lo)).clamp(0, 1)
+
+
+def rope_attention_scaling(cfg):
+    """What transformers multiplies cos and sin by (attention_scaling): for yarn, attention_factor
+    when given, else mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are set
+    (non-zero), else mscale(factor, 1), with mscale(f, m) = 0.1 m ln f + 1 (1 for f <= 1); 1 for
+    every other scaling."""
+    s = rope_params(cfg)[1]
+    if not s or s.get("rope_type", s.get("type")) != "yarn":
+        return 1.0
+    if s.get("attention_factor") is not None:
+        return s["attention_factor"]
+    def mscale(m):
+        return 0.1 * m * math.log(s["factor"]) + 1.0 if s["factor"] > 1 else 1.0
+    if s.get("mscale") and s.get("mscale_all_dim"):
+        return mscale(s["mscale"]) / mscale(s["mscale_all_dim"])
+    return mscale(1.0)
+
+
 def rope(x, cfg):
-    """Rotary embedding, rotate_half form, positions 0..n-1; x is [n, heads, hd]."""
+    """Rotary embedding, rotate_half form, positions 0..n-1; x is [n, heads, hd]; cos and sin
+    times the scaling's attention factor, as transformers' rotary embeddings apply it."""
     n, _, hd = x.shape
     inv_freq = rope_inv_freq(cfg, hd, x.dtype)
     angles = torch.arange(n, dtype=x.dtype)[:, None] * inv_freq[None, :]
-    cos = torch.cat([angles.cos(), angles.cos()], -1)[:, None, :]
-    sin = torch.cat([angles.sin(), angles.sin()], -1)[:, None, :]
+    m = rope_attention_scaling(cfg)
+    cos = m * torch.cat([angles.cos(), angles.cos()], -1)[:, None, :]
+    sin = m * torch.cat([angles.sin(), angles.sin()], -1)[:, None, :]
     x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
