@@ -53,11 +53,12 @@ static size_t messages(const cJSON *j, or1_chat_message *m) {
 }
 
 /* Renders the messages with one template (NULL: the recognised one) and encodes the prompt. */
-static void render(const or1_tokenizer *t, const char *name, const or1_chat_message *m, size_t k, bool gen) {
+static void render(const or1_tokenizer *t, const char *name, const or1_chat_message *m, size_t k,
+                   const or1_chat_vars *v) {
     char *text = NULL;
     int32_t *ids = NULL;
     size_t n;
-    if (or1_tokenizer_chat(t, name, m, k, gen, &text) == 0 &&
+    if (or1_tokenizer_chat(t, name, m, k, v, &text) == 0 &&
         or1_tokenizer_encode(t, text, strlen(text), 0, &ids, &n) == 0)
         free(ids);
     free(text);
@@ -78,9 +79,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     if (t) {
         or1_chat_message m[MAX_MESSAGES];
         size_t k = messages(j, m);
-        for (int g = 0; g < 2; g++) {
-            render(t, NULL, m, k, g);
-            for (int i = 0; or1_chat_template_names[i]; i++) render(t, or1_chat_template_names[i], m, k, g);
+        or1_chat_vars given = or1_chat_vars_default();
+        if (cJSON_IsArray(j) && cJSON_IsObject(cJSON_GetArrayItem(j, 0)))
+            or1_chat_vars_parse(cJSON_GetObjectItemCaseSensitive(j->child, "chat_template_kwargs"), "fuzz", &given);
+        for (int g = 0; g < 8; g++) {
+            or1_chat_vars v = {g & 1, (g >> 1) - 1};
+            if (g == 7) v = given;
+            render(t, NULL, m, k, &v);
+            for (int i = 0; or1_chat_template_names[i]; i++) render(t, or1_chat_template_names[i], m, k, &v);
         }
         or1_tokenizer_free(t);
     }

@@ -55,7 +55,7 @@ static void model_rows(const char *input, const or1_tokenizer *tok) {
 static void dataset_rows(const char *input, const or1_tokenizer *tok, bool filter) {
     or1_data_file file = {(char *)input, 2};
     or1_data_opts o = {&file, 1, filter ? "DeepSeek-R1-Distill-Qwen-7B" : NULL, 1, 15, !filter, tok,
-                       filter ? "chatml" : NULL, filter ? 64 : 1 << 30, filter, 7};
+                       filter ? "chatml" : NULL, filter ? 0 : OR1_CHAT_UNDEFINED, filter ? 64 : 1 << 30, filter, 7};
     or1_data_free(or1_data_load(&o));
 }
 

@@ -26,6 +26,8 @@ typedef struct {
                                 list of answer strings (math) or a test object (code) */
     int64_t index;           /* extra_info.index, -1 if absent */
     int difficulty;          /* extra_info.model_difficulty[<filter model>], -1 if absent */
+    or1_chat_vars chat;      /* chat_template_kwargs over or1_chat_vars_default (enable_thinking
+                                undefined where the row does not set it) */
     int32_t *ids;            /* chat-templated prompt token ids (NULL without a tokenizer) */
     int n_ids;
     uint32_t file;           /* index of its file in the options */
@@ -55,6 +57,8 @@ typedef struct {
     bool keep_missing;            /* rows without a difficulty for the model */
     const or1_tokenizer *tok;     /* NULL: no prompt-length filter and no ids */
     const char *chat_template;    /* NULL or "": the tokenizer's */
+    int enable_thinking;          /* the template variable for rows that do not set it: 0, 1 or
+                                     OR1_CHAT_UNDEFINED (data.apply_chat_template_kwargs) */
     int max_prompt_length;        /* tokens of the chat-templated prompt (with tok) */
     bool shuffle;
     uint64_t seed;

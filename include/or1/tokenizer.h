@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct cJSON cJSON;
+
 typedef struct or1_tokenizer or1_tokenizer;
 
 /* Encode flags. */
@@ -67,10 +69,27 @@ extern const char *const or1_chat_template_names[];
  * when it has a template of a kind we do not know (pass a name to or1_tokenizer_chat). */
 const char *or1_tokenizer_chat_template(const or1_tokenizer *t);
 
-/* Renders messages with the named template (NULL: the recognised one), appending the
- * assistant generation prompt when add_generation_prompt, into new *text (free()). */
-int or1_tokenizer_chat(const or1_tokenizer *t, const char *template_name,
-                       const or1_chat_message *msgs, size_t n, bool add_generation_prompt,
-                       char **text);
+/* The variables a chat template reads besides the messages, as transformers'
+ * apply_chat_template takes them (a row's chat_template_kwargs). enable_thinking is tri-state
+ * because templates test whether it is defined: Qwen3's closes an empty <think> block in the
+ * generation prompt only when it is defined and false. */
+typedef struct {
+    bool add_generation_prompt;
+    int enable_thinking; /* OR1_CHAT_UNDEFINED, 0 or 1 */
+} or1_chat_vars;
+
+enum { OR1_CHAT_UNDEFINED = -1 };
+
+/* The defaults: a generation prompt, enable_thinking undefined. */
+or1_chat_vars or1_chat_vars_default(void);
+
+/* Sets the variables given in a chat_template_kwargs object (a JSON object; NULL or null: none)
+ * over *v; an unknown key or a wrong type is an error naming where and the key. */
+int or1_chat_vars_parse(const cJSON *kwargs, const char *where, or1_chat_vars *v);
+
+/* Renders messages with the named template (NULL: the recognised one) and the variables,
+ * into new *text (free()). */
+int or1_tokenizer_chat(const or1_tokenizer *t, const char *template_name, const or1_chat_message *msgs, size_t n,
+                       const or1_chat_vars *vars, char **text);
 
 #endif

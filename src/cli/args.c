@@ -168,6 +168,14 @@ static const char *value_of(cli_args *a, int k) {
     return v ? v : spec_at(a->c, (size_t)k)->def;
 }
 
+/* Whether the flag was given (its value is not read). */
+bool cli_given(cli_args *a, const char *name) {
+    int k = spec_index(a->c, name, strlen(name));
+    for (int j = 0; j < a->n_given; j++)
+        if (a->flag[j] == k) return true;
+    return false;
+}
+
 /* Value of a text or path flag, or its default. */
 const char *cli_str(cli_args *a, const char *name) {
     return value_of(a, spec_for(a, name, CLI_STRING, CLI_PATH));

@@ -94,6 +94,8 @@ void cli_args_free(cli_args *a);
  * default; with none, cli_str returns NULL and the number getters leave *out as it was. */
 const char *cli_str(cli_args *a, const char *name);
 bool cli_flag(cli_args *a, const char *name);
+/* Whether a flag was given on the command line (not its default). */
+bool cli_given(cli_args *a, const char *name);
 void cli_int(cli_args *a, const char *name, int64_t *out);
 void cli_double(cli_args *a, const char *name, double *out);
 /* Every value of a repeatable flag in order (a new array, NULL-terminated; free it). */
@@ -133,6 +135,9 @@ void cli_model_close(cli_model *cm);
 int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
                 int32_t **ids, size_t *n);
 
+/* text through tok into new *ids, every id below vocab; errors name `where`. */
+int cli_encode(const or1_tokenizer *tok, const char *text, int vocab, const char *where, int32_t **ids, size_t *n);
+
 /* The tokenizer for a model folder: PATH when given, else dir's own tokenizer.json if any,
  * else none (*tok NULL). -1 only when a tokenizer fails to load. */
 int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok);
@@ -140,6 +145,16 @@ int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok);
  * into *s and *n. */
 void cli_sampling(cli_args *a, or1_sampling *s, int64_t *n);
 /* --save-dtype f32|bf16 into *out; fails naming the command otherwise. */
+/* --chat-template-kwargs: the chat template's variables for every row (a row's own
+ * chat_template_kwargs override them key by key). */
+#define FLAG_CHAT_KWARGS                                                                                        \
+    FLAG_STR("chat-template-kwargs", "JSON", NULL, "template variables for every row, e.g. '{\"enable_thinking\": false}'")
+/* The --chat-template-kwargs variables over the defaults (a generation prompt). */
+int cli_chat_vars(cli_args *a, or1_chat_vars *v);
+/* A row's "messages" rendered by the template tpl (NULL: the tokenizer's) with *defaults and
+ * the row's chat_template_kwargs over them; any other key of the row is refused. */
+int cli_row_chat(const cJSON *row, const char *where, const or1_tokenizer *t, const char *tpl,
+                 const or1_chat_vars *defaults, char **text);
 #define FLAG_SAVE_DTYPE FLAG_STR("save-dtype", "f32|bf16", "f32", "dtype of the saved weights")
 int cli_save_dtype(cli_args *a, or1_dtype *out);
 

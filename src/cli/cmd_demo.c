@@ -100,7 +100,8 @@ static cJSON *trace_row(const gen_opts *o, const or1_arith_problem *p, int64_t i
     or1_chat_message msg = {"user", p->expr};
     char *prompt, *trace, gold[32];
     int64_t answer;
-    if (or1_tokenizer_chat(o->tok, NULL, &msg, 1, true, &prompt)) return NULL;
+    or1_chat_vars vars = or1_chat_vars_default();
+    if (or1_tokenizer_chat(o->tok, NULL, &msg, 1, &vars, &prompt)) return NULL;
     or1_arith_trace_cfg tc = {o->noise, o->guess, o->split_products, (uint64_t)o->seed, (uint64_t)index};
     if (or1_arith_trace(p->expr, &tc, &trace, &answer)) {
         free(prompt);

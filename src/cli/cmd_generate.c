@@ -75,11 +75,33 @@ static int stop_flag(cli_args *a, int vocab, int32_t **ids, int *n) {
     return 0;
 }
 
-/* Reads one request line: prompt_ids, or prompt text through the tokenizer. */
-static int read_request(const cJSON *row, const char *where, const or1_tokenizer *tok, int vocab, or1_request *r) {
+/* What a request line is read with: the tokenizer (or NULL), the chat template and its
+ * variables for rows of messages, the model's vocabulary. */
+typedef struct {
+    const or1_tokenizer *tok;
+    const char *tpl;
+    or1_chat_vars vars;
+    int vocab;
+} request_reader;
+
+/* A row of messages through the chat template and the tokenizer. */
+static int chat_ids(const request_reader *q, const cJSON *row, const char *where, int32_t **ids, size_t *n) {
+    char *text;
+    if (!q->tok) return or1_fail("%s: \"messages\" need a tokenizer (--tokenizer)", where);
+    if (cli_row_chat(row, where, q->tok, q->tpl, &q->vars, &text)) return -1;
+    int rc = cli_encode(q->tok, text, q->vocab, where, ids, n);
+    free(text);
+    return rc;
+}
+
+/* Reads one request line: prompt_ids, prompt text through the tokenizer, or messages through
+ * the chat template. */
+static int read_request(const cJSON *row, const char *where, const request_reader *q, or1_request *r) {
     int32_t *ids = NULL;
     size_t n = 0;
-    if (cli_row_ids(row, "prompt", tok, vocab, where, &ids, &n)) return -1;
+    bool chat = cJSON_GetObjectItemCaseSensitive(row, "messages") != NULL;
+    if (chat ? chat_ids(q, row, where, &ids, &n) : cli_row_ids(row, "prompt", q->tok, q->vocab, where, &ids, &n))
+        return -1;
     if (n == 0) {
         free(ids);
         return or1_fail("%s: the prompt is empty", where);
@@ -90,7 +112,8 @@ static int read_request(const cJSON *row, const char *where, const or1_tokenizer
 }
 
 /* Reads every request of the input file. */
-static int read_requests(const char *path, const or1_tokenizer *tok, const or1_model_config *c, int max_new, request_list *l) {
+static int read_requests(const char *path, const request_reader *q, const or1_model_config *c, int max_new,
+                         request_list *l) {
     or1_jsonl_reader rd;
     if (or1_jsonl_open(&rd, path)) return -1;
     cJSON *row;
@@ -104,7 +127,7 @@ static int read_requests(const char *path, const or1_tokenizer *tok, const or1_m
             lines = or1_realloc(lines, (size_t)l->cap * sizeof *lines);
         }
         memset(&l->r[l->n], 0, sizeof l->r[l->n]);
-        rc = read_request(row, where, tok, c->vocab, &l->r[l->n]);
+        rc = read_request(row, where, q, &l->r[l->n]);
         cJSON_Delete(row);
         if (rc) break;
         lines[l->n++] = rd.line;
@@ -146,14 +169,37 @@ static int generate(or1_dmodel *dm, request_list *l, const or1_sampling *s, int6
 /* The flags of `or1 generate`. */
 static const cli_flag_spec generate_flags[] = {
     FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),
-    FLAG_NEED("input", "JSONL requests: {\"prompt_ids\": [...]} or {\"prompt\": text} with a tokenizer"),
+    FLAG_NEED("input", "JSONL requests: {\"prompt_ids\": [...]}, or with a tokenizer {\"prompt\": text} or "
+                       "{\"messages\": [...], \"chat_template_kwargs\": {...}}"),
     FLAG_SAMPLING("1", "256", 1, "response length limit (tokens)"),
     FLAG_STR("stop", "ID,ID,...", NULL, "token ids that end a response (besides the model's EOS)"),
     FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's, if any"),
+    FLAG_STR("chat-template", "NAME", NULL, "for rows of messages: deepseek-r1 | deepseek | chatml | llama3 | plain; default: the tokenizer's"),
+    FLAG_CHAT_KWARGS,
     FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences decoded together (continuous batching)"),
     FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),
     FLAG_DEVICE,
 };
+
+/* The model's generation_config.json sampling settings for the flags not given, as vLLM
+ * applies them by default; says which it took. */
+static int model_sampling(cli_args *a, const char *dir, or1_sampling *s) {
+    char *path = or1_path_join(dir, "generation_config.json");
+    or1_generation_sampling g;
+    int rc = or1_generation_sampling_load(path, &g);
+    free(path);
+    if (rc) return -1;
+    char said[160] = "";
+    size_t k = 0;
+    if (g.has_temperature && !cli_given(a, "temperature"))
+        s->temperature = (float)g.temperature, k += (size_t)snprintf(said + k, sizeof said - k, " temperature %g", g.temperature);
+    if (g.has_top_p && !cli_given(a, "top-p"))
+        s->top_p = (float)g.top_p, k += (size_t)snprintf(said + k, sizeof said - k, " top_p %g", g.top_p);
+    if (g.has_top_k && !cli_given(a, "top-k"))
+        s->top_k = g.top_k, k += (size_t)snprintf(said + k, sizeof said - k, " top_k %d", g.top_k);
+    if (k) fprintf(stderr, "generate: from generation_config.json:%s\n", said);
+    return 0;
+}
 
 /* or1 generate --model DIR --input FILE [--n M] [--temperature T] [--top-p P] [--top-k K]
  *   [--max-new-tokens L] [--seed S] [--stop ID,...] [--tokenizer PATH] [--max-slots B] [--kv-cache-gb G]
@@ -173,9 +219,11 @@ static int cmd_generate(cli_args *a) {
     or1_tokenizer *tok = NULL;
     int32_t *stop = NULL;
     request_list l = {0};
+    request_reader q = {NULL, cli_str(a, "chat-template"), {0}, m->cfg.vocab};
     int rc = 1, n_stop = 0;
-    if (stop_flag(a, m->cfg.vocab, &stop, &n_stop) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 && cli_check_unused(a) == 0 &&
-        read_requests(input, tok, &m->cfg, s.max_new_tokens, &l) == 0) {
+    if (model_sampling(a, dir, &s) == 0 && stop_flag(a, m->cfg.vocab, &stop, &n_stop) == 0 &&
+        cli_chat_vars(a, &q.vars) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 &&
+        (q.tok = tok, cli_check_unused(a) == 0) && read_requests(input, &q, &m->cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_stats st = {0};
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true, .stats = &st};

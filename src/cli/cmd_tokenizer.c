@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_MESSAGES = 4096 };
 
 /* Writes len bytes of UTF-8 as a JSON string literal; unlike a C string it may hold NUL
  * (a token can stand for byte 0). */
@@ -138,40 +137,20 @@ const cli_command cli_cmd_detokenize = CLI_COMMAND(
     "detokenize", cmd_detokenize, "JSONL {\"ids\"} -> {\"text\"} (--skip-special)", detokenize_flags,
     "or1 detokenize --tokenizer models/arith-base --input ids.jsonl --skip-special");
 
-/* Reads a row's "messages" array into msgs (pointing into row). */
-static int read_messages(const cJSON *row, const char *where, or1_chat_message **msgs, size_t *n) {
-    const cJSON *list = cJSON_IsObject(row) ? cJSON_GetObjectItemCaseSensitive(row, "messages") : NULL;
-    if (!cJSON_IsArray(list)) return or1_fail("%s: \"messages\" must be an array", where);
-    size_t k = (size_t)cJSON_GetArraySize(list), i = 0;
-    if (k > MAX_MESSAGES) return or1_fail("%s: more than %d messages", where, MAX_MESSAGES);
-    *msgs = or1_calloc(k ? k : 1, sizeof **msgs);
-    const cJSON *m;
-    cJSON_ArrayForEach(m, list) {
-        char w[700];
-        snprintf(w, sizeof w, "%s: messages[%zu]", where, i);
-        const char *role = or1_json_str(m, "role", w), *content = role ? or1_json_str(m, "content", w) : NULL;
-        if (!content) {
-            free(*msgs);
-            *msgs = NULL;
-            return -1;
-        }
-        (*msgs)[i++] = (or1_chat_message){role, content};
-    }
-    *n = k;
-    return 0;
-}
-
 /* The flags of `or1 chat`. */
 static const cli_flag_spec chat_flags[] = {
     TOKENIZER_IO_FLAGS,
     FLAG_STR("template", "NAME", NULL, "deepseek-r1 | deepseek | chatml | llama3 | plain; default: the tokenizer's"),
     FLAG_SWITCH("no-generation-prompt", "end after the last message (no assistant turn opened)"),
+    FLAG_CHAT_KWARGS,
 };
 
-/* {"messages": [...]} -> {"text": prompt, "ids": [...]} per line. */
+/* {"messages": [...], "chat_template_kwargs": {...}} -> {"text": prompt, "ids": [...]} per line. */
 static int cmd_chat(cli_args *a) {
     const char *tpl = cli_str(a, "template");
-    bool no_gen = cli_flag(a, "no-generation-prompt");
+    or1_chat_vars vars;
+    if (cli_chat_vars(a, &vars) != 0) return 1;
+    vars.add_generation_prompt = !cli_flag(a, "no-generation-prompt");
     or1_tokenizer *t;
     or1_jsonl_reader r;
     FILE *out;
@@ -181,15 +160,11 @@ static int cmd_chat(cli_args *a) {
     int got;
     while ((got = or1_jsonl_next(&r, &row)) == 1) {
         const char *where = r.where;
-        or1_chat_message *msgs = NULL;
-        size_t n = 0, nid = 0;
+        size_t nid = 0;
         char *text = NULL;
         int32_t *ids = NULL;
-        int rc = read_messages(row, where, &msgs, &n);
-        if (rc == 0 && ((rc = or1_tokenizer_chat(t, tpl, msgs, n, !no_gen, &text)) != 0 ||
-                        (rc = or1_tokenizer_encode(t, text, strlen(text), 0, &ids, &nid)) != 0))
-            or1_fail_ctx("%s", where);
-        free(msgs);
+        int rc = cli_row_chat(row, where, t, tpl, &vars, &text);
+        if (rc == 0 && (rc = or1_tokenizer_encode(t, text, strlen(text), 0, &ids, &nid)) != 0) or1_fail_ctx("%s", where);
         cJSON_Delete(row);
         if (rc != 0) {
             free(text);

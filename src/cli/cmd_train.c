@@ -59,6 +59,7 @@ const cli_command cli_cmd_train = CLI_COMMAND(
 /* Flags shared by eval and difficulty: model, data, sampling. */
 typedef struct {
     const char *model, *data, *tokenizer, *template_name, *dump, *device, *precision;
+    or1_chat_vars chat; /* --chat-template-kwargs */
     or1_eval_opts o;
 } eval_flags;
 
@@ -68,14 +69,16 @@ typedef struct {
         FLAG_NEED("data", "JSONL rows in the Skywork-OR1-RL-Data shape"),                                          \
         FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's"),                 \
         FLAG_STR("chat-template", "NAME", NULL, "deepseek-r1 | deepseek | chatml | llama3 | plain; default: the tokenizer's"), \
+        FLAG_CHAT_KWARGS,                                                                                          \
         FLAG_PATH("dump", NULL, "write every sample (JSONL) to this file"),                                        \
         FLAG_SAMPLING(n_def, "0", 0, "response length limit (tokens); 0: what the context leaves after the longest prompt"), \
         FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences the engine decodes together"),                         \
         FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),                                           \
         FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), FLAG_DEVICE
 
-/* Reads the eval/difficulty flags (defaults from the command's table). */
-static void parse_eval_flags(cli_args *a, eval_flags *f) {
+/* Reads the eval/difficulty flags (defaults from the command's table); -1 on a bad
+ * --chat-template-kwargs. */
+static int parse_eval_flags(cli_args *a, eval_flags *f) {
     double timeout, kv_gb;
     int64_t n, slots;
     or1_sampling s;
@@ -93,6 +96,7 @@ static void parse_eval_flags(cli_args *a, eval_flags *f) {
     cli_double(a, "code-timeout", &timeout);
     f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, kv_gb, s.seed,
                            timeout};
+    return cli_chat_vars(a, &f->chat);
 }
 
 /* Everything an evaluation needs, loaded. */
@@ -110,7 +114,7 @@ static int eval_open(eval_env *e, const eval_flags *f) {
     e->tok = or1_tokenizer_load(f->tokenizer ? f->tokenizer : f->model);
     if (!e->tok) return -1;
     or1_data_file file = {(char *)f->data, 1};
-    or1_data_opts o = {&file, 1, NULL, 0, 0, true, e->tok, f->template_name, INT_MAX, false, 0};
+    or1_data_opts o = {&file, 1, NULL, 0, 0, true, e->tok, f->template_name, f->chat.enable_thinking, INT_MAX, false, 0};
     e->data = or1_data_load(&o);
     if (!e->data) return -1;
     for (size_t i = 0; i < or1_data_rows(e->data) && !e->pool; i++)
@@ -158,8 +162,7 @@ static const cli_flag_spec eval_flag_table[] = {EVAL_FLAGS("8")};
 /* or1 eval --model DIR --data FILE --n K [--temperature T] [--top-p P] [--max-new-tokens L] [--dump FILE] */
 static int cmd_eval(cli_args *a) {
     eval_flags f;
-    parse_eval_flags(a, &f);
-    if (cli_check_unused(a)) return 2;
+    if (parse_eval_flags(a, &f) || cli_check_unused(a)) return 2;
     eval_env e;
     cJSON *rep = eval_open(&e, &f) == 0 ? eval_run(&e, &f, NULL, NULL) : NULL;
     if (rep && dist.rank == 0) {
@@ -240,7 +243,7 @@ static const char *difficulty_out(cli_args *a, const char *data) {
  * extra_info.model_difficulty[NAME]. */
 static int cmd_difficulty(cli_args *a) {
     eval_flags f;
-    parse_eval_flags(a, &f);
+    if (parse_eval_flags(a, &f)) return 2;
     const char *out = difficulty_out(a, f.data), *name = cli_str(a, "name");
     if (!out || cli_check_unused(a)) return 2;
     if (!name) {

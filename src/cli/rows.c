@@ -5,6 +5,7 @@
 #include "or1/core.h"
 #include "or1/io.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +42,9 @@ int cli_save_dtype(cli_args *a, or1_dtype *out) {
     return or1_fail("%s: --save-dtype must be f32 or bf16, not \"%.32s\"", a->cmd, dt);
 }
 
-/* "<side>_ids" as given, or "<side>" text through the tokenizer; every id must be below vocab,
- * so a tokenizer larger than the model is caught here and not inside the model. */
-int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
-                int32_t **ids, size_t *n) {
-    char key[32];
-    snprintf(key, sizeof key, "%s_ids", side);
-    if (cJSON_GetObjectItemCaseSensitive(row, key)) return or1_json_int_array(row, key, 0, vocab - 1, ids, n, where);
-    const char *text = or1_json_str(row, side, where);
-    if (!text) return or1_fail_ctx("%s: needs \"%s\" or \"%s\"", where, key, side);
-    if (!tok) return or1_fail("%s: \"%s\" text needs a tokenizer (--tokenizer)", where, side);
+/* text through the tokenizer; every id must be below vocab, so a tokenizer larger than the
+ * model is caught here and not inside the model. */
+int cli_encode(const or1_tokenizer *tok, const char *text, int vocab, const char *where, int32_t **ids, size_t *n) {
     if (or1_tokenizer_encode(tok, text, strlen(text), 0, ids, n)) return or1_fail_ctx("%s", where);
     for (size_t i = 0; i < *n; i++)
         if ((*ids)[i] >= vocab) {
@@ -60,4 +54,74 @@ int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, in
             return or1_fail("%s: token id %d is outside the model's vocabulary of %d", where, id, vocab);
         }
     return 0;
+}
+
+/* "<side>_ids" as given, or "<side>" text through the tokenizer (cli_encode). */
+int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, int vocab, const char *where,
+                int32_t **ids, size_t *n) {
+    char key[32];
+    snprintf(key, sizeof key, "%s_ids", side);
+    if (cJSON_GetObjectItemCaseSensitive(row, key)) return or1_json_int_array(row, key, 0, vocab - 1, ids, n, where);
+    const char *text = or1_json_str(row, side, where);
+    if (!text) return or1_fail_ctx("%s: needs \"%s\" or \"%s\"", where, key, side);
+    if (!tok) return or1_fail("%s: \"%s\" text needs a tokenizer (--tokenizer)", where, side);
+    return cli_encode(tok, text, vocab, where, ids, n);
+}
+
+enum { MAX_MESSAGES = 4096 };
+
+/* --chat-template-kwargs parsed over the defaults. */
+int cli_chat_vars(cli_args *a, or1_chat_vars *v) {
+    *v = or1_chat_vars_default();
+    const char *text = cli_str(a, "chat-template-kwargs");
+    if (!text) return 0;
+    cJSON *j = or1_json_parse(text, strlen(text), "--chat-template-kwargs");
+    int rc = j ? or1_chat_vars_parse(j, "--chat-template-kwargs", v) : -1;
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* A row's "messages" array into new *msgs (strings pointing into row). */
+static int row_messages(const cJSON *row, const char *where, or1_chat_message **msgs, size_t *n) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(row, "messages");
+    if (!cJSON_IsArray(list)) return or1_fail("%s: \"messages\" must be an array", where);
+    size_t k = (size_t)cJSON_GetArraySize(list), i = 0;
+    if (k > MAX_MESSAGES) return or1_fail("%s: more than %d messages", where, MAX_MESSAGES);
+    *msgs = or1_calloc(k ? k : 1, sizeof **msgs);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, list) {
+        char w[700];
+        snprintf(w, sizeof w, "%s: messages[%zu]", where, i);
+        const char *role = or1_json_str(m, "role", w), *content = role ? or1_json_str(m, "content", w) : NULL;
+        if (!content) {
+            free(*msgs);
+            *msgs = NULL;
+            return -1;
+        }
+        (*msgs)[i++] = (or1_chat_message){role, content};
+    }
+    *n = k;
+    return 0;
+}
+
+/* Refuses keys other than messages and chat_template_kwargs, then renders. */
+int cli_row_chat(const cJSON *row, const char *where, const or1_tokenizer *t, const char *tpl,
+                 const or1_chat_vars *defaults, char **text) {
+    *text = NULL;
+    if (!cJSON_IsObject(row)) return or1_fail("%s: a row must be a JSON object", where);
+    for (const cJSON *e = row->child; e; e = e->next) {
+        const char *name = e->string ? e->string : "";
+        if (strcmp(name, "messages") != 0 && strcmp(name, "chat_template_kwargs") != 0)
+            return or1_fail("%s: unknown key \"%.64s\" (known: messages, chat_template_kwargs)", where, name);
+    }
+    or1_chat_vars v = *defaults;
+    or1_chat_message *msgs = NULL;
+    size_t n = 0;
+    if (or1_chat_vars_parse(cJSON_GetObjectItemCaseSensitive(row, "chat_template_kwargs"), where, &v) != 0 ||
+        row_messages(row, where, &msgs, &n) != 0)
+        return -1;
+    int rc = or1_tokenizer_chat(t, tpl, msgs, n, &v, text);
+    if (rc != 0) or1_fail_ctx("%s", where);
+    free(msgs);
+    return rc;
 }

@@ -132,10 +132,31 @@ static int parse_extra(const cJSON *j, const char *where, const char *model, or1
     return 0;
 }
 
-/* Validates a row: data_source, prompt, ability, reward_model, extra_info. */
+/* Refuses a key the row shape does not have (a misspelt chat_template_kwargs would otherwise
+ * change nothing without a word). */
+static int known_keys(const cJSON *j, const char *where) {
+    static const char *const keys[] = {"data_source", "prompt", "ability", "reward_model", "extra_info",
+                                       "chat_template_kwargs"};
+    for (const cJSON *e = j->child; e; e = e->next) {
+        const char *name = e->string ? e->string : "";
+        size_t k = 0;
+        while (k < sizeof keys / sizeof *keys && strcmp(name, keys[k]) != 0) k++;
+        if (k == sizeof keys / sizeof *keys)
+            return or1_fail("%s: unknown key \"%.64s\" (known: data_source, prompt, ability, reward_model, "
+                            "extra_info, chat_template_kwargs)", where, name);
+    }
+    return 0;
+}
+
+/* Validates a row: data_source, prompt, ability, reward_model, extra_info,
+ * chat_template_kwargs, and no other key. */
 int or1_data_row_parse(const cJSON *j, const char *where, const char *difficulty_model, or1_data_row *out) {
     memset(out, 0, sizeof *out);
+    out->chat = or1_chat_vars_default();
     if (!cJSON_IsObject(j)) return or1_fail("%s: a row must be a JSON object", where);
+    if (known_keys(j, where) != 0 ||
+        or1_chat_vars_parse(cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs"), where, &out->chat) != 0)
+        return -1;
     const cJSON *src = need(j, "data_source", cJSON_String, "a string", where, "data_source");
     if (!src || bounded(src, MAX_SOURCE, where, "data_source") != 0) return -1;
     const cJSON *ab = need(j, "ability", cJSON_String, "a string", where, "ability");
@@ -212,7 +233,9 @@ static int load_file(or1_dataset *d, const or1_data_opts *o, uint32_t f, size_t 
 static int encode_row(const or1_data_opts *o, or1_data_row *r) {
     char *text;
     const char *tpl = o->chat_template && *o->chat_template ? o->chat_template : NULL;
-    if (or1_tokenizer_chat(o->tok, tpl, r->prompt, r->n_prompt, true, &text) != 0) return -1;
+    or1_chat_vars v = r->chat;
+    if (v.enable_thinking == OR1_CHAT_UNDEFINED) v.enable_thinking = o->enable_thinking;
+    if (or1_tokenizer_chat(o->tok, tpl, r->prompt, r->n_prompt, &v, &text) != 0) return -1;
     size_t n;
     int rc = or1_tokenizer_encode(o->tok, text, strlen(text), 0, &r->ids, &n);
     free(text);

@@ -14,6 +14,9 @@ enum { MAX_CONFIG = 16 << 20, MAX_SYSTEM = 4096 };
 const char *const or1_chat_template_names[] = {"deepseek-r1", "deepseek", "chatml", "llama3",
                                                "plain", NULL};
 
+/* Qwen3's empty thinking block, as the generation prompt writes it with enable_thinking false
+ * (and as its template source spells it). */
+static const char THINK_OFF[] = "<think>\n\n</think>\n\n", THINK_OFF_JINJA[] = "<think>\\n\\n</think>\\n\\n";
 static const char DS_BOS[] = "<｜begin▁of▁sentence｜>";
 static const char LLAMA3_BOS[] = "<|begin_of_text|>";
 
@@ -63,7 +66,8 @@ static char *chatml_default_system(const char *tpl) {
 
 /* Names the template family from markers of its source, or NULL when unknown; also reads
  * how DeepSeek templates treat several system messages (accumulate or keep the last), and
- * for ChatML the default system prompt and whether generation opens with <think>. */
+ * for ChatML the default system prompt, whether generation opens with <think> and whether
+ * enable_thinking false closes it, for Llama 3 whether the generation prompt is unconditional. */
 static const char *recognise(or1_tokenizer *t, const char *tpl) {
     if (strstr(tpl, "<｜Assistant｜>")) {
         t->chat_join_systems = strstr(tpl, "ns.system_prompt = ns.system_prompt +") != NULL;
@@ -73,9 +77,13 @@ static const char *recognise(or1_tokenizer *t, const char *tpl) {
         t->chat_default_system = chatml_default_system(tpl);
         t->chat_opens_think = strstr(tpl, "<|im_start|>assistant\\n<think>\\n") != NULL;
         t->chat_qwen3_reasoning = strstr(tpl, "reasoning_content") && strstr(tpl, "last_query_index");
+        t->chat_thinking_switch = strstr(tpl, "enable_thinking is false") && strstr(tpl, THINK_OFF_JINJA);
         return "chatml";
     }
-    if (strstr(tpl, "<|start_header_id|>") && !strstr(tpl, "Cutting Knowledge")) return "llama3";
+    if (strstr(tpl, "<|start_header_id|>") && !strstr(tpl, "Cutting Knowledge")) {
+        t->chat_gen_always = !strstr(tpl, "add_generation_prompt");
+        return "llama3";
+    }
     return NULL;
 }
 
@@ -248,8 +256,9 @@ static void put_qwen3_assistant(sbuf *b, const char *c, bool after_query, bool l
 /* ChatML (Qwen): <|im_start|>role\ncontent<|im_end|>\n per message, after the template's
  * default system prompt when the conversation does not open with one; Qwen3's templates
  * rewrite assistant turns around their reasoning; the generation prompt opens <think> when
- * the template's does. */
-static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
+ * the template's does, and closes an empty one when enable_thinking is false and the template
+ * has that switch. */
+static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, size_t n, const or1_chat_vars *v,
                           sbuf *b) {
     if (t->chat_default_system && (n == 0 || strcmp(m[0].role, "system") != 0)) {
         put(b, "<|im_start|>system\n");
@@ -267,13 +276,16 @@ static void render_chatml(const or1_tokenizer *t, const or1_chat_message *m, siz
             put(b, m[i].content);
         put(b, "<|im_end|>\n");
     }
-    if (gen) put(b, t->chat_opens_think ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n");
+    if (!v->add_generation_prompt) return;
+    put(b, t->chat_opens_think ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n");
+    if (t->chat_thinking_switch && v->enable_thinking == 0) put(b, THINK_OFF);
 }
 
 /* True for the whitespace Jinja's trim removes (ASCII). */
 static bool trim_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-/* Llama 3: BOS, then a header per message and its trimmed content closed by <|eot_id|>. */
+/* Llama 3: BOS, then a header per message and its trimmed content closed by <|eot_id|>; the
+ * assistant header to generate (always, where the template does not test the flag). */
 static void render_llama3(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
                           sbuf *b) {
     put(b, t->bos_token ? t->bos_token : LLAMA3_BOS);
@@ -287,7 +299,7 @@ static void render_llama3(const or1_tokenizer *t, const or1_chat_message *m, siz
         put_n(b, s, (size_t)(e - s));
         put(b, "<|eot_id|>");
     }
-    if (gen) put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    if (gen || t->chat_gen_always) put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 /* Plain text for small demo models without special tokens: the system prompt, then
@@ -306,9 +318,27 @@ static void render_plain(const or1_chat_message *m, size_t n, bool gen, sbuf *b)
     if (gen) put(b, "Assistant:");
 }
 
+or1_chat_vars or1_chat_vars_default(void) { return (or1_chat_vars){true, OR1_CHAT_UNDEFINED}; }
+
+/* The one variable the templates we render read (add_generation_prompt is the caller's flag,
+ * as in transformers); anything else would be dropped without effect, so it is refused. */
+int or1_chat_vars_parse(const cJSON *kwargs, const char *where, or1_chat_vars *v) {
+    if (!kwargs || cJSON_IsNull(kwargs)) return 0;
+    if (!cJSON_IsObject(kwargs)) return or1_fail("%s: chat_template_kwargs must be an object", where);
+    for (const cJSON *e = kwargs->child; e; e = e->next) {
+        const char *name = e->string ? e->string : "";
+        if (strcmp(name, "enable_thinking") != 0)
+            return or1_fail("%s: chat_template_kwargs: unknown key \"%.64s\" (known: enable_thinking)", where, name);
+        if (!cJSON_IsBool(e)) return or1_fail("%s: chat_template_kwargs.enable_thinking must be true or false", where);
+        v->enable_thinking = cJSON_IsTrue(e);
+    }
+    return 0;
+}
+
 /* Renders the conversation with the named (or recognised) template. */
-int or1_tokenizer_chat(const or1_tokenizer *t, const char *name, const or1_chat_message *msgs,
-                       size_t n, bool gen, char **text) {
+int or1_tokenizer_chat(const or1_tokenizer *t, const char *name, const or1_chat_message *msgs, size_t n,
+                       const or1_chat_vars *vars, char **text) {
+    bool gen = vars->add_generation_prompt;
     *text = NULL;
     if (!name) name = t->chat_name;
     if (!name)
@@ -327,7 +357,7 @@ int or1_tokenizer_chat(const or1_tokenizer *t, const char *name, const or1_chat_
     switch (k) {
     case 0:
     case 1: render_deepseek(t, k == 0, msgs, n, gen, &b); break;
-    case 2: render_chatml(t, msgs, n, gen, &b); break;
+    case 2: render_chatml(t, msgs, n, vars, &b); break;
     case 3: render_llama3(t, msgs, n, gen, &b); break;
     default: render_plain(msgs, n, gen, &b); break;
     }

@@ -124,6 +124,9 @@ struct or1_tokenizer {
     char *chat_default_system;
     bool chat_opens_think; /* the ChatML generation prompt opens <think> (QwQ) */
     bool chat_qwen3_reasoning; /* ChatML assistant turns rewritten around </think> (Qwen3) */
+    bool chat_gen_always;      /* the template opens the assistant turn whatever add_generation_prompt
+                                  says (Llama 3's first template) */
+    bool chat_thinking_switch; /* enable_thinking false closes an empty <think> block (Qwen3) */
     int chat_join_systems; /* DeepSeek: 1 joins system prompts, 0 keeps the last, -1 by name */
 
     /* Scratch spaces of finished encodes, reused by the next ones. */

@@ -209,7 +209,8 @@ static int open_eval(trainer *t) {
     if (c->eval.n_files == 0) return 0;
     or1_data_file *files = or1_calloc(c->eval.n_files, sizeof *files);
     for (size_t i = 0; i < c->eval.n_files; i++) files[i] = (or1_data_file){c->eval.files[i], 1};
-    or1_data_opts o = {files, c->eval.n_files, NULL, 0, 0, true, t->tok, c->model.chat_template, INT_MAX, false, 0};
+    or1_data_opts o = {files, c->eval.n_files, NULL, 0, 0, true, t->tok, c->model.chat_template,
+                       or1_train_enable_thinking(c), INT_MAX, false, 0};
     t->eval_data = or1_data_load(&o);
     free(files);
     return t->eval_data ? 0 : -1;

@@ -30,6 +30,8 @@ const or1_yaml_key or1_train_schema[] = {
     {"data.train", OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"},
     PATH_KEY("data.train[].path", "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
     INT_KEY("data.train[].weight", "1", 1, 1000, "mixing weight: each row is drawn this many times per epoch"),
+    STR_KEY("data.apply_chat_template_kwargs.enable_thinking", "",
+            "chat template variable for rows without their own chat_template_kwargs: true | false; empty: undefined"),
     INT_KEY("data.max_prompt_length", "2048", 1, BIG, "drop rows whose chat-templated prompt is longer (tokens)"),
     BOOL_KEY("data.shuffle", "true", "shuffle every epoch (seeded by `seed`)"),
     BOOL_KEY("data.online_filter", "true", "at a stage start, drop prompts solved by every sample in the previous stage"),
@@ -135,7 +137,8 @@ static const struct {
 } FIELDS[] = {
 #define F(p, f) {p, offsetof(or1_train_config, f)}
     F("model.path", model.path), F("model.tokenizer", model.tokenizer),
-    F("model.chat_template", model.chat_template), F("data.max_prompt_length", data.max_prompt_length),
+    F("model.chat_template", model.chat_template),
+    F("data.apply_chat_template_kwargs.enable_thinking", data.enable_thinking), F("data.max_prompt_length", data.max_prompt_length),
     F("data.shuffle", data.shuffle), F("data.online_filter", data.online_filter),
     F("data.difficulty.model", data.difficulty_model), F("data.difficulty.min", data.difficulty_min),
     F("data.difficulty.max", data.difficulty_max), F("rollout.n", rollout.n),
@@ -260,6 +263,10 @@ static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     if (or1_adv_estimator_parse(str_of(root, "advantage.estimator"), &c->advantage.estimator,
                                 where_of(cfg, "advantage.estimator", w, sizeof w)))
         return -1;
+    const char *think = str_of(root, "data.apply_chat_template_kwargs.enable_thinking");
+    if (*think && strcmp(think, "true") != 0 && strcmp(think, "false") != 0)
+        return or1_fail("%s: \"%.64s\" is not one of true, false (or empty)",
+                        where_of(cfg, "data.apply_chat_template_kwargs.enable_thinking", w, sizeof w), think);
     const char *miss = str_of(root, "data.difficulty.missing");
     if (strcmp(miss, "keep") != 0 && strcmp(miss, "drop") != 0)
         return or1_fail("%s: \"%.64s\" is not one of keep, drop", where_of(cfg, "data.difficulty.missing", w, sizeof w), miss);
@@ -666,5 +673,12 @@ char *or1_train_config_yaml(const or1_train_config *c) {
 or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer *tok) {
     return (or1_data_opts){c->data.train, c->data.n_train, c->data.difficulty_model, c->data.difficulty_min,
                            c->data.difficulty_max, c->data.difficulty_keep_missing, tok, c->model.chat_template,
-                           c->data.max_prompt_length, c->data.shuffle, (uint64_t)c->seed};
+                           or1_train_enable_thinking(c), c->data.max_prompt_length, c->data.shuffle,
+                           (uint64_t)c->seed};
+}
+
+/* data.apply_chat_template_kwargs.enable_thinking as the template variable (checked at load). */
+int or1_train_enable_thinking(const or1_train_config *c) {
+    const char *v = c->data.enable_thinking;
+    return !v || !*v ? OR1_CHAT_UNDEFINED : strcmp(v, "true") == 0;
 }

@@ -19,14 +19,15 @@ from or1test.check import check, finish
 OR1, ROOT = sys.argv[1], sys.argv[2]
 MODEL = os.path.join(ROOT, "models", "arith-base")
 SAMPLING = ["n", "temperature", "top-p", "top-k", "max-new-tokens", "seed"]
-EVAL = ["model", "data", "tokenizer", "chat-template", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
+EVAL = ["model", "data", "tokenizer", "chat-template", "chat-template-kwargs", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
         "code-timeout", "device", "precision"]
 # Every flag of every command, written out here (not read from the program) so that a flag
 # dropped from a table, or a table the help does not show, fails the test.
 FLAGS = {
     "logprobs": ["model", "input", "temperature", "device", "precision"],
     "init": ["config", "out", "seed", "std", "save-dtype"],
-    "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "max-slots", "kv-cache-gb", "device", "precision"],
+    "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "chat-template", "chat-template-kwargs", "max-slots",
+                 "kv-cache-gb", "device", "precision"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
     "eval": EVAL,
     "difficulty": [*EVAL, "out", "in-place", "name"],
@@ -39,7 +40,7 @@ FLAGS = {
     "verify-code": ["input", "output", "workers", "memory-mb", "all-tests"],
     "tokenize": ["tokenizer", "input", "output", "add-special", "split-special"],
     "detokenize": ["tokenizer", "input", "output", "skip-special"],
-    "chat": ["tokenizer", "input", "output", "template", "no-generation-prompt"],
+    "chat": ["tokenizer", "input", "output", "template", "no-generation-prompt", "chat-template-kwargs"],
     "gen-arith": ["n", "seed", "split", "min-ops", "max-ops", "out", "traces", "tokenizer", "noise", "guess",
                   "split-products"],
     "sft": ["model", "data", "out", "tokenizer", "steps", "batch", "warmup", "micro-batch-tokens", "seed",

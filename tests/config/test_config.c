@@ -496,6 +496,9 @@ static void test_repo_configs(const char *dir) {
             CHECK(c.n_stages == 2 && c.stages[0].context_length == 16384 && c.stages[1].context_length == 32768 &&
                       c.stages[1].prompts == 160 && c.stages[1].samples == 32 && total == 1320 &&
                       c.data.train[1].weight == 2, "7B table (Table 11)");
+        if (!strcmp(e->d_name, "qwen3-8b.yaml"))
+            CHECK(or1_train_enable_thinking(&c) == 1 && c.eval.top_p == 0.95 && total == 1320,
+                  "Qwen3-8B: thinking on, the card's top_p, the 7B table");
         if (!strcmp(e->d_name, "r1-distill-32b.yaml"))
             CHECK(c.n_stages == 2 && c.stages[1].context_length == 24576 && total == 1130, "32B table (Table 12)");
         if (!strcmp(e->d_name, "r1-distill-math-7b.yaml"))

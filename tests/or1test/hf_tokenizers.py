@@ -142,12 +142,13 @@ def jinja_env():
     return env
 
 
-def render_chat(cfg, messages, add_generation_prompt=True):
+def render_chat(cfg, messages, add_generation_prompt=True, **kwargs):
     """The chat text of messages under cfg's chat_template, as apply_chat_template(tokenize=False)
-    renders it: the special tokens, tools and documents unset, add_generation_prompt."""
+    renders it: the special tokens, tools and documents unset, add_generation_prompt, and the
+    template variables kwargs (enable_thinking) passed through as transformers passes them."""
     template = jinja_env().from_string(cfg["chat_template"])
     return template.render(messages=messages, tools=None, documents=None,
-                           add_generation_prompt=add_generation_prompt, **special_tokens(cfg))
+                           add_generation_prompt=add_generation_prompt, **special_tokens(cfg), **kwargs)
 
 
 # Real prompts per data file of data/: how many rows of each the corpus takes.

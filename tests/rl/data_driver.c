@@ -3,7 +3,8 @@
  * its own reading of the files.
  *
  *   data_driver [--file PATH:WEIGHT]... [--difficulty MODEL MIN MAX keep|drop]
- *               [--tokenizer PATH --template NAME --max-prompt-length N] [--shuffle SEED]
+ *               [--tokenizer PATH --template NAME --max-prompt-length N] [--enable-thinking 0|1]
+ *               [--shuffle SEED]
  *               [--state-in FILE] [--drop ID,ID,...] [--record ID:C:N,...] [--stage-filter]
  *               [--draw N STEPS] [--state-out FILE]
  *
@@ -55,7 +56,7 @@ static void print_row(const or1_dataset *d, uint32_t id) {
 int main(int argc, char **argv) {
     or1_data_file files[16];
     char *paths[16];
-    or1_data_opts o = {.files = files, .max_prompt_length = 1 << 30};
+    or1_data_opts o = {.files = files, .max_prompt_length = 1 << 30, .enable_thinking = OR1_CHAT_UNDEFINED};
     const char *tok_path = NULL, *state_in = NULL, *state_out = NULL, *drop = NULL, *record = NULL;
     bool stage_filter = false;
     long draw_n = 0, draw_steps = 0;
@@ -76,6 +77,8 @@ int main(int argc, char **argv) {
             tok_path = argv[++i];
         } else if (!strcmp(a, "--template") && more) {
             o.chat_template = argv[++i];
+        } else if (!strcmp(a, "--enable-thinking") && more) {
+            o.enable_thinking = atoi(argv[++i]);
         } else if (!strcmp(a, "--max-prompt-length") && more) {
             o.max_prompt_length = atoi(argv[++i]);
         } else if (!strcmp(a, "--shuffle") && more) {

@@ -147,6 +147,27 @@ def test_prompt_length(driver, data, work):
         check(st.get("dropped_length") == st.get("read", 0) - len(want), f"{name}: length counts {st}")
 
 
+def test_thinking(driver, data, work):
+    """enable_thinking through the data path train and eval use: Qwen3's own template (from
+    data/tokenizers/qwen3) over a byte tokenizer, so each rendered byte is one id. With the
+    variable false the generation prompt closes an empty <think> block (19 more bytes); a row's
+    chat_template_kwargs win over the default given for every row (the config's)."""
+    tok = byte_tokenizer(os.path.join(work, "qwen3tok"))
+    with open(os.path.join(data, "tokenizers", "qwen3", "tokenizer_config.json"), encoding="utf-8") as f:
+        template = json.load(f)["chat_template"]
+    with open(os.path.join(tok, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"chat_template": template}, f)
+    kw = lambda v: {} if v is None else {"chat_template_kwargs": {"enable_thinking": v}}  # noqa: E731
+    path = write(os.path.join(work, "thinking.jsonl"), [dict(row(1), **kw(v)) for v in (None, False, True)])
+    closed = len("<think>\n\n</think>\n\n")
+    for default, extra in ((None, (0, closed, 0)), (0, (closed, closed, 0)), (1, (0, closed, 0))):
+        flags = [] if default is None else ["--enable-thinking", default]
+        rows, _, _ = run(driver, "--file", path, "--tokenizer", tok, *flags)
+        n = [r["n_ids"] for r in rows]
+        check(len(n) == 3 and [k - n[0] + extra[0] for k in n] == list(extra),
+              f"enable_thinking default {default}: prompt lengths {n}, want offsets {extra}")
+
+
 def test_sampler(driver, data, work):
     """Weighted, seeded, drop_last sampling; permutations per epoch; determinism; resume;
     the online filter."""
@@ -261,6 +282,11 @@ def test_malformed(driver, work):
         (dict(good, extra_info={"model_difficulty": [1]}), "model_difficulty"),
         (dict(good, extra_info={"model_difficulty": {"m": "easy"}}), "\"m\""),
         (dict(good, extra_info={"model_difficulty": {"m": -3}}), "\"m\""),
+        # a key the row shape lacks (a misspelt chat_template_kwargs would change nothing silently)
+        (dict(good, chat_template_kwarg={"enable_thinking": False}), "chat_template_kwarg"),
+        (dict(good, chat_template_kwargs={"enable_thinkng": False}), "enable_thinkng"),
+        (dict(good, chat_template_kwargs={"enable_thinking": "no"}), "enable_thinking"),
+        (dict(good, chat_template_kwargs=[1]), "chat_template_kwargs"),
     ]
     for k, (r, key) in enumerate(bad):
         path = write(os.path.join(work, f"bad{k}.jsonl"), [row(0), row(1), r])
@@ -272,9 +298,10 @@ def test_malformed(driver, work):
         f.write(bytes(range(256)) * 4)
     err = run(driver, "--file", os.path.join(work, "binary.jsonl"), ok=False)
     check("binary.jsonl:1" in err, f"binary file: {err}")
-    path = write(os.path.join(work, "okextra.jsonl"), [dict(row(0), extra_key=1, extra_info=None)])
+    path = write(os.path.join(work, "okextra.jsonl"), [dict(row(0), chat_template_kwargs={"enable_thinking": False},
+                                                            extra_info=None)])
     rows, _, _ = run(driver, "--file", path)
-    check(len(rows) == 1 and rows[0]["index"] == -1, "unknown keys and null extra_info are allowed")
+    check(len(rows) == 1 and rows[0]["index"] == -1, "chat_template_kwargs and a null extra_info are allowed")
     path = write(os.path.join(work, "w0.jsonl"), [row(0)])
     err = run(driver, "--file", path + ":0", ok=False)
     check("weight" in err, f"weight 0: {err}")
@@ -285,6 +312,7 @@ def main(driver, data, work):
     test_real_files(driver, data)
     test_difficulty(driver, work)
     test_prompt_length(driver, data, work)
+    test_thinking(driver, data, work)
     test_sampler(driver, data, work)
     test_stage_filter(driver, data, work)
     test_malformed(driver, work)

@@ -87,16 +87,34 @@ def check_decode(c, or1, folder, tok, texts):
             c.same(f"decode skip_special={skip} of row {i}", g["text"], tok.decode(r, skip_special_tokens=skip))
 
 
+# The template variables: (or1 chat flags, a row's chat_template_kwargs, what transformers is
+# given). Thinking on, off and undefined; the flag's value for every row, and a row's own value
+# over it; and the conversation closed without a generation prompt.
+OFF = '{"enable_thinking": false}'
+CHAT_VARIANTS = [
+    ([], None, {}),
+    ([], {"enable_thinking": False}, {"enable_thinking": False}),
+    ([], {"enable_thinking": True}, {"enable_thinking": True}),
+    (["--chat-template-kwargs", OFF], None, {"enable_thinking": False}),
+    (["--chat-template-kwargs", OFF], {"enable_thinking": True}, {"enable_thinking": True}),
+    (["--no-generation-prompt"], {"enable_thinking": False}, {"enable_thinking": False, "add_generation_prompt": False}),
+]
+
+
 def check_chat(c, or1, folder, tok, cfg, texts):
-    """or1 chat against the template rendered by Jinja2, text and ids, where there is a template."""
+    """or1 chat against the template rendered by Jinja2, text and ids, where there is a template,
+    under each of CHAT_VARIANTS."""
     if not cfg.get("chat_template"):
         return
     convs = conversations(texts)
-    got = run_or1(or1, ["chat", "--tokenizer", folder], [{"messages": m} for m in convs])
-    for i, (messages, g) in enumerate(zip(convs, got)):
-        want = hf.render_chat(cfg, messages)
-        c.same(f"chat text of conversation {i}", g["text"], want)
-        c.same(f"chat ids of conversation {i}", g["ids"], tok.encode(want, add_special_tokens=False).ids)
+    for flags, row_kwargs, ref_kwargs in CHAT_VARIANTS:
+        extra = {} if row_kwargs is None else {"chat_template_kwargs": row_kwargs}
+        got = run_or1(or1, ["chat", "--tokenizer", folder] + flags, [{"messages": m, **extra} for m in convs])
+        for i, (messages, g) in enumerate(zip(convs, got)):
+            want = hf.render_chat(cfg, messages, **{"add_generation_prompt": True, **ref_kwargs})
+            what = f"chat {' '.join(flags)} {json.dumps(row_kwargs)} of conversation {i}"
+            c.same(f"{what}: text", g["text"], want)
+            c.same(f"{what}: ids", g["ids"], tok.encode(want, add_special_tokens=False).ids)
 
 
 def main():

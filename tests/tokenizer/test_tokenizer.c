@@ -508,21 +508,23 @@ static void test_chat(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *out = NULL;
-        int rc = or1_tokenizer_chat(t, cases[i].tpl, m, cases[i].n, cases[i].gen, &out);
+        or1_chat_vars v = {cases[i].gen, OR1_CHAT_UNDEFINED};
+        int rc = or1_tokenizer_chat(t, cases[i].tpl, m, cases[i].n, &v, &out);
         CHECK(rc == 0 && !strcmp(out, cases[i].want), "chat %s: \"%s\"", cases[i].tpl ? cases[i].tpl : "default", out ? out : or1_error());
         free(out);
     }
     or1_chat_message sys[] = {{"system", "S1"}, {"user", "u"}, {"system", "S2"}};
     char *out = NULL;
-    CHECK(or1_tokenizer_chat(t, "deepseek", sys, 3, true, &out) == 0 && !strcmp(out, "<|bos|>S1\n\nS2<｜User｜>u<｜Assistant｜>"), "deepseek system prompts");
+    const or1_chat_vars gen = or1_chat_vars_default();
+    CHECK(or1_tokenizer_chat(t, "deepseek", sys, 3, &gen, &out) == 0 && !strcmp(out, "<|bos|>S1\n\nS2<｜User｜>u<｜Assistant｜>"), "deepseek system prompts");
     free(out);
-    CHECK(or1_tokenizer_chat(t, "deepseek-r1", sys, 3, true, &out) == 0 && !strcmp(out, "<|bos|>S2<｜User｜>u<｜Assistant｜><think>\n"), "deepseek-r1 keeps the last system prompt");
+    CHECK(or1_tokenizer_chat(t, "deepseek-r1", sys, 3, &gen, &out) == 0 && !strcmp(out, "<|bos|>S2<｜User｜>u<｜Assistant｜><think>\n"), "deepseek-r1 keeps the last system prompt");
     free(out);
-    CHECK(or1_tokenizer_chat(t, NULL, sys, 2, true, &out) == 0 && !strcmp(out, "<|im_start|>system\nS1<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"), "chatml with its own system prompt");
+    CHECK(or1_tokenizer_chat(t, NULL, sys, 2, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nS1<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"), "chatml with its own system prompt");
     free(out);
     or1_chat_message odd[] = {{"tool", "x"}};
-    CHECK(or1_tokenizer_chat(t, NULL, odd, 1, true, &out) != 0 && strstr(or1_error(), "tool"), "unknown role refused");
-    CHECK(or1_tokenizer_chat(t, "jinja", m, 1, true, &out) != 0 && strstr(or1_error(), "jinja"), "unknown template refused");
+    CHECK(or1_tokenizer_chat(t, NULL, odd, 1, &gen, &out) != 0 && strstr(or1_error(), "tool"), "unknown role refused");
+    CHECK(or1_tokenizer_chat(t, "jinja", m, 1, &gen, &out) != 0 && strstr(or1_error(), "jinja"), "unknown template refused");
     or1_tokenizer_free(t);
     const char *bad = "{\"chat_template\": 7}";
     write_file("chat", "tokenizer_config.json", bad, strlen(bad));
@@ -532,7 +534,7 @@ static void test_chat(void) {
     const char *unk = "{\"chat_template\": \"{{ messages }}\"}";
     write_file("chat", "tokenizer_config.json", unk, strlen(unk));
     t = or1_tokenizer_load(d);
-    CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, true, &out) != 0,
+    CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) != 0,
           "unknown template kind needs a name");
     or1_tokenizer_free(t);
     const char *math =
@@ -540,7 +542,8 @@ static void test_chat(void) {
         "reason step by step, and put your final answer within \\\\\\\\boxed{}.<|im_end|>\\\\n' }}{% endif %}\"}";
     write_file("chat", "tokenizer_config.json", math, strlen(math));
     t = or1_tokenizer_load(d);
-    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, false, &out) == 0 &&
+    const or1_chat_vars no_gen = {false, OR1_CHAT_UNDEFINED};
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &no_gen, &out) == 0 &&
               !strcmp(out, "<|im_start|>system\nPlease reason step by step, and put your final answer within "
                            "\\boxed{}.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"),
           "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
@@ -550,7 +553,7 @@ static void test_chat(void) {
                       "m['content'] + '<|im_end|>\\\\n'}}{% endfor %}{{ '<|im_start|>assistant\\\\n<think>\\\\n' }}\"}";
     write_file("chat", "tokenizer_config.json", qwq, strlen(qwq));
     t = or1_tokenizer_load(d);
-    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, true, &out) == 0 &&
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) == 0 &&
               !strcmp(out, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n"),
           "ChatML generation that opens <think>: %s", out ? out : or1_error());
     free(out);

@@ -51,6 +51,8 @@ CASES = [
     ("out of range", [("  n: 2", "  n: 0")], [], 2, ['"rollout.n"', ":9"]),
     ("out of range --set", [], ["--set", "train.clip_low=2"], 2, ["train.clip_low", "--set"]),
     ("bad enumeration", [], ["--set", "entropy.mode=sometimes"], 2, ["entropy.mode", "sometimes"]),
+    ("bad enable_thinking", [], ["--set", "data.apply_chat_template_kwargs.enable_thinking=maybe"], 2,
+     ["data.apply_chat_template_kwargs.enable_thinking", "maybe"]),
     ("missing data file", [("rows.jsonl", "nope.jsonl")], [], 2, ["data.train[0].path", "nope.jsonl"]),
     ("missing model", [(f"{FX}/sft", f"{FX}/no_model")], [], 2, ['"model.path"', "no_model"]),
     ("missing tokenizer", [("  chat_template", f"  tokenizer: {FX}/no_tok\n  chat_template")], [], 2,
