@@ -15,8 +15,9 @@
 #include "or1/model.h"
 #include "or1/rollout.h"
 
-/* A small Qwen2 (q/k/v biases, untied), Llama (o_proj bias, tied embeddings) or Qwen3 (q/k
- * norms, head_dim apart from hidden / heads, tied) config. */
+/* A small Qwen2 (q/k/v biases, untied, YaRN RoPE scaling), Llama (o_proj bias, tied embeddings,
+ * Llama 3.1 RoPE scaling) or Qwen3 (q/k norms, head_dim apart from hidden / heads, tied) config;
+ * the scalings' original contexts are short enough for these sequences to cross their bands. */
 static or1_model_config tiny(or1_arch arch) {
     or1_model_config c;
     memset(&c, 0, sizeof c);
@@ -26,6 +27,12 @@ static or1_model_config tiny(or1_arch arch) {
     c.tied = arch != OR1_ARCH_QWEN2, c.qkv_bias = arch == OR1_ARCH_QWEN2, c.o_bias = arch == OR1_ARCH_LLAMA;
     c.qk_norm = arch == OR1_ARCH_QWEN3;
     if (c.qk_norm) c.head_dim = 24;
+    if (arch == OR1_ARCH_LLAMA)
+        c.rope = (or1_rope_scaling){.type = OR1_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                                    .original_max_pos = 16};
+    if (arch == OR1_ARCH_QWEN2)
+        c.rope = (or1_rope_scaling){.type = OR1_ROPE_YARN, .factor = 4, .beta_fast = 32, .beta_slow = 1,
+                                    .truncate = true, .original_max_pos = 16};
     return c;
 }
 
