@@ -69,6 +69,17 @@ def generate(chk, or1, model, inp, n_prompts, **flags):
     return generate_lines(chk, or1, model, inp, n_prompts, **flags)[0]
 
 
+def same_logprobs(chk, what, row, full):
+    """A generate row's log-probs equal, bit for bit, the last len(response) entries of full (the
+    whole sequence's log-probs from `or1 logprobs`); the first difference is named."""
+    got, want = row["logprobs"], full[-len(row["response_ids"]):]
+    bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
+    return chk.ok(not bad and len(got) == len(want),
+                  f"{what}: prompt {row['index']} sample {row['sample']}: {len(bad)} of {len(got)} log-probs "
+                  "differ from the trainer's" + (f" (first at token {bad[0]}: {got[bad[0]]!r} vs {want[bad[0]]!r})"
+                                                 if bad else ""))
+
+
 def logprobs(chk, or1, model, seqs, tmp, temperature=1.0, name="lp.jsonl", precision=None):
     """`or1 logprobs` of each sequence: a list of len(seq) - 1 next-token log-probs (None on failure)."""
     path = os.path.join(tmp, name)

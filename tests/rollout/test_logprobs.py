@@ -49,12 +49,7 @@ def check_model(chk, or1, tmp, k, spec, precision):
         if want is None:
             continue
         for r, w in zip(rows, want):
-            got, ref_ = r["logprobs"], w[-len(r["response_ids"]):]
-            bad = [i for i, (a, b) in enumerate(zip(got, ref_)) if a != b]
-            chk.ok(not bad and len(got) == len(ref_),
-                   f"{what} prompt {r['index']} sample {r['sample']}: {len(bad)} of {len(got)} log-probs differ "
-                   f"from or1 logprobs (first at {bad[0] if bad else '-'}: "
-                   f"{got[bad[0]] if bad else ''} vs {ref_[bad[0]] if bad else ''})")
+            rollout.same_logprobs(chk, what, r, w)
         chk.ok(any(lp < -1.0 for r in rows for lp in r["logprobs"]),
                f"{what}: every log-prob is above -1; the model should be less certain")
 

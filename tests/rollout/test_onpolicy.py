@@ -84,12 +84,7 @@ def main():
                     continue
                 want = [proc.parse_json_line(line, "logprobs")["logprobs"] for line in out[0].splitlines()]
                 for r, w in zip(rows, want):
-                    got, ref_ = r["logprobs"], w[-len(r["response_ids"]):]
-                    bad = [i for i, (a, b) in enumerate(zip(got, ref_)) if a != b]
-                    chk.ok(not bad and len(got) == len(ref_),
-                           f"{precision}, {threads} thread(s): prompt {r['index']} sample {r['sample']}: {len(bad)} of "
-                           f"{len(got)} log-probs differ from the trainer's"
-                           + (f" (first at token {bad[0]}: {got[bad[0]]!r} vs {ref_[bad[0]]!r})" if bad else ""))
+                    rollout.same_logprobs(chk, f"{precision}, {threads} thread(s)", r, w)
             print(f"{precision}: {len(rows)} samples of {lengths} tokens, {len(runs)} generate runs alike, "
                   f"log-probs equal to the trainer's")
     chk.finish()
