@@ -55,6 +55,12 @@ GROUPS = {
              flags=dict(temperature=0.7, entropy_coef=0.01, clip_low=0.2, clip_high=0.28)),
         dict(cfg=dict(arch="llama", tied=True, heads=4, kv_heads=4), dtype="F32", shards=3,
              flags=dict(temperature=0.9, entropy_coef=0.003)),
+        # Llama 3.1's RoPE scaling (R1-Distill-Llama-8B's factors, an original context of 32 so
+        # that 60-token sequences cross its bands): every gradient through the scaled table
+        dict(cfg=dict(arch="llama", tied=False, heads=2, kv_heads=1, head_dim=32), dtype="F32", shards=1,
+             set=dict(rope_theta=500000.0, rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                        "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
+             lengths=((30, 40), (6, 60)), flags=dict(temperature=0.8, entropy_coef=0.01)),
     ],
     "rollout": [
         dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, rollout=True,
