@@ -2,7 +2,9 @@
  * regexes, decoder, post-processor); when it loads, a text is encoded with and without the
  * special-token flags and decoded back. The text is what follows the first NUL byte of the
  * input, else a fixed one holding a long run of one letter, so that a catastrophic
- * pre-tokenizer regex shows up as a hang. */
+ * pre-tokenizer regex shows up as a hang. A text that opens with '{' is also read as JSONL
+ * rows, as `or1 tokenize` reads them (or1_tokenizer_read_text: U+0000 escapes kept), and each
+ * row's "text" goes the same way. */
 #include "fuzz.h"
 
 #include "or1/core.h"
@@ -24,8 +26,24 @@ static void round_trip(const or1_tokenizer *t, const char *text, size_t text_len
     free(ids);
 }
 
+/* Reads text[0, len) as JSONL rows and round-trips the "text" of each until the first bad row. */
+static void row_texts(const or1_tokenizer *t, const char *text, size_t len) {
+    const char *path = fuzz_file((const uint8_t *)text, len, "rows.jsonl");
+    or1_jsonl_reader r;
+    if (or1_jsonl_open(&r, path) == 0) {
+        char *s;
+        size_t n;
+        while (or1_tokenizer_read_text(&r, "text", &s, &n) == 1) {
+            round_trip(t, s, n, 0);
+            free(s);
+        }
+        or1_jsonl_close(&r);
+    }
+    unlink(path);
+}
+
 /* Loads the input up to its first NUL as tokenizer.json (alone in its folder) and round-trips
- * the text. */
+ * the text, and the texts of its rows when it opens with '{'. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     const uint8_t *nul = memchr(data, 0, n);
     size_t json_len = nul ? (size_t)(nul - data) : n;
@@ -33,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     size_t text_len = nul ? n - json_len - 1 : sizeof sample - 1;
     const char *path = fuzz_file(data, json_len, "tokenizer.json");
     or1_tokenizer *t = or1_tokenizer_load(path);
+    unlink(path);
     if (t) {
         int32_t bad[2] = {-1, (int32_t)or1_tokenizer_vocab_size(t)};
         char *decoded = NULL;
@@ -40,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         if (or1_tokenizer_decode(t, bad, 2, false, &decoded, &len) == 0) free(decoded);
         round_trip(t, text, text_len, OR1_TOK_ADD_SPECIAL | OR1_TOK_SPLIT_SPECIAL);
         round_trip(t, text, text_len, 0);
+        if (text_len && text[0] == '{') row_texts(t, text, text_len);
         or1_tokenizer_free(t);
     }
-    unlink(path);
     return 0;
 }

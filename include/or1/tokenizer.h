@@ -8,6 +8,8 @@
 #ifndef OR1_TOKENIZER_H
 #define OR1_TOKENIZER_H
 
+#include "or1/io.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +37,13 @@ void or1_tokenizer_free(or1_tokenizer *t);
  * Fails on invalid UTF-8, naming the byte offset. */
 int or1_tokenizer_encode(const or1_tokenizer *t, const char *text, size_t len, unsigned flags,
                          int32_t **ids, size_t *n);
+
+/* Reads the next non-blank row of r, a JSON object, and gives its string key as *len bytes of
+ * UTF-8 in new *text (free()), NUL-terminated. A \u0000 escape is kept as U+0000, as Python's
+ * json reads it (cJSON's strings would end there). 1 for a row, 0 at the end of the input, -1
+ * on an error naming r->where: malformed JSON (a lone surrogate escape among it), a raw NUL
+ * byte, a missing or non-string key. Invalid UTF-8 is left for or1_tokenizer_encode to refuse. */
+int or1_tokenizer_read_text(or1_jsonl_reader *r, const char *key, char **text, size_t *len);
 
 /* Decodes ids into new NUL-terminated UTF-8 *text (free with free()) of *len bytes; bytes
  * of a character split across tokens are joined, and byte sequences that stay invalid

@@ -66,7 +66,7 @@ static const cli_flag_spec tokenize_flags[] = {
     FLAG_SWITCH("split-special", "read special-token text in the input as those tokens"),
 };
 
-/* {"text": "..."} -> {"ids": [...]} per line. */
+/* {"text": "..."} -> {"ids": [...]} per line; the text may hold U+0000 (a \u0000 escape). */
 static int cmd_tokenize(cli_args *a) {
     bool add = cli_flag(a, "add-special"), split = cli_flag(a, "split-special");
     or1_tokenizer *t;
@@ -75,17 +75,18 @@ static int cmd_tokenize(cli_args *a) {
     if (open_io(a, &t, &r, &out) != 0) return 1;
     if (cli_check_unused(a) != 0) return close_io(t, &r, out, -1);
     unsigned flags = (add ? OR1_TOK_ADD_SPECIAL : 0) | (split ? OR1_TOK_SPLIT_SPECIAL : 0);
-    cJSON *row;
-    int rc, got;
-    while ((got = or1_jsonl_next(&r, &row)) == 1) {
-        const char *where = r.where;
-        const char *text = or1_json_str(row, "text", where);
+    char *text;
+    size_t len;
+    int got;
+    while ((got = or1_tokenizer_read_text(&r, "text", &text, &len)) == 1) {
         int32_t *ids = NULL;
         size_t n = 0;
-        rc = text ? or1_tokenizer_encode(t, text, strlen(text), flags, &ids, &n) : -1;
-        if (rc != 0 && text) or1_fail_ctx("%s", where);
-        cJSON_Delete(row);
-        if (rc != 0) return close_io(t, &r, out, -1);
+        int rc = or1_tokenizer_encode(t, text, len, flags, &ids, &n);
+        free(text);
+        if (rc != 0) {
+            or1_fail_ctx("%s", r.where);
+            return close_io(t, &r, out, -1);
+        }
         fputs("{\"ids\": ", out);
         or1_json_write_ints(out, ids, n);
         fputs("}\n", out);

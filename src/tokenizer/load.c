@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -304,19 +305,49 @@ static int load_normalizer(loader *L, const cJSON *n, int depth) {
     return or1_fail("%s: normalizer type \"%s\" is not supported", L->path, ty);
 }
 
-/* Compiles a pre-tokenizer regex (UTF-8, Unicode classes) with the JIT when available. */
+/* The regex with \s and \S spelled \p{White_Space} and \P{White_Space}, in a new string:
+ * Hugging Face runs these patterns through Oniguruma, whose \s is Unicode's White_Space, where
+ * PCRE2's also takes U+180E (MONGOLIAN VOWEL SEPARATOR, a format character since Unicode 6.3).
+ * Other escapes go through as pairs, and text quoted by \Q...\E as it is. */
+static char *white_space_classes(const char *pat) {
+    size_t n = strlen(pat);
+    char *out = or1_malloc(n * 8 + 1), *w = out;
+    bool quoted = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = pat[i], next = i + 1 < n ? pat[i + 1] : '\0';
+        if (c != '\\' || !next || (quoted && next != 'E')) {
+            *w++ = c;
+            continue;
+        }
+        if (!quoted && (next == 's' || next == 'S')) {
+            w += sprintf(w, "\\%c{White_Space}", next == 's' ? 'p' : 'P');
+        } else {
+            quoted = next == 'Q';
+            *w++ = c;
+            *w++ = next;
+        }
+        i++;
+    }
+    *w = '\0';
+    return out;
+}
+
+/* Compiles a pre-tokenizer regex (UTF-8, Unicode classes, \s as White_Space) or literal string
+ * with the JIT when available. */
 static pcre2_code *compile_regex(const loader *L, const char *pat, bool literal) {
     int err;
     PCRE2_SIZE off;
     uint32_t opt = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, opt, &err, &off, NULL);
+    char *spelled = literal ? NULL : white_space_classes(pat);
+    const char *used = spelled ? spelled : pat;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)used, PCRE2_ZERO_TERMINATED, opt, &err, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(err, msg, sizeof msg);
-        or1_fail("%s: pre_tokenizer pattern /%.80s/ at offset %zu: %s", L->path, pat, (size_t)off,
+        or1_fail("%s: pre_tokenizer pattern /%.80s/ at offset %zu: %s", L->path, used, (size_t)off,
                  (char *)msg);
-        return NULL;
     }
+    free(spelled);
     return re;
 }
 

@@ -64,23 +64,94 @@ static bool nfc_stable(const char *s, size_t n) {
     return true;
 }
 
+/* Code points, as ranges, that Hugging Face's normalizers leave alone where utf8proc's tables
+ * (Unicode 15.0) would reorder, compose or decompose them: tokenizers normalizes with tables
+ * older than Unicode 10.0 (the unicode-normalization-alignments crate), in which these are
+ * unassigned, so starters that combine with nothing. They are the combining marks of Unicode 10.0
+ * to 15.0 and U+11938 with its parts U+11935 and U+11930 (Unicode 13.0): every code point on which
+ * the two libraries' NFC differ, alone, decomposed, or beside marks of classes 1, 220 and 230. */
+static const int32_t reference_unknown[][2] = {
+    {0x7FD, 0x7FD},     {0x898, 0x89F},     {0x8CA, 0x8D3},     {0x9FE, 0x9FE},     {0xC3C, 0xC3C},
+    {0xD3B, 0xD3C},     {0xEBA, 0xEBA},     {0x1715, 0x1715},   {0x1ABF, 0x1ACE},   {0x1DF6, 0x1DFA},
+    {0xA82C, 0xA82C},   {0x10D24, 0x10D27}, {0x10EAB, 0x10EAC}, {0x10EFD, 0x10EFF}, {0x10F46, 0x10F50},
+    {0x10F82, 0x10F85}, {0x11070, 0x11070}, {0x1133B, 0x1133B}, {0x1145E, 0x1145E}, {0x11839, 0x1183A},
+    {0x11930, 0x11930}, {0x11935, 0x11935}, {0x11938, 0x11938}, {0x1193D, 0x1193E}, {0x11943, 0x11943},
+    {0x119E0, 0x119E0}, {0x11A34, 0x11A34}, {0x11A47, 0x11A47}, {0x11A99, 0x11A99}, {0x11D42, 0x11D42},
+    {0x11D44, 0x11D45}, {0x11D97, 0x11D97}, {0x11F41, 0x11F42}, {0x16FF0, 0x16FF1}, {0x1E08F, 0x1E08F},
+    {0x1E130, 0x1E136}, {0x1E2AE, 0x1E2AE}, {0x1E2EC, 0x1E2EF}, {0x1E4EC, 0x1E4EF},
+};
+
+/* True if cp is in reference_unknown (binary search). */
+static bool unknown_to_reference(int32_t cp) {
+    size_t lo = 0, hi = sizeof reference_unknown / sizeof reference_unknown[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < reference_unknown[mid][0]) hi = mid;
+        else if (cp > reference_unknown[mid][1]) lo = mid + 1;
+        else return true;
+    }
+    return false;
+}
+
+/* A growable byte buffer. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} bytes;
+
+/* Appends n bytes and keeps the buffer NUL-terminated, as utf8proc's results are. */
+static void bytes_put(bytes *b, const void *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = or1_realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+/* Appends s[0, n) mapped by utf8proc with options opt; -1 on a library error (which cannot
+ * happen on validated UTF-8). */
+static int map_into(bytes *b, const char *s, size_t n, int opt) {
+    if (n == 0) return 0;
+    utf8proc_uint8_t *dst = NULL;
+    utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
+                                      (utf8proc_option_t)opt);
+    if (r >= 0) bytes_put(b, dst, (size_t)r);
+    free(dst);
+    return r < 0 ? -1 : 0;
+}
+
 /* Applies one Unicode normalization form; NULL (text unchanged) when the text is ASCII,
- * or for NFC when it is NFC-stable by nfc_stable. */
+ * or for NFC when it is NFC-stable by nfc_stable. The stretches between code points of
+ * reference_unknown are mapped one by one and those code points kept, as tokenizers keeps them;
+ * should the library fail, the text stays as it is. */
 static char *unicode_form(const char *s, size_t n, tok_norm form, size_t *out_len) {
     if (all_ascii(s, n) || (form == NORM_NFC && nfc_stable(s, n))) return NULL;
     int opt = UTF8PROC_STABLE;
     if (form == NORM_NFC || form == NORM_NFKC) opt |= UTF8PROC_COMPOSE;
     else opt |= UTF8PROC_DECOMPOSE;
     if (form == NORM_NFKC || form == NORM_NFKD) opt |= UTF8PROC_COMPAT;
-    utf8proc_uint8_t *dst = NULL;
-    utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
-                                      (utf8proc_option_t)opt);
-    if (r < 0) { /* cannot happen on validated UTF-8; keep the text as it is */
-        free(dst);
+    bytes b = {0};
+    size_t start = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0;) {
+        int32_t cp;
+        int k = tok_utf8_next((const unsigned char *)s + i, &cp);
+        if (cp >= 0x7FD && unknown_to_reference(cp)) {
+            rc = map_into(&b, s + start, i - start, opt);
+            bytes_put(&b, s + i, (size_t)k);
+            start = i + (size_t)k;
+        }
+        i += (size_t)k;
+    }
+    if (rc == 0) rc = map_into(&b, s + start, n - start, opt);
+    if (rc != 0) {
+        free(b.p);
         return NULL;
     }
-    *out_len = (size_t)r;
-    return (char *)dst;
+    *out_len = b.n;
+    return b.p;
 }
 
 /* Runs the normalizer over valid UTF-8; returns a new buffer, or NULL if the text is

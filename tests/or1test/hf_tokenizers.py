@@ -7,8 +7,10 @@ renders them. The tokenizer tests and bench/tokenizer.sh share it; it needs no n
                            and the R1-Distill-Qwen layout built from Qwen2.5's files
   load(folder)             a tokenizers.Tokenizer and the folder's tokenizer_config.json
   render_chat(cfg, msgs)   the chat text of a conversation, as transformers' apply_chat_template
-  texts(corpus, data_dir)  the comparison corpus: the test corpus, real prompts, random texts
+  texts(corpus)            the test corpus and random texts
+  data_texts(data_dir)     every text of every row of data/*.jsonl (prompts and ground truths)
 """
+import functools
 import json
 import lzma
 import os
@@ -142,19 +144,20 @@ def jinja_env():
     return env
 
 
+@functools.lru_cache(maxsize=8)
+def compiled_template(source):
+    """A chat template compiled in jinja_env, once per source text."""
+    return jinja_env().from_string(source)
+
+
 def render_chat(cfg, messages, add_generation_prompt=True, **kwargs):
     """The chat text of messages under cfg's chat_template, as apply_chat_template(tokenize=False)
     renders it: the special tokens, tools and documents unset, add_generation_prompt, and the
     template variables kwargs (enable_thinking) passed through as transformers passes them."""
-    template = jinja_env().from_string(cfg["chat_template"])
+    template = compiled_template(cfg["chat_template"])
     return template.render(messages=messages, tools=None, documents=None,
                            add_generation_prompt=add_generation_prompt, **special_tokens(cfg), **kwargs)
 
-
-# Real prompts per data file of data/: how many rows of each the corpus takes.
-DATA_PROMPTS = {"math500.jsonl": 500, "aime24.jsonl": 30, "aime25.jsonl": 30,
-                "lcb_2408_2502_public_tests.jsonl": 60, "code_eval.jsonl": 60,
-                "deepscaler_first500.jsonl": 200}
 
 # Pieces the random texts are made of, chosen to stress the pre-tokenizer regexes: contractions
 # in any case, Unicode spaces (U+0085 and U+FEFF among them) and digits, combining marks, line
@@ -175,14 +178,34 @@ def random_texts(n, seed=12345):
     return ["".join(rng.choice(RANDOM_PIECES) for _ in range(rng.randint(1, 40))) for _ in range(n)]
 
 
-def texts(corpus, data_dir, prompts=DATA_PROMPTS, n_random=400):
-    """The comparison corpus: the "text" of each row of corpus, the prompts of the first rows
-    of data_dir's files (as many as prompts says), n_random texts."""
-    out = []
+def texts(corpus, n_random=400):
+    """The comparison corpus of hand-picked and random texts: the "text" of each row of corpus,
+    then n_random texts."""
     with open(corpus, encoding="utf-8") as f:
-        out += [json.loads(line)["text"] for line in f if line.strip()]
-    for name, n in prompts.items():
-        with open(os.path.join(data_dir, name), encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f if line.strip()][:n]
-        out += [m["content"] for row in rows for m in row.get("prompt", [])]
+        out = [json.loads(line)["text"] for line in f if line.strip()]
     return out + random_texts(n_random)
+
+
+def row_texts(row):
+    """The texts of one dataset row: each prompt message's content and the ground truth as
+    written (a JSON string: a list of math answers, or a code problem's tests), and each math
+    answer alone."""
+    out = [m["content"] for m in row.get("prompt", [])]
+    truth = row.get("reward_model", {}).get("ground_truth")
+    if isinstance(truth, str):
+        answers = json.loads(truth)
+        out += [truth] + ([a for a in answers if isinstance(a, str)] if isinstance(answers, list) else [])
+    return out
+
+
+def data_texts(data_dir):
+    """The texts of every row of every data_dir/*.jsonl (row_texts), each distinct text once, in
+    file and row order."""
+    seen = {}
+    for name in sorted(os.listdir(data_dir)):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(data_dir, name), encoding="utf-8") as f:
+                for line in f:
+                    if line.strip():
+                        seen.update(dict.fromkeys(row_texts(json.loads(line))))
+    return list(seen)

@@ -1,7 +1,8 @@
 /* Unit tests of the tokenizer on a small tokenizer.json that the test writes itself:
  * BPE merges in both forms, added tokens and their flags, NFC, the post-processor
  * template, decoding of split characters, chat templates, concurrent encodes, long
- * inputs, and hostile input (malformed files, invalid UTF-8). */
+ * inputs, hostile input (malformed files, invalid UTF-8), where or1 follows Hugging Face's
+ * tokenizers over its own libraries' Unicode tables, and JSONL texts holding U+0000. */
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/tokenizer.h"
@@ -471,6 +472,97 @@ static void test_pretokenizers(void) {
     or1_tokenizer_free(t);
 }
 
+/* Where or1 follows Hugging Face's tokenizers rather than its own libraries: NFC leaves alone
+ * the code points that tokenizers' older tables lack (U+11935 U+11930 stay two; U+0C3C, a
+ * class-7 mark of Unicode 14, keeps its place after a class-230 one) and composes the rest; \s
+ * and \S are White_Space, which U+180E is not (it is not removed where U+2003 is), also within
+ * a class, but not inside \Q...\E. */
+static void test_reference_unicode(const or1_tokenizer *t) {
+    static const struct {
+        const char *in, *want;
+    } nfc[] = {
+        {"e\xCC\x81", "\xC3\xA9"},
+        {"\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0", "\xF0\x91\xA4\xB5\xF0\x91\xA4\xB0"},
+        {"a\xE0\xA0\xAA\xE0\xB0\xBC", "a\xE0\xA0\xAA\xE0\xB0\xBC"},
+        {"a\xCC\x81\xE0\xB0\xBC", "\xC3\xA1\xE0\xB0\xBC"},
+    };
+    for (size_t i = 0; i < sizeof nfc / sizeof *nfc; i++) {
+        int32_t *ids;
+        size_t n = enc(t, nfc[i].in, 0, &ids);
+        char *back = n != (size_t)-1 ? dec(t, ids, n, false) : NULL;
+        CHECK(back && !strcmp(back, nfc[i].want), "NFC case %zu as tokenizers normalizes it", i);
+        free(back);
+        free(ids);
+    }
+    static const struct {
+        const char *regex, *text;
+        int32_t want[8];
+        size_t n;
+    } split[] = {
+        {"\\\\s", "x\xE1\xA0\x8Ey\xE2\x80\x83z", {'x', 0xE1, 0xA0, 0x8E, 'y', 'z'}, 6},
+        {"[\\\\s]", "x\xE1\xA0\x8Ey\xE2\x80\x83z", {'x', 0xE1, 0xA0, 0x8E, 'y', 'z'}, 6},
+        {"\\\\S", "x \xE1\xA0\x8E", {' '}, 1},
+        {"\\\\Q\\\\s\\\\E", "x\\sy z", {'x', 'y', ' ', 'z'}, 4},
+    };
+    for (size_t i = 0; i < sizeof split / sizeof *split; i++) {
+        char pre[512];
+        snprintf(pre, sizeof pre,
+                 "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"%s\"},"
+                 "\"behavior\":\"Removed\",\"invert\":false},{\"type\":\"ByteLevel\",\"use_regex\":false}]}",
+                 split[i].regex);
+        or1_tokenizer *s = with_pretokenizer(pre);
+        CHECK(s && enc_is(s, split[i].text, 0, split[i].want, split[i].n), "Split /%s/ removes White_Space only",
+              split[i].regex);
+        or1_tokenizer_free(s);
+    }
+}
+
+/* or1_tokenizer_read_text: U+0000 kept where \u0000 escapes stand (not after an escaped
+ * backslash), blank lines skipped, the end of input; and every error: a raw NUL byte, a lone
+ * surrogate escape, a missing or non-string key, malformed JSON. */
+static void test_read_text(void) {
+    static const char good[] = "{\"text\": \"a\\u0000b\"}\n\n  \n"
+                               "{\"text\": \"\\\\u0000x\\u0000\"}\n"
+                               "{\"k\": \"\\u0000\", \"text\": \"\\u0000\\u0000\\u00e9\"}\n"
+                               "{\"text\": \"plain\"}";
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } want[] = {{"a\0b", 3}, {"\\u0000x\0", 8}, {"\0\0\xC3\xA9", 4}, {"plain", 5}};
+    const char *path = write_file("rows", "good.jsonl", good, sizeof good - 1);
+    or1_jsonl_reader r;
+    CHECK(or1_jsonl_open(&r, path) == 0, "open %s", path);
+    char *text;
+    size_t len;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        int got = or1_tokenizer_read_text(&r, "text", &text, &len);
+        CHECK(got == 1 && len == want[i].len && !memcmp(text, want[i].bytes, len) && text[len] == '\0',
+              "row %zu read with its U+0000 (got %d: %s)", i, got, got == 1 ? "" : or1_error());
+        free(text);
+    }
+    CHECK(or1_tokenizer_read_text(&r, "text", &text, &len) == 0 && !text, "the end of the rows");
+    or1_jsonl_close(&r);
+    static const struct {
+        const char *row, *error;
+        size_t len;
+    } bad[] = {
+        {"{\"text\": \"a\0\"}", "a NUL byte at byte 11", 14},
+        {"{\"text\": \"a\\ud800\\u0000\"}", "invalid JSON near byte 11", 0},
+        {"{\"txt\": \"\\u0000\"}", "missing key \"text\"", 0},
+        {"{\"text\": [\"\\u0000\"]}", "must be a string", 0},
+        {"{\"text\": \"\\u0000", "invalid JSON", 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        size_t n = bad[i].len ? bad[i].len : strlen(bad[i].row);
+        path = write_file("rows", "bad.jsonl", bad[i].row, n);
+        CHECK(or1_jsonl_open(&r, path) == 0, "open %s", path);
+        int got = or1_tokenizer_read_text(&r, "text", &text, &len);
+        CHECK(got == -1 && !text && strstr(or1_error(), "bad.jsonl:1") && strstr(or1_error(), bad[i].error),
+              "bad row %zu refused: %s", i, or1_error());
+        or1_jsonl_close(&r);
+    }
+}
+
 /* Chat templates: recognised from tokenizer_config.json, overridable by name. */
 static void test_chat(void) {
     cJSON *j = small_json();
@@ -653,7 +745,9 @@ int main(int argc, char **argv) {
     test_decode(t);
     test_roundtrip(t);
     test_hostile_text(t);
+    test_reference_unicode(t);
     or1_tokenizer_free(t);
+    test_read_text();
     test_bad_files();
     test_pretokenizers();
     test_chat();
