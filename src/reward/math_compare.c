@@ -293,9 +293,21 @@ static bool unordered_equal(mv_ctx *c, mv_ans *const *g, int gn, mv_ans *const *
     return true;
 }
 
-/* Equality of two intervals: the same ends open or closed and equal end points. */
+/* True if the interval end a is an infinity, signed or not: such an end is open whatever its
+ * bracket, as in SymPy and so in Math-Verify ((2,\infty] is (2,\infty)). */
+static bool infinite_end(const mv_ans *a) {
+    if (a->kind != A_EXPR || a->npm || !a->expr) return false;
+    const mv_node *e = a->expr;
+    while (e->kind == N_NEG) e = e->a;
+    return e->kind == N_INF;
+}
+
+/* Equality of two intervals: the same ends open or closed (an infinite end is open) and equal
+ * end points. */
 static bool interval_equal(mv_ctx *c, const mv_ans *g, bool glo, bool gro, const mv_ans *p, bool plo,
                            bool pro) {
+    glo = glo || infinite_end(g->items[0]), gro = gro || infinite_end(g->items[1]);
+    plo = plo || infinite_end(p->items[0]), pro = pro || infinite_end(p->items[1]);
     return glo == plo && gro == pro && ordered_equal(c, g->items, 2, p->items, 2);
 }
 

@@ -837,6 +837,7 @@ static mv_ans *set_atom(mv_parser *p) {
             if (a) a->lopen = ch == '(', a->ropen = close == ')';
             return a;
         }
+        if ((ch == '(') != (close == ')')) return bad(p); /* (1,2,3]: no tuple, no interval */
         return structure(p, A_TUPLE, items, n);
     }
     return expr_answer(p);

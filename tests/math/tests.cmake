@@ -35,3 +35,14 @@ target_include_directories(test_math_parity PRIVATE ${CJSON_INCLUDE})
 target_link_libraries(test_math_parity PRIVATE or1lib)
 add_test(NAME math_parity COMMAND test_math_parity ${CMAKE_SOURCE_DIR}/tests/math/parity.jsonl)
 set_tests_properties(math_parity PROPERTIES TIMEOUT 300)
+
+# Agreement with the real Math-Verify (PyPI, in the tests' virtual environment) called as
+# Skywork-OR1 calls it, on the shipped cases and a corpus of RL-shaped responses that the test
+# generates from data/ (scripts/make_math_corpus.py); every 10th corpus pair under the sanitizers.
+set(OR1_MV_EVERY 1)
+if(OR1_SANITIZE)
+  set(OR1_MV_EVERY 10)
+endif()
+or1_venv_test(math_verify_oracle ${CMAKE_CURRENT_LIST_DIR}/mv_oracle_test.py $<TARGET_FILE:or1>
+              ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/math_verify_oracle --every ${OR1_MV_EVERY}
+              TIMEOUT 900)
