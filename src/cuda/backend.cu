@@ -80,7 +80,7 @@ static void cuda_to_bf16(or1_backend *be, or1_bf16 *dst, const float *src, size_
 
 static void cuda_matmul(or1_backend *be, float *y, const float *x, const float *w, const or1_bf16 *wb,
                         const float *b, int T, int in, int out) {
-    cu_matmul(ctx(be), y, x, w, bf(wb), b, T, in, out);
+    cu_matmul_rows(ctx(be), y, x, w, bf(wb), b, T, in, out, 1.0f);
 }
 
 static void cuda_matmul_dx(or1_backend *be, float *dx, const float *dy, const float *w, const or1_bf16 *wb, int T,
@@ -211,18 +211,6 @@ __device__ __forceinline__ uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-/* Sum over the block (every thread gets it); sh holds 32 doubles. */
-__device__ double block_sum(double v, double *sh) {
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if (lane == 0) sh[warp] = v;
-    __syncthreads();
-    double s = 0;
-    for (int w = 0; w < nw; w++) s += sh[w];
-    return s;
-}
-
 /* Maximum (sign +1) or minimum (sign -1) over the block; sh holds 32 doubles. */
 __device__ float block_extreme(float v, float sign, double *sh) {
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
@@ -284,19 +272,22 @@ __device__ float candidate_threshold(const float *z, int V, float inv, float m, 
     return thr;
 }
 
-/* One block per row: z/temperature, its log-sum-exp, the candidate set of top-k/top-p, and
- * the argmax over the candidates of z/temperature plus Gumbel noise from (seed, stream,
- * counter, token) of the row (an exact draw from the truncated, renormalised softmax), or of
- * z when greedy. Writes the token and its log-prob at the temperature before truncation. */
+/* One block per row: z/temperature, the candidate set of top-k/top-p, and the argmax over the
+ * candidates of z/temperature plus Gumbel noise from (seed, stream, counter, token) of the row
+ * (an exact draw from the truncated, renormalised softmax), or of z when greedy. Writes the
+ * token and its log-prob at the temperature before truncation, folded as the head folds it
+ * (head_fold_chunk over the head's chunks, each logit times the same 1/temperature), so it is
+ * the trainer's bits. invs: 1/temperature per row, 1 when greedy (made on the host as the
+ * head's). */
 __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V, const float *temps,
-                         const float *top_ps, const int32_t *top_ks, const uint64_t *seed, const int32_t *stream,
-                         const int32_t *counter) {
+                         const float *invs, const float *top_ps, const int32_t *top_ks, const uint64_t *seed,
+                         const int32_t *stream, const int32_t *counter) {
     __shared__ double sh[32];
     __shared__ float sv[32];
     __shared__ int si[32];
     int b = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
     const float *z = logits + (size_t)b * V;
-    float temperature = temps[b], inv = temperature > 0 ? 1.0f / temperature : 1.0f;
+    float temperature = temps[b], inv = invs[b];
     float m = -INFINITY, zmin = INFINITY;
     for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, z[v] * inv), zmin = fminf(zmin, z[v] * inv);
     m = block_extreme(m, 1.0f, sh);
@@ -327,12 +318,12 @@ __global__ void k_sample(int32_t *next, float *logp, const float *logits, int V,
     int a = si[0];
     for (int w = 1; w < nw; w++)
         if (sv[w] > bb || (sv[w] == bb && si[w] < a)) bb = sv[w], a = si[w];
-    double s = 0;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) s += exp((double)(z[v] * inv) - m);
-    double tot = block_sum(s, sh);
+    head_run r = {-INFINITY, 0, 0, 0};
+    for (int c0 = 0; c0 < V; c0 += HEAD_CHUNK)
+        head_fold_chunk(&r, z + c0, inv, V - c0 < HEAD_CHUNK ? V - c0 : HEAD_CHUNK, c0, a, sv, sh);
     if (threadIdx.x) return;
     next[b] = a;
-    logp[b] = (float)((double)(z[a] * inv) - m - log(tot));
+    logp[b] = (float)(r.zt - head_lse(&r));
 }
 
 /* Ensures the sampling buffers hold B rows. */
@@ -344,11 +335,11 @@ static int sample_reserve(cuda_backend *c, int B) {
         if (old[k]) or1_cuda_release(old[k]);
     size_t n = (size_t)B;
     c->seed = (uint64_t *)or1_cuda_alloc(n * sizeof(uint64_t));
-    c->f = (float *)or1_cuda_alloc(3 * n * sizeof(float));
+    c->f = (float *)or1_cuda_alloc(4 * n * sizeof(float));
     c->i = (int32_t *)or1_cuda_alloc(4 * n * sizeof(int32_t));
     free(c->h_seed), free(c->h_f), free(c->h_i);
     c->h_seed = (uint64_t *)or1_malloc(n * sizeof *c->h_seed);
-    c->h_f = (float *)or1_malloc(2 * n * sizeof *c->h_f);
+    c->h_f = (float *)or1_malloc(3 * n * sizeof *c->h_f);
     c->h_i = (int32_t *)or1_malloc(3 * n * sizeof *c->h_i);
     c->rows_cap = c->seed && c->f && c->i ? B : 0;
     return c->rows_cap ? 0 : or1_fail_ctx("cuda: sampling buffers for %d rows", B);
@@ -365,17 +356,19 @@ static int cuda_sample(or1_backend *be, int32_t *next, float *logp, const float 
     for (int b = 0; b < B; b++) {
         const or1_sample_row *r = &rows[b];
         seed[b] = r->seed, f[b] = r->temperature, f[B + b] = r->top_p;
+        f[2 * B + b] = 1.0f / (r->temperature > 0 ? r->temperature : 1.0f); /* as the head's 1/temperature */
         in[b] = r->stream, in[B + b] = r->counter, in[2 * B + b] = r->top_k;
     }
-    /* three copies: the seeds, the floats (temperature, top-p), the ints (stream, counter, top-k) */
+    /* three copies: the seeds, the floats (temperature, top-p, 1/temperature), the ints (stream,
+     * counter, top-k) */
     int rc = or1_cuda_upload(c->g, c->seed, seed, (size_t)B * sizeof *seed) ||
-             or1_cuda_upload(c->g, c->f, f, (size_t)2 * B * sizeof *f) ||
+             or1_cuda_upload(c->g, c->f, f, (size_t)3 * B * sizeof *f) ||
              or1_cuda_upload(c->g, c->i, in, (size_t)3 * B * sizeof *in);
     if (rc) return -1;
-    float *d_logp = c->f + 2 * B;
+    float *d_logp = c->f + 3 * B;
     int32_t *d_next = c->i + 3 * B;
-    k_sample<<<B, 256, 0, c->g->stream>>>(d_next, d_logp, logits, V, c->f, c->f + B, c->i + 2 * B, c->seed, c->i,
-                                          c->i + B);
+    k_sample<<<B, HEAD_THREADS, 0, c->g->stream>>>(d_next, d_logp, logits, V, c->f, c->f + 2 * B, c->f + B,
+                                                   c->i + 2 * B, c->seed, c->i, c->i + B);
     cu_launched(c->g, "sample");
     /* the only waits of a decode step: the new tokens and their log-probs coming back */
     if (or1_cuda_download(c->g, next, d_next, (size_t)B * sizeof(int32_t))) return -1;
@@ -470,7 +463,7 @@ static const or1_backend_ops CUDA_OPS = {
     .zero = cuda_zero,
     .sync = cuda_sync,
     .to_bf16 = cuda_to_bf16,
-    .matmul_rows = cuda_matmul, /* cuBLAS: a row is not bitwise independent of the batch on a GPU */
+    .matmul_rows = cuda_matmul,
     .matmul_dx = cuda_matmul_dx,
     .matmul_dw = cuda_matmul_dw,
     .gather = cuda_gather,

@@ -221,17 +221,115 @@ void cu_gemm(or1_cuda *g, bool ta, bool tb, int m, int n, int k, float alpha, co
     cu_gemm_ex(g, ta, tb, m, n, k, alpha, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
 }
 
-/* y[T,out] = x W^T (+ b): column-major y^T = W^T' x^T, i.e. gemm(T, N) over the raw buffers. */
-void cu_matmul(or1_cuda *g, float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
-               int T, int in, int out) {
-    if (b) cu_bias_rows(g, y, b, T, out);
-    cu_gemm_ex(g, true, false, out, T, in, 1.0f, w, wb, in, x, NULL, in, b ? 1.0f : 0.0f, y, out);
+/* The batch-invariant matmul. Two kernels share one reduction order per output: an fmaf chain
+ * over k = 0, 1, ..., in - 1 from 0, then times alpha, then plus the bias. Nothing in that order
+ * depends on how many rows a call has or which tile a row falls in, so a token's row is the
+ * same bits whether it is decoded alone, prefilled with others or trained in a packed batch (the
+ * CPU's or1_matmul_rows holds the same invariant with its own order). k_matmul_rows_tiled takes
+ * RT_TILE rows x RT_TILE outputs per block of RT_THREADS x RT_THREADS threads (RT_PER x RT_PER
+ * outputs per thread); k_matmul_rows_few, for calls of at most FEW_MAX rows (decode), takes
+ * FEW_ROWS rows x FEW_OUT outputs per block, one output per thread. Both step through the inner
+ * dimension through shared memory. */
+enum { RT_THREADS = 16, RT_TILE = 64, RT_K = 16, RT_PER = RT_TILE / RT_THREADS };
+enum { FEW_OUT = 64, FEW_ROWS = 8, FEW_K = 32, FEW_MAX = 16 };
+
+/* x[r, k] of an R x K row-major operand as the kernels multiply it: 0 outside, and in bf16
+ * precision rounded to bf16 (the weight's bf16 copy wb when there is one). */
+__device__ float rows_operand(const float *x, const __nv_bfloat16 *xb, int R, int K, int r, int k, bool bf16) {
+    if (r >= R || k >= K) return 0.0f;
+    size_t i = (size_t)r * K + k;
+    if (xb) return __bfloat162float(xb[i]);
+    return bf16 ? __bfloat162float(__float2bfloat16(x[i])) : x[i];
+}
+
+/* An output of the chain: acc times alpha, plus the bias of output o when there is one. */
+__device__ void rows_store(float *y, float acc, float alpha, const float *b, int t, int o, int out) {
+    float v = acc * alpha;
+    y[(size_t)t * out + o] = b ? v + b[o] : v;
+}
+
+/* The tiled kernel: y[T,out] = alpha (x W^T) (+ b) for calls of many rows. */
+__global__ void k_matmul_rows_tiled(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
+                                    int T, int in, int out, float alpha, bool bf16) {
+    __shared__ float xs[RT_K][RT_TILE];
+    __shared__ float ws[RT_K][RT_TILE];
+    int tx = threadIdx.x, ty = threadIdx.y, tid = ty * RT_THREADS + tx;
+    int o0 = blockIdx.x * RT_TILE, t0 = blockIdx.y * RT_TILE;
+    float acc[RT_PER][RT_PER] = {};
+    for (int k0 = 0; k0 < in; k0 += RT_K) {
+        for (int e = tid; e < RT_TILE * RT_K; e += RT_THREADS * RT_THREADS) {
+            int r = e / RT_K, kk = e % RT_K;
+            xs[kk][r] = rows_operand(x, nullptr, T, in, t0 + r, k0 + kk, bf16);
+            ws[kk][r] = rows_operand(w, wb, out, in, o0 + r, k0 + kk, bf16);
+        }
+        __syncthreads();
+        int kn = in - k0 < RT_K ? in - k0 : RT_K;
+        for (int kk = 0; kk < kn; kk++) {
+            float a[RT_PER], c[RT_PER];
+            for (int i = 0; i < RT_PER; i++) a[i] = xs[kk][ty + RT_THREADS * i], c[i] = ws[kk][tx + RT_THREADS * i];
+            for (int i = 0; i < RT_PER; i++)
+                for (int j = 0; j < RT_PER; j++) acc[i][j] = fmaf(a[i], c[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < RT_PER; i++)
+        for (int j = 0; j < RT_PER; j++) {
+            int t = t0 + ty + RT_THREADS * i, o = o0 + tx + RT_THREADS * j;
+            if (t < T && o < out) rows_store(y, acc[i][j], alpha, b, t, o, out);
+        }
+}
+
+/* The kernel for few rows: each thread one output over the block's FEW_ROWS rows, the weights'
+ * FEW_K-wide slices staged through shared memory (coalesced reads of the weight rows). */
+__global__ void k_matmul_rows_few(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
+                                  int T, int in, int out, float alpha, bool bf16) {
+    __shared__ float ws[FEW_K][FEW_OUT + 1];
+    __shared__ float xs[FEW_ROWS][FEW_K];
+    int tid = threadIdx.x, o0 = blockIdx.x * FEW_OUT, t0 = blockIdx.y * FEW_ROWS;
+    int rows = T - t0 < FEW_ROWS ? T - t0 : FEW_ROWS;
+    float acc[FEW_ROWS] = {};
+    for (int k0 = 0; k0 < in; k0 += FEW_K) {
+        for (int e = tid; e < FEW_OUT * FEW_K; e += FEW_OUT) {
+            int r = e / FEW_K, kk = e % FEW_K;
+            ws[kk][r] = rows_operand(w, wb, out, in, o0 + r, k0 + kk, bf16);
+        }
+        for (int e = tid; e < FEW_ROWS * FEW_K; e += FEW_OUT)
+            xs[e / FEW_K][e % FEW_K] = rows_operand(x, nullptr, T, in, t0 + e / FEW_K, k0 + e % FEW_K, bf16);
+        __syncthreads();
+        int kn = in - k0 < FEW_K ? in - k0 : FEW_K;
+        for (int kk = 0; kk < kn; kk++) {
+            float c = ws[kk][tid];
+            for (int r = 0; r < rows; r++) acc[r] = fmaf(xs[r][kk], c, acc[r]);
+        }
+        __syncthreads();
+    }
+    int o = o0 + tid;
+    if (o < out)
+        for (int r = 0; r < rows; r++) rows_store(y, acc[r], alpha, b, t0 + r, o, out);
+}
+
+/* y[T,out] = alpha x W^T (+ b), batch-invariant: every forward matmul and the head's logits, so
+ * that rollout and trainer compute a token's activations alike (cuBLAS picks its algorithm and
+ * split by shape, so its rows depend on the batch). */
+void cu_matmul_rows(or1_cuda *g, float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
+                    int T, int in, int out, float alpha) {
+    if (T <= 0 || out <= 0) return;
+    bool bf16 = g->prec != OR1_CUDA_FP32;
+    if (T <= FEW_MAX) {
+        dim3 grid((out + FEW_OUT - 1) / FEW_OUT, (T + FEW_ROWS - 1) / FEW_ROWS);
+        k_matmul_rows_few<<<grid, FEW_OUT, 0, g->stream>>>(y, x, w, wb, b, T, in, out, alpha, bf16);
+    } else {
+        dim3 grid((out + RT_TILE - 1) / RT_TILE, (T + RT_TILE - 1) / RT_TILE);
+        k_matmul_rows_tiled<<<grid, dim3(RT_THREADS, RT_THREADS), 0, g->stream>>>(y, x, w, wb, b, T, in, out, alpha,
+                                                                                  bf16);
+    }
+    cu_launched(g, "matmul_rows");
 }
 
 /* Public linear forward: weights cast on the fly in bf16 mode. */
 void or1_cuda_matmul(or1_cuda *g, float *y, const float *x, const float *w, const float *b, int T, int in,
                      int out) {
-    cu_matmul(g, y, x, w, NULL, b, T, in, out);
+    cu_matmul_rows(g, y, x, w, NULL, b, T, in, out, 1.0f);
 }
 
 /* dx[T,in] (+)= dy W. */

@@ -7,30 +7,6 @@
 #define GRID_STRIDE(i, n) \
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
-/* Sum over a block of any power-of-two size up to 1024 (result valid in every thread). */
-template <typename T> __device__ T block_sum(T v, T *sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nw = blockDim.x / 32;
-    __syncthreads();
-    if (lane == 0) sh[warp] = v;
-    __syncthreads();
-    T s = 0;
-    for (int w = 0; w < nw; w++) s += sh[w];
-    return s;
-}
-
-/* Broadcasts b over the rows of y. */
-__global__ void k_bias_rows(float *y, const float *b, size_t T, int n) {
-    GRID_STRIDE(i, T * n) y[i] = b[i % n];
-}
-
-/* Launches k_bias_rows. */
-void cu_bias_rows(or1_cuda *g, float *y, const float *b, int T, int n) {
-    size_t total = (size_t)T * n;
-    k_bias_rows<<<cu_blocks(total, 256), 256, 0, g->stream>>>(y, b, (size_t)T, n);
-    cu_launched(g, "bias_rows");
-}
-
 /* Gathers embedding rows, one thread per element. */
 __global__ void k_embed(float *x, const float *emb, const int32_t *ids, size_t T, int H) {
     GRID_STRIDE(i, T * H) x[i] = emb[(size_t)ids[i / H] * H + i % H];

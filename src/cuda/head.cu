@@ -1,34 +1,11 @@
-/* The streaming log-prob + entropy head on the GPU: logits of a vocabulary chunk by one
- * GEMM into the context's scratch, then one block per row folds the chunk into a running
- * (max, sum exp, sum exp*z) kept in double, as the CPU head does. Backward recomputes each
- * chunk, turns it into dz in place and feeds two GEMMs (dh, dW). */
+/* The streaming log-prob + entropy head on the GPU: logits of a vocabulary chunk by the
+ * batch-invariant matmul (cu_matmul_rows, as the rollout's logits) into the context's scratch,
+ * then one block per row folds the chunk into a running (max, sum exp, sum exp*z) kept in
+ * double (head_fold_chunk, which the sampler runs too). Backward recomputes each chunk, turns it
+ * into dz in place and feeds two GEMMs (dh, dW). */
 #include "internal.h"
 
-#include <math.h>
-
-enum { CHUNK = 16384, THREADS = 256 };
-
-/* Block-wide max and sum helpers over THREADS threads. */
-__device__ float block_max_f(float v, float *sh) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    __syncthreads();
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    float m = sh[0];
-    for (int w = 1; w < THREADS / 32; w++) m = fmaxf(m, sh[w]);
-    return m;
-}
-
-/* Block-wide sum in double over THREADS threads (valid in every thread). */
-__device__ double block_sum_d(double v, double *sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
-    __syncthreads();
-    double s = 0;
-    for (int w = 0; w < THREADS / 32; w++) s += sh[w];
-    return s;
-}
+enum { CHUNK = HEAD_CHUNK, THREADS = HEAD_THREADS };
 
 /* state rows: [m, s, sz, z_target] per row, in double. */
 __global__ void k_head_init(double *st, int n) {
@@ -36,40 +13,26 @@ __global__ void k_head_init(double *st, int n) {
     if (i < n) st[4 * i] = -INFINITY, st[4 * i + 1] = 0, st[4 * i + 2] = 0, st[4 * i + 3] = 0;
 }
 
-/* Folds chunk [c0, c0+vc) of row blockIdx.x into its running state. */
+/* Folds chunk [c0, c0+vc) of row blockIdx.x (rows vc apart) into its running state. */
 __global__ void k_head_fold(double *st, const float *z, const int32_t *tgt, int vc, int c0) {
     __shared__ float shf[32];
     __shared__ double shd[32];
     int i = blockIdx.x;
-    const float *zr = z + (size_t)i * vc;
-    float cm = -INFINITY;
-    for (int v = threadIdx.x; v < vc; v += THREADS) cm = fmaxf(cm, zr[v]);
-    cm = block_max_f(cm, shf);
-    double m = st[4 * i], nm = cm > m ? cm : m, a = 0, b = 0;
-    for (int v = threadIdx.x; v < vc; v += THREADS) {
-        double e = exp((double)zr[v] - nm);
-        a += e;
-        b += e * zr[v];
-    }
-    a = block_sum_d(a, shd);
-    b = block_sum_d(b, shd);
+    head_run r = {st[4 * i], st[4 * i + 1], st[4 * i + 2], st[4 * i + 3]};
+    head_fold_chunk(&r, z + (size_t)i * vc, 1.0f, vc, c0, tgt[i], shf, shd);
     if (threadIdx.x) return;
-    double scale = exp(m - nm);
-    st[4 * i + 1] = st[4 * i + 1] * scale + a;
-    st[4 * i + 2] = st[4 * i + 2] * scale + b;
-    st[4 * i] = nm;
-    int t = tgt[i];
-    if (t >= c0 && t < c0 + vc) st[4 * i + 3] = zr[t - c0];
+    st[4 * i] = r.m, st[4 * i + 1] = r.s, st[4 * i + 2] = r.sz, st[4 * i + 3] = r.zt;
 }
 
 /* lse, E[z], log-prob and entropy of each row from its running state. */
 __global__ void k_head_finish(float *logp, float *ent, float *lse, float *ez, const double *st, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    double l = st[4 * i] + log(st[4 * i + 1]), e = st[4 * i + 2] / st[4 * i + 1];
+    head_run r = {st[4 * i], st[4 * i + 1], st[4 * i + 2], st[4 * i + 3]};
+    double l = head_lse(&r), e = r.sz / r.s;
     lse[i] = (float)l;
     ez[i] = (float)e;
-    logp[i] = (float)(st[4 * i + 3] - l);
+    logp[i] = (float)(r.zt - l);
     ent[i] = (float)(l - e);
 }
 
@@ -84,8 +47,8 @@ void cu_head(or1_cuda *g, float *logp, float *entropy, float *lse, float *ez, co
     k_head_init<<<(n + 255) / 256, 256, 0, g->stream>>>(g->red, n);
     for (int c0 = 0; c0 < V; c0 += CHUNK) {
         int vc = V - c0 < CHUNK ? V - c0 : CHUNK;
-        cu_gemm_ex(g, true, false, vc, n, H, inv_t, w ? w + (size_t)c0 * H : NULL, wb ? wb + (size_t)c0 * H : NULL,
-                   H, h, NULL, H, 0.0f, g->scratch, vc);
+        cu_matmul_rows(g, g->scratch, h, w ? w + (size_t)c0 * H : NULL, wb ? wb + (size_t)c0 * H : NULL, NULL, n, H,
+                       vc, inv_t);
         k_head_fold<<<n, THREADS, 0, g->stream>>>(g->red, g->scratch, tgt, vc, c0);
     }
     k_head_finish<<<(n + 255) / 256, 256, 0, g->stream>>>(logp, entropy, lse, ez, g->red, n);

@@ -146,7 +146,9 @@ static void case_to_bf16(const pair *p) {
 static const int MM[][3] = {{1, 1, 1}, {3, 33, 31}, {37, 64, 257}, {70, 129, 65}};
 enum { N_MM = sizeof MM / sizeof *MM };
 
-/* y = x W^T (+ b), with the bf16 weights in bf16. */
+static void rows_alone(const pair *p);
+
+/* y = x W^T (+ b), with the bf16 weights in bf16; and a row's bits whatever its batch. */
 static void case_matmul_rows(const pair *p) {
     for (int k = 0; k < N_MM; k++)
         for (int bias = 0; bias < 2; bias++) {
@@ -164,8 +166,40 @@ static void case_matmul_rows(const pair *p) {
             drop(p, x), drop(p, w), drop(p, b), drop(p, y);
             if (p->bf16) drop(p, wb);
         }
+    rows_alone(p);
 }
 
+/* Backend memory at byte offset off of d. */
+static void *at(void *d, size_t off) { return (char *)d + off; }
+
+/* The bits of a row of matmul_rows do not depend on the batch: 150 rows (past two 64-row tiles)
+ * at once, then rows alone and in batches at other offsets, on the backend under test, give
+ * the same bytes (a decoded token's activations are the trainer's). */
+static void rows_alone(const pair *p) {
+    enum { T = 150, IN = 70, OUT = 130 };
+    static const int SUB[][2] = {{0, 1}, {1, 1}, {63, 1}, {64, 1}, {149, 1}, {5, 70}, {100, 50}, {17, 3}};
+    or1_backend *be = p->be;
+    twin x = both_rand(p, (size_t)T * IN, 160, 1), w = both_rand(p, (size_t)OUT * IN, 161, 0.3f);
+    twin b = both_rand(p, OUT, 162, 1);
+    twin wb = p->bf16 ? both_bf16(p, w, (size_t)OUT * IN) : (twin){0};
+    float *all = put(be, NULL, (size_t)T * OUT * 4), *part = put(be, NULL, (size_t)T * OUT * 4);
+    be->ops->matmul_rows(be, all, x.a, w.a, wb.a, b.a, T, IN, OUT);
+    float *want = take(be, all, (size_t)T * OUT * 4);
+    for (size_t k = 0; k < sizeof SUB / sizeof *SUB; k++) {
+        int r0 = SUB[k][0], n = SUB[k][1];
+        size_t xo = (size_t)r0 * IN * 4, yo = (size_t)r0 * OUT * 4;
+        be->ops->matmul_rows(be, at(part, yo), at(x.a, xo), w.a, wb.a, b.a, n, IN, OUT);
+        float *got = take(be, at(part, yo), (size_t)n * OUT * 4);
+        CHECK(!memcmp(got, want + (size_t)r0 * OUT, (size_t)n * OUT * 4),
+              "%s matmul_rows: rows %d..%d computed as a batch of %d differ from the batch of %d", p->tag, r0,
+              r0 + n - 1, n, T);
+        free(got);
+    }
+    printf("ok   %s matmul_rows: a row's bits do not depend on its batch\n", p->tag);
+    be->ops->release(be, all), be->ops->release(be, part), free(want);
+    drop(p, x), drop(p, w), drop(p, b);
+    if (p->bf16) drop(p, wb);
+}
 
 /* dx (=|+=) dy W, with the bf16 weights in bf16. */
 static void case_matmul_dx(const pair *p) {
@@ -484,10 +518,13 @@ static void head_cases(const pair *p, bool bwd) {
         char what[64];
         snprintf(what, sizeof what, "head %dx%dx%d (logp, entropy, lse, E[z])", n, H, V);
         if (!bwd) same_floats(p, what, res, (size_t)4 * n, p->bf16 ? 1e-2 : p->tol_sum);
-        if (bwd) { /* with one token the gradients are zero: rounding noise on either side, floored at 1e-3 */
+        /* with one token the gradients are zero: on either side rounding noise, of the size of
+         * the last bit by which the backward's recomputed logits (a GEMM) and the forward's (the
+         * batch-invariant kernel, which made lse) differ; floored at 1e-2 */
+        if (bwd) {
             snprintf(what, sizeof what, "head_bwd %dx%dx%d dh", n, H, V);
-            same_floats_floor(p, what, dh, (size_t)n * H, mm_tol(p), 1e-3);
-            same_floats_floor(p, "head_bwd dW", dw, (size_t)V * H, mm_tol(p), 1e-3);
+            same_floats_floor(p, what, dh, (size_t)n * H, mm_tol(p), 1e-2);
+            same_floats_floor(p, "head_bwd dW", dw, (size_t)V * H, mm_tol(p), 1e-2);
         }
         drop(p, h), drop(p, w), drop(p, tgt), drop(p, res), drop(p, glp), drop(p, gH), drop(p, dh), drop(p, dw);
         if (p->bf16) drop(p, wb);
@@ -547,8 +584,11 @@ static void case_sample_check(const pair *p) {
               "%s sample_check of row %zu: %s", p->tag, k, or1_error());
 }
 
+static void sample_is_head(const pair *p);
+
 /* Draws that must agree whatever the backend's randomness: greedy, and top-k 1 at temperature
- * 0.8 (both the argmax), over vocabularies of 1, 7 and 3000 in rows of 1 and 5. */
+ * 0.8 (both the argmax), over vocabularies of 1, 7 and 3000 in rows of 1 and 5; and the
+ * log-prob a draw reports is the head's. */
 static void case_sample(const pair *p) {
     static const int SH[][2] = {{1, 1}, {5, 7}, {5, 3000}}; /* rows, vocabulary */
     for (int k = 0; k < 3; k++)
@@ -570,6 +610,42 @@ static void case_sample(const pair *p) {
             }
             drop(p, z);
         }
+    sample_is_head(p);
+}
+
+/* The sampler's log-prob of the token it draws is the head's, bit for bit, as the rollout and
+ * the trainer compute it: logits of 7 rows by matmul_rows (the decode's), sampled plain, with
+ * top-p and greedy (whose log-prob is at temperature 1), then the head over the same hidden
+ * rows and weights with those tokens as targets, on the backend under test; the vocabulary of
+ * 16,390 spans two of the GPU head's chunks. */
+static void sample_is_head(const pair *p) {
+    enum { B = 7, H = 40, V = 16390 };
+    static const float TEMP[] = {0.8f, 0.8f, 0.0f}, TOP_P[] = {1.0f, 0.9f, 1.0f};
+    or1_backend *be = p->be;
+    twin h = both_rand(p, (size_t)B * H, 300, 1), w = both_rand(p, (size_t)V * H, 301, 0.5f);
+    twin wb = p->bf16 ? both_bf16(p, w, (size_t)V * H) : (twin){0};
+    float *logits = put(be, NULL, (size_t)B * V * 4), *res = put(be, NULL, (size_t)4 * B * 4);
+    int32_t *tgt = put(be, NULL, B * 4);
+    be->ops->matmul_rows(be, logits, h.a, w.a, wb.a, NULL, B, H, V);
+    for (size_t k = 0; k < sizeof TEMP / sizeof *TEMP; k++) {
+        or1_sample_row rows[B];
+        int32_t next[B];
+        float lp[B];
+        for (int b = 0; b < B; b++) rows[b] = (or1_sample_row){TEMP[k], TOP_P[k], 0, 11, b, 2};
+        if (!CHECK(!be->ops->sample(be, next, lp, logits, B, V, rows), "%s sample: %s", p->tag, or1_error())) break;
+        be->ops->upload(be, tgt, next, sizeof next);
+        be->ops->head(be, res, res + B, res + 2 * B, res + 3 * B, h.a, w.a, wb.a, tgt, B, H, V,
+                      TEMP[k] > 0 ? TEMP[k] : 1.0f);
+        float *head = take(be, res, (size_t)B * 4);
+        for (int b = 0; b < B; b++)
+            CHECK(!memcmp(&lp[b], &head[b], 4), "%s sample at temperature %g, top-p %g: row %d token %d log-prob %.9g, "
+                  "the head's %.9g", p->tag, TEMP[k], TOP_P[k], b, next[b], lp[b], head[b]);
+        free(head);
+    }
+    printf("ok   %s sample: the drawn tokens' log-probs are the head's bits\n", p->tag);
+    be->ops->release(be, logits), be->ops->release(be, res), be->ops->release(be, tgt);
+    drop(p, h), drop(p, w);
+    if (p->bf16) drop(p, wb);
 }
 
 /* ---- The table walk -------------------------------------------------------------------- */

@@ -4,7 +4,7 @@ PyTorch).
 
 usage: test_cli.py OR1        exits 77 (ctest's skip) when no GPU is visible.
 
-Tolerances: OR1_CUDA_PREC=fp32 (cuBLAS sgemm, no TF32): log-probs and entropies 1e-4 absolute,
+Tolerances: OR1_CUDA_PREC=fp32 (fp32 matmuls, no TF32): log-probs and entropies 1e-4 absolute,
 statistics 1e-4 relative, each gradient tensor 1e-3 of its largest entry (summation orders
 differ, atomics in scatter-adds). bf16 matmuls, against the CPU's bf16 path (the same bf16
 weights and rounded activations): log-probs and entropies 5e-2 absolute (an activation that the
@@ -19,6 +19,7 @@ import tempfile
 import torch
 
 from or1test import files, proc, ref
+from or1test.rollout import same_logprobs
 from or1test.check import Checker
 
 CONFIGS = [
@@ -82,6 +83,33 @@ def check_generate(or1, tmp, c):
         c.close(f"sampled {j['index']}/{j['sample']} logprobs", j["logprobs"], want, 1e-4)
 
 
+def check_onpolicy(or1, tmp, c):
+    """Exactly on-policy on the device, in fp32 and bf16: `or1 generate --device cuda` samples
+    the same tokens with the same log-probs with 1 and 4 slots, and each sampled token's log-prob
+    equals, bit for bit, what `or1 logprobs --device cuda` (the trainer's forward) gives it."""
+    ck = os.path.join(tmp, "onpolicy")
+    cfg, _ = ref.new_checkpoint(ck, seed=11, arch="qwen2", tied=False, layers=3)
+    g = torch.Generator().manual_seed(4)
+    prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (3, 17)]
+    inp = os.path.join(tmp, "onpolicy_prompts.jsonl")
+    files.write_jsonl(inp, [{"prompt_ids": p} for p in prompts])
+    for prec in ("fp32", "bf16"):
+        runs = {}
+        for slots in (1, 4):
+            args = ["generate", "--model", ck, "--input", inp, "--n", 2, "--max-new-tokens", 24, "--temperature", 0.8,
+                    "--seed", 5, "--max-slots", slots, "--device", "cuda", "--precision", prec]
+            runs[slots] = sorted((proc.parse_json_line(l, "generate") for l in run(or1, args, prec, "gpu sample")),
+                                 key=lambda j: (j["index"], j["sample"]))
+        c.ok(len(runs[1]) == 4 and runs[1] == runs[4],
+             f"onpolicy {prec}: the rows of 1 and 4 slots differ ({len(runs[1])} and {len(runs[4])} rows)")
+        lp_in = os.path.join(tmp, f"onpolicy_{prec}.jsonl")
+        files.write_jsonl(lp_in, [{"ids": prompts[j["index"]] + j["response_ids"]} for j in runs[4]])
+        lps = run(or1, ["logprobs", "--model", ck, "--input", lp_in, "--temperature", 0.8, "--device", "cuda",
+                        "--precision", prec], prec, "gpu logprobs")
+        for j, line in zip(runs[4], lps):
+            same_logprobs(c, f"onpolicy {prec}", j, proc.parse_json_line(line, "logprobs")["logprobs"])
+
+
 def main():
     or1 = sys.argv[1]
     c = Checker("cuda_cli")
@@ -118,6 +146,7 @@ def main():
                 scale = max(float(gw[name].abs().max()), 1e-12)
                 c.close(f"{kw} grad {name}", gg[name], gw[name], 1e-3 * scale)
         check_generate(or1, tmp, c)
+        check_onpolicy(or1, tmp, c)
     c.finish()
 
 

@@ -1,9 +1,10 @@
 """`or1 train` with `device: cuda` on the tiny SFT model of the trainer tests' fixture.
 
 - Two steps on the GPU (fp32 matmuls) run to the end with a metrics row per step, an update that
-  moved the weights, and a rollout/training mismatch that is small (the GPU samples and trains
-  with different kernels; bf16 would show more).
-- The same run in bf16 completes too, with its mismatch reported.
+  moved the weights, and a rollout/training mismatch of exactly 0 (the rollout's log-probs are
+  the trainer's bits: one batch-invariant matmul, one attention order, the head's fold in the
+  sampler).
+- The same run in bf16, its mismatch exactly 0 too.
 - Resume on the GPU: step 1's checkpoint continued for one step gives step 2 of the uninterrupted
   run (same draws: the sampling noise is counter-based; numbers to 1e-3, the GPU's reductions
   are not bitwise repeatable).
@@ -62,11 +63,23 @@ def two_steps():
     moved = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(out, 2), "model.safetensors")),
                            C.tensors(os.path.join(SFT, "model.safetensors")))
     check(0 < moved < float("inf"), f"fp32: weights after 2 steps vs start: {moved}")
-    check(all(r["mismatch_abs_mean"] < 1e-3 for r in rows if not r["skipped"]),
-          f"fp32: mismatch {[r.get('mismatch_abs_mean') for r in rows]}")
+    exact(rows, "fp32")
     bf = C.metrics(gpu_run("gpu_bf16", "bf16"))
-    check([r["step"] for r in bf] == [1, 2] and all("mismatch_abs_mean" in r for r in bf), "bf16: rows")
+    check([r["step"] for r in bf] == [1, 2], f"bf16: metrics steps {[r.get('step') for r in bf]}")
+    exact(bf, "bf16")
     return out
+
+
+def exact(rows, what):
+    """Every row that made an update measured its rollout/training mismatch, exactly 0: the
+    device's rollout log-probs are its trainer's bits."""
+    rows = [r for r in rows if not r["skipped"]]
+    check(rows, f"{what}: no step made an update")
+    for r in rows:
+        got = (r.get("mismatch_abs_mean"), r.get("mismatch_abs_max"), r.get("mismatch_k3"))
+        check(r.get("mismatch_tokens", 0) > 0 and got == (0, 0, 0),
+              f"{what}: step {r['step']}: mismatch mean / max / k3 {got} over {r.get('mismatch_tokens')} tokens, "
+              "want exactly 0")
 
 
 def resume(one):
