@@ -37,6 +37,9 @@ int or1_write_file_atomic(const char *path, const void *data, size_t len);
 /* Copies a file atomically (used to carry config/tokenizer files beside checkpoints). */
 int or1_copy_file_atomic(const char *src, const char *dst);
 
+/* The size of a "path:line" place in messages. */
+enum { OR1_WHERE_MAX = 600 };
+
 /* JSONL input: one JSON value per non-blank line. */
 typedef struct {
     FILE *f;
@@ -45,7 +48,7 @@ typedef struct {
     char *buf;
     size_t cap;
     bool owns;
-    char where[600]; /* "path:line" of the row last read, for callers' error messages */
+    char where[OR1_WHERE_MAX]; /* "path:line" of the row last read, for callers' error messages */
 } or1_jsonl_reader;
 
 int or1_jsonl_open(or1_jsonl_reader *r, const char *path);
@@ -85,8 +88,11 @@ int or1_json_int_array(const cJSON *obj, const char *key, int64_t lo, int64_t hi
 int or1_json_float_array(const cJSON *obj, const char *key, float **out, size_t *n,
                          const char *where);
 
-/* Writes a float array as a JSON array with enough digits to round-trip. */
+/* Writes a float array as a JSON array with enough digits to round-trip. Every value must be
+ * finite (JSON has no NaN or infinity): callers check with or1_first_nonfinite first. */
 void or1_json_write_floats(FILE *f, const float *x, size_t n);
+/* The index of the first value of x[0, n) that JSON cannot hold (NaN, an infinity), or n. */
+size_t or1_first_nonfinite(const float *x, size_t n);
 /* Writes an int32 array as a JSON array. */
 void or1_json_write_ints(FILE *f, const int32_t *x, size_t n);
 /* Writes a JSON string literal with escapes. */

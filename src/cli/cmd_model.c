@@ -14,12 +14,24 @@
 
 enum { LOGPROB_BATCH_TOKENS = 8192 };
 
-/* A growable list of id sequences read from JSONL. */
+/* A growable list of id sequences read from JSONL, with the input place of each ("FILE:LINE"). */
 typedef struct {
     or1_seq *seq;
+    char (*where)[OR1_WHERE_MAX];
     int n, cap;
     long tokens;
 } seq_list;
+
+/* Refuses a row whose log-prob or entropy JSON cannot hold (NaN, an infinity), naming the row
+ * and the token: the model's output was not finite (damaged or out-of-range weights). */
+static int row_finite(const float *lp, const float *ent, int n, const char *where) {
+    size_t i = or1_first_nonfinite(lp, (size_t)n), j = or1_first_nonfinite(ent, (size_t)n);
+    if (i == (size_t)n && j == (size_t)n) return 0;
+    size_t t = i < j ? i : j;
+    return or1_fail("%s: token %zu: the %s is %g, which JSON cannot hold: the model's output is not finite "
+                    "(are its weights damaged or out of range?)",
+                    where, t + 1, i <= j ? "log-prob" : "entropy", (double)(i <= j ? lp[t] : ent[t]));
+}
 
 /* Frees the sequences' ids and empties the list. */
 static void seq_list_clear(seq_list *l) {
@@ -37,6 +49,7 @@ static int logprobs_flush(or1_dmodel *dm, seq_list *l, float temperature) {
     int rc = or1_dmodel_forward(dm, &b, false) || or1_dmodel_head(dm, &b, temperature, lp, ent);
     for (int i = 0, k = 0; i < l->n && !rc; i++) {
         int n = l->seq[i].n - 1;
+        if ((rc = row_finite(lp + k, ent + k, n, l->where[i]))) break;
         fputs("{\"logprobs\":", stdout);
         or1_json_write_floats(stdout, lp + k, (size_t)n);
         fputs(",\"entropy\":", stdout);
@@ -51,12 +64,14 @@ static int logprobs_flush(or1_dmodel *dm, seq_list *l, float temperature) {
     return rc ? -1 : 0;
 }
 
-/* Appends a sequence to the list. */
-static void seq_list_push(seq_list *l, int32_t *ids, int n, int n_prompt) {
+/* Appends a sequence read at where to the list. */
+static void seq_list_push(seq_list *l, int32_t *ids, int n, int n_prompt, const char *where) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         l->seq = or1_realloc(l->seq, (size_t)l->cap * sizeof *l->seq);
+        l->where = or1_realloc(l->where, (size_t)l->cap * sizeof *l->where);
     }
+    snprintf(l->where[l->n], sizeof l->where[l->n], "%s", where);
     l->seq[l->n++] = (or1_seq){ids, n, n_prompt};
     l->tokens += n;
 }
@@ -101,7 +116,7 @@ static int cmd_logprobs(cli_args *a) {
             status = 1;
             break;
         }
-        seq_list_push(&l, ids, (int)n, 1);
+        seq_list_push(&l, ids, (int)n, 1, where);
         if (l.tokens >= LOGPROB_BATCH_TOKENS && logprobs_flush(cm.dm, &l, temperature)) {
             status = 1;
             break;
@@ -110,7 +125,7 @@ static int cmd_logprobs(cli_args *a) {
     if (rc < 0) status = 1;
     if (status == 0 && logprobs_flush(cm.dm, &l, temperature)) status = 1;
     seq_list_clear(&l);
-    free(l.seq);
+    free(l.seq), free(l.where);
     or1_jsonl_close(&r);
     cli_model_close(&cm);
     return status;
@@ -376,10 +391,14 @@ static int cmd_grad(cli_args *a) {
         rc = grad_bench(&cm, &l, &o);
     else if (rc == 0)
         rc = batch_grad(&cm, &l, &o, &st);
+    double norm = rc == 0 && !o.bench_iters ? or1_dmodel_grad_norm(cm.dm) : 0;
+    if (rc == 0 && !o.bench_iters && (!isfinite(st.objective) || !isfinite(norm)))
+        rc = or1_fail("%s: the loss (%g) or the gradient norm (%g) is not finite, which JSON cannot hold: the "
+                      "model's output is not finite (are its weights damaged or out of range?)",
+                      o.batch, st.objective, norm);
     if (rc == 0 && !o.bench_iters) {
-        double norm = or1_dmodel_grad_norm(cm.dm), nt = (double)st.tokens;
         const or1_mismatch *mm = &st.mismatch;
-        double nm = mm->tokens > 0 ? (double)mm->tokens : 1.0;
+        double nt = (double)st.tokens, nm = mm->tokens > 0 ? (double)mm->tokens : 1.0;
         printf("{\"loss\":%.17g,\"pg_loss\":%.17g,\"entropy\":%.17g,\"tokens\":%ld,\"clip_frac\":%.17g,"
                "\"grad_norm\":%.17g,\"mismatch_abs_mean\":%.17g,\"mismatch_abs_max\":%.17g,\"mismatch_k3\":%.17g,"
                "\"is_weight_mean\":%.17g,\"is_masked_frac\":%.17g,\"cov_selected_frac\":%.17g,"

@@ -51,8 +51,8 @@ static int parse_prompt(const cJSON *j, const char *where, or1_data_row *r) {
     if (n < 1 || n > MAX_MESSAGES)
         return or1_fail("%s: key \"prompt\" must hold 1 to %d messages, not %d", where, MAX_MESSAGES, n);
     r->prompt = or1_calloc((size_t)n, sizeof *r->prompt);
-    for (int i = 0; i < n; i++) {
-        const cJSON *m = cJSON_GetArrayItem(p, i);
+    const cJSON *m = p->child;
+    for (int i = 0; i < n; i++, m = m->next) {
         char path[64];
         snprintf(path, sizeof path, "prompt[%d]", i);
         if (!cJSON_IsObject(m)) return or1_fail("%s: key \"%s\" must be an object {role, content}", where, path);

@@ -266,6 +266,13 @@ void or1_json_write_floats(FILE *f, const float *x, size_t n) {
     fputc(']', f);
 }
 
+/* See io.h. */
+size_t or1_first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
+}
+
 /* Integers as a JSON array. */
 void or1_json_write_ints(FILE *f, const int32_t *x, size_t n) {
     fputc('[', f);

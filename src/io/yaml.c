@@ -77,6 +77,35 @@ static int next_event(reader *r, yaml_event_t *e) {
 
 static or1_yaml_node *read_node(reader *r, yaml_event_t *e, int depth);
 
+/* A mapping entry's key and position, sorted to find duplicates. */
+typedef struct {
+    const char *key;
+    size_t at;
+} keyed;
+
+/* qsort order of keyed entries: by key, then by position in the document. */
+static int by_key(const void *a, const void *b) {
+    const keyed *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* -1 naming the first entry of mapping n (in document order) whose key an earlier entry
+ * already has; 0 if the keys are distinct. Sorted, not compared pairwise: a config of 60,000
+ * keys is refused in milliseconds. */
+static int refuse_duplicates(const or1_yaml_node *n) {
+    if (n->n_kids < 2) return 0;
+    keyed *k = or1_malloc(n->n_kids * sizeof *k);
+    for (size_t i = 0; i < n->n_kids; i++) k[i] = (keyed){n->kids[i]->key, i};
+    qsort(k, n->n_kids, sizeof *k, by_key);
+    size_t dup = n->n_kids;
+    for (size_t i = 1; i < n->n_kids; i++)
+        if (!strcmp(k[i].key, k[i - 1].key) && k[i].at < dup) dup = k[i].at;
+    free(k);
+    if (dup == n->n_kids) return 0;
+    return or1_fail("%s: duplicate key \"%.200s\"", n->kids[dup]->where, n->kids[dup]->key);
+}
+
 /* Reads a collection's entries up to its end event: mapping values keyed by scalar keys
  * (duplicates refused), or list items. */
 static int read_children(reader *r, or1_yaml_node *n, int depth) {
@@ -86,7 +115,7 @@ static int read_children(reader *r, or1_yaml_node *n, int depth) {
         if (next_event(r, &e) != 0) return -1;
         if (e.type == end) {
             yaml_event_delete(&e);
-            return 0;
+            return n->kind == CFG_MAP ? refuse_duplicates(n) : 0;
         }
         char where[512];
         mark(r, &e, where, sizeof where);
@@ -102,12 +131,6 @@ static int read_children(reader *r, or1_yaml_node *n, int depth) {
             }
             key = or1_strdup((const char *)e.data.scalar.value);
             yaml_event_delete(&e);
-            for (size_t i = 0; i < n->n_kids; i++)
-                if (strcmp(n->kids[i]->key, key) == 0) {
-                    or1_fail("%s: duplicate key \"%.200s\"", where, key);
-                    free(key);
-                    return -1;
-                }
             if (next_event(r, &e) != 0) {
                 free(key);
                 return -1;

@@ -146,8 +146,9 @@ static int parse_io(const cJSON *j, or1_code_tests *t, const char *where) {
     t->inputs = or1_calloc((size_t)n, sizeof *t->inputs);
     t->outputs = or1_calloc((size_t)n, sizeof *t->outputs);
     t->n = (size_t)n;
-    for (int i = 0; i < n; i++) {
-        const cJSON *a = cJSON_GetArrayItem(in, i), *b = cJSON_GetArrayItem(out, i);
+    /* the two lists walked in step: cJSON_GetArrayItem(i) walks from the head each time */
+    const cJSON *a = in->child, *b = out->child;
+    for (int i = 0; i < n; i++, a = a->next, b = b->next) {
         if (t->kind == OR1_TESTS_STDIO && (!cJSON_IsString(a) || !cJSON_IsString(b)))
             return or1_fail("%s: test %d: stdin/stdout tests must be strings", where, i);
         t->inputs[i] = test_text(a, true);

@@ -1,6 +1,8 @@
 """Pathological inputs through the fuzz targets (their replay builds): JSON and YAML nested
-10^5 deep, a 10 MB JSONL line, 10^{10^{10}} and 10^5 nested braces in a math answer, and a
-tokenizer.json whose pre-tokenizer regex backtracks catastrophically. Each must end within the
+10^5 deep, a 10 MB JSONL line, 10^{10^{10}} and 10^5 nested braces in a math answer, a
+tokenizer.json whose pre-tokenizer regex backtracks catastrophically, and the largest counts
+the parsers take (100,000 code tests, a config of 99,999 keys), where work quadratic in the
+count would run for minutes. Each must end within the
 time limit with an error or a value; a crash, a sanitizer report or a slow input fails.
 
 usage: pathological.py SCRATCH SECONDS NAME=REPLAY_BINARY..."""
@@ -37,6 +39,7 @@ def inputs():
     """{target: {input name: bytes}}; for rows the first byte picks the reader (fuzz/fuzz_rows.c)."""
     long_text = json.dumps({"text": "12+34=46 " * (BIG // 9)}).encode()
     long_math = json.dumps({"response": "\\boxed{" + "1" * BIG + "}", "gold": "1"}).encode()
+    many_keys = "".join(f"k{i}: 1\n" for i in range(99_999)).encode()
     long_row = json.dumps({"prompt": [{"role": "user", "content": "x" * BIG}], "data_source": "d",
                            "ability": "math", "reward_model": {"ground_truth": "[\"1\"]"}}).encode()
     return {
@@ -50,11 +53,13 @@ def inputs():
         "data_row": {"deep": b'{"a":' + nested_json() + b"}"},
         "model_config": {"deep": b'{"hidden_size":' + nested_json() + b"}"},
         "code_tests": {"deep": b'{"inputs":' + nested_json(b'"x"') + b"}",
-                       "long": json.dumps({"inputs": ["1" * BIG], "outputs": ["1"]}).encode()},
+                       "long": json.dumps({"inputs": ["1" * BIG], "outputs": ["1"]}).encode(),
+                       "many": json.dumps({"inputs": ["1"] * 100_000, "outputs": ["1"] * 100_000}).encode()},
         "chat_template": {"deep": b"{}\x00" + nested_json(), "deep_config": b'{"chat_template":' + nested_json() + b"}"},
         "train_config": {"deep_flow": b"model: " + b"[" * DEEP + b"1" + b"]" * DEEP + b"\n",
                          "deep_block": b"".join(b" " * i + b"k:\n" for i in range(1000)) + b" " * 1000 + b"v\n",
-                         "deep_flow_map": b"seed: " + b"{a: " * DEEP + b"1" + b"}" * DEEP + b"\n"},
+                         "deep_flow_map": b"seed: " + b"{a: " * DEEP + b"1" + b"}" * DEEP + b"\n",
+                         "many_keys": many_keys, "many_keys_duplicate": many_keys + b"k0: 2\n"},
         "set_value": {"deep": b"model=" + b"[" * DEEP + b"1" + b"]" * DEEP,
                       "deep_map": b"rollout=" + b"{a: " * DEEP + b"1" + b"}" * DEEP},
         "math_verify": {"power_tower": b"\\boxed{10^{10^{10}}}\x0010^{10^{10}}",
@@ -82,6 +87,8 @@ EXPECT = {
     ("train_config", "deep_flow"): "nest",
     ("train_config", "deep_flow_map"): "nest",
     ("train_config", "deep_block"): "nest",
+    ("train_config", "many_keys"): "unknown key",
+    ("train_config", "many_keys_duplicate"): "duplicate key",
     ("set_value", "deep"): "nest",
     ("set_value", "deep_map"): "nest",
 }

@@ -1,5 +1,6 @@
 """Hostile inputs: or1 must exit 1 or 2 with "or1: <message>" naming the file (and the tensor or
-key), never die by a signal, and never trigger an ASan/UBSan/LSan report.
+key), never die by a signal, never trigger an ASan/UBSan/LSan report, and print on stdout only
+lines of strict JSON (no NaN or infinity).
 
 usage: test_malformed.py OR1 GROUP   (GROUP: safetensors | config | batch)
 
@@ -779,6 +780,61 @@ def flag_step_without_save(b):
     return b.grad_args([b.batch[0]]) + ["--step", "--lr", "1e-3"], None, ("save",)
 
 
+# --- weights out of range: every command fails naming the row and token, printing no JSON it cannot hold
+
+def huge_second_shard(b):
+    """A checkpoint in two shards whose second shard's tensor T holds 1e38 everywhere: finite, as
+    bytes flipped in a copy can leave a weight, but every activation after it overflows."""
+    d = os.path.join(b.tmp, f"huge{b.n}")
+    b.n += 1
+    params = dict(b.params)
+    params[T] = params[T] * 0 + 1e38
+    ref.save_checkpoint(d, b.cfg, params, shards=2)
+    with open(os.path.join(d, "model.safetensors.index.json")) as f:
+        assert json.load(f)["weight_map"][T].endswith("00002-of-00002.safetensors")
+    return d
+
+
+@case("batch")
+def logprobs_not_finite(b):
+    """or1 logprobs on huge weights: the first row's first token is named."""
+    return b.logprobs_args(huge_second_shard(b)), None, ("in.jsonl:1: token 1", "JSON cannot hold")
+
+
+@case("batch")
+def generate_not_finite(b):
+    """or1 generate on huge weights: the engine stops at the first logits that are not finite."""
+    inp = os.path.join(b.tmp, "prompts.jsonl")
+    files.write_jsonl(inp, [{"prompt_ids": [1, 2, 3]}])
+    return (["generate", "--model", huge_second_shard(b), "--input", inp, "--max-new-tokens", 3],
+            None, ("request 0, sample 0, token 0", "not finite"))
+
+
+@case("batch")
+def grad_not_finite(b):
+    """or1 grad on huge weights."""
+    args = b.grad_args(b.batch, "huge_batch.jsonl")
+    args[args.index("--model") + 1] = huge_second_shard(b)
+    return args, None, ("huge_batch.jsonl", "not finite", "JSON cannot hold")
+
+
+def strict_json(line):
+    """The JSON value of line, refusing NaN and infinities (which Python's json otherwise reads)."""
+    def refuse(c):
+        raise ValueError(f"{c} is not JSON")
+    return json.loads(line, parse_constant=refuse)
+
+
+def printed_json(out):
+    """None if every line of out is strict JSON, else the first line that is not."""
+    for line in out.splitlines():
+        try:
+            strict_json(line)
+        except ValueError:
+            return line
+    return None
+
+
 def run_case(chk, or1, b, fn):
     """Runs one case and checks exit status, message form, named things and sanitizer silence."""
     args, stdin, expect = fn(b)
@@ -788,6 +844,8 @@ def run_case(chk, or1, b, fn):
     chk.ok(r.returncode in (1, 2), f"{what}: exit status {r.returncode} (want 1 or 2); "
            f"stderr: {err.strip()[:400]}")
     chk.ok(not proc.sanitizer_report(err), f"{what}: sanitizer report: {err.strip()[:1500]}")
+    bad = printed_json(r.stdout)
+    chk.ok(bad is None, f"{what}: stdout holds a line that is not JSON: {str(bad)[:200]!r}")
     chk.ok(err.startswith("or1: "), f"{what}: stderr does not start with 'or1: ': {err[:200]!r}")
     for e in expect:
         alts = e if isinstance(e, tuple) else (e,)
