@@ -35,9 +35,12 @@ static or1_yaml_node *node_new(cfg_kind kind, const char *where) {
     return n;
 }
 
-/* Appends a child. */
+/* Appends a child, doubling the array when its count reaches a power of two, so a
+   mapping of 10^5 keys costs linear copying (the allocation is never shrunk). */
 static void node_add(or1_yaml_node *parent, or1_yaml_node *kid) {
-    parent->kids = or1_realloc(parent->kids, (parent->n_kids + 1) * sizeof *parent->kids);
+    size_t n = parent->n_kids;
+    if (n == 0 || (n & (n - 1)) == 0)
+        parent->kids = or1_realloc(parent->kids, (n ? 2 * n : 1) * sizeof *parent->kids);
     parent->kids[parent->n_kids++] = kid;
 }
 
