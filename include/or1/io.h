@@ -55,6 +55,9 @@ int or1_jsonl_open(or1_jsonl_reader *r, const char *path);
 /* Reads the next row: 1 and *out set (caller frees with cJSON_Delete), 0 at end of
  * input, -1 on a parse error naming path:line. */
 int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out);
+/* Reads the next non-blank line into r->buf without parsing it: 1 with *len its length and
+ * r->where set, 0 at end of input, -1 on a read error. */
+int or1_jsonl_next_line(or1_jsonl_reader *r, size_t *len);
 void or1_jsonl_close(or1_jsonl_reader *r);
 
 /* Rewrites a JSONL file row by row into out (atomically; out may equal in): edit returns 1 to

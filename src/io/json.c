@@ -29,8 +29,8 @@ static bool blank(const char *s, size_t n) {
     return true;
 }
 
-/* Next non-blank line parsed as JSON; errors carry path:line. */
-int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out) {
+/* See io.h: the next non-blank line, its place recorded for messages. */
+int or1_jsonl_next_line(or1_jsonl_reader *r, size_t *len) {
     for (;;) {
         errno = 0;
         ssize_t n = getline(&r->buf, &r->cap, r->f);
@@ -41,9 +41,18 @@ int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out) {
         r->line++;
         if (blank(r->buf, (size_t)n)) continue;
         snprintf(r->where, sizeof r->where, "%s:%zu", r->path, r->line);
-        *out = or1_json_parse(r->buf, (size_t)n, r->where);
-        return *out ? 1 : -1;
+        *len = (size_t)n;
+        return 1;
     }
+}
+
+/* Next non-blank line parsed as JSON; errors carry path:line. */
+int or1_jsonl_next(or1_jsonl_reader *r, cJSON **out) {
+    size_t n;
+    int got = or1_jsonl_next_line(r, &n);
+    if (got <= 0) return got;
+    *out = or1_json_parse(r->buf, n, r->where);
+    return *out ? 1 : -1;
 }
 
 /* Frees the reader (closes the file unless it is stdin). */

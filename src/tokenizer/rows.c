@@ -67,28 +67,14 @@ static char *text_of_line(char *line, size_t n, const char *key, const char *whe
     return a;
 }
 
-/* True if the line holds only JSON white space (the JSONL reader skips such lines). */
-static bool blank(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return false;
-    return true;
-}
-
-/* See tokenizer.h: reads lines as or1_jsonl_next does (the reader's buffer, line count and
- * where), then the key's string through text_of_line. */
+/* See tokenizer.h: the reader's next line (or1_jsonl_next_line), then the key's string
+ * through text_of_line. */
 int or1_tokenizer_read_text(or1_jsonl_reader *r, const char *key, char **text, size_t *len) {
     *text = NULL;
     *len = 0;
-    for (;;) {
-        ssize_t n = getline(&r->buf, &r->cap, r->f);
-        if (n < 0) {
-            if (ferror(r->f)) return or1_fail("%s:%zu: read error", r->path, r->line + 1);
-            return 0;
-        }
-        r->line++;
-        if (blank(r->buf, (size_t)n)) continue;
-        snprintf(r->where, sizeof r->where, "%s:%zu", r->path, r->line);
-        *text = text_of_line(r->buf, (size_t)n, key, r->where, len);
-        return *text ? 1 : -1;
-    }
+    size_t n;
+    int got = or1_jsonl_next_line(r, &n);
+    if (got <= 0) return got;
+    *text = text_of_line(r->buf, n, key, r->where, len);
+    return *text ? 1 : -1;
 }
