@@ -37,6 +37,14 @@ int or1_write_file_atomic(const char *path, const void *data, size_t len);
 /* Copies a file atomically (used to carry config/tokenizer files beside checkpoints). */
 int or1_copy_file_atomic(const char *src, const char *dst);
 
+/* Checkpoint integrity (checksums.json: each file's size and XXH3-128 hash). Records every
+ * file of dir and of its subfolders (written last, before the folder is renamed into place). */
+int or1_checksums_write(const char *dir);
+/* Checks the recorded files that wanted accepts (all when NULL) against dir's copies: 1 when
+ * every one matches, 0 when dir has no checksums.json (a checkpoint of an older or1, or a
+ * Hugging Face model folder), -1 naming the first missing, cut short or damaged file. */
+int or1_checksums_check(const char *dir, bool (*wanted)(const char *name));
+
 /* The size of a "path:line" place in messages. */
 enum { OR1_WHERE_MAX = 600 };
 

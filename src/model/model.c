@@ -207,9 +207,17 @@ static int refuse_unused(weight_source *s, const or1_model *m) {
     return f ? 0 : -1;
 }
 
+/* The files of a checkpoint a model load reads: its configs, weights and shard index. */
+static bool model_file(const char *name) {
+    return strcmp(name, "config.json") == 0 || strcmp(name, "generation_config.json") == 0 ||
+           strncmp(name, "model", 5) == 0;
+}
+
 /* Loads config.json, then every parameter tensor with its shape checked and its values finite,
- * and refuses tensors the model does not use. */
+ * and refuses tensors the model does not use. A checkpoint's files are first checked against its
+ * checksums.json (a folder without one, such as a Hugging Face download, loads unchecked). */
 int or1_model_load(or1_model *m, const char *dir) {
+    if (or1_checksums_check(dir, model_file) < 0) return -1;
     or1_model_config cfg;
     char *cpath = or1_path_join(dir, "config.json"), *gpath = or1_path_join(dir, "generation_config.json");
     int rc = or1_model_config_load(&cfg, cpath);

@@ -68,7 +68,7 @@ static int copy_tokenizer(const trainer *t, const char *dir) {
 static void remove_files(const char *dir) {
     static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
                                   "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                  "trainer_state.json", "config.yaml"};
+                                  "trainer_state.json", "config.yaml", "checksums.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char *p = or1_path_join(dir, files[i]);
         unlink(p);
@@ -134,6 +134,7 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     if (rc == 0) rc = or1_adamw_save(opt, &t->m, tmp);
     if (rc == 0) rc = write_state_files(t, tmp);
     if (rc == 0) rc = save_reference(t, tmp);
+    if (rc == 0) rc = or1_checksums_write(tmp);
     if (rc == 0) {
         checkpoint_remove(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));

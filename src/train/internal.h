@@ -127,8 +127,10 @@ double update_param_norm(trainer *t);
 /* ---- the run folder (run_dir.c) ---------------------------------------------------------- */
 
 /* The checkpoint folder --resume ARG means (see or1_train_start); *dir NULL for a new run
- * (no ARG, or auto on a folder without a complete checkpoint). Errors name ARG. */
-int run_resume_dir(const or1_train_config *cfg, const char *arg, char **dir);
+ * (no ARG, or auto on a folder without checkpoints). A checkpoint is resumed only when intact
+ * (complete, its files matching checksums.json); auto and a run folder pass over damaged ones
+ * to the newest intact one, saying so when talk. Errors name ARG. */
+int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir);
 /* A new run's output folder (rank 0 only): refused when it holds a run unless overwrite; with
  * overwrite, that run's checkpoints, `latest` and metrics are removed. */
 int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite);

@@ -83,13 +83,48 @@ static char *step_dir(const char *root, long step) {
     return or1_path_join(root, name);
 }
 
-/* The newest complete checkpoint of a run folder, or NULL when it has none. */
-static char *newest_checkpoint(const char *root) {
+/* True if dir is a complete checkpoint whose files match its checksums.json (one written before
+ * checksums were recorded passes on completeness alone); otherwise why not, in why. */
+static bool intact(const char *dir, char *why, size_t size) {
+    const char *lack = missing_file(dir);
+    if (lack) snprintf(why, size, "%s: lacks %s", dir, lack);
+    else if (or1_checksums_check(dir, NULL) < 0) snprintf(why, size, "%s", or1_error());
+    else return true;
+    return false;
+}
+
+/* The newest intact checkpoint of a run folder, or NULL when it has none; the newer ones passed
+ * over are counted in *passed and, when talk, named with the reason. */
+static char *newest_intact(const char *root, bool talk, size_t *passed) {
     size_t n;
-    long *steps = list_steps(root, true, &n);
-    char *dir = n ? step_dir(root, steps[n - 1]) : NULL;
+    long *steps = list_steps(root, false, &n);
+    char *dir = NULL, why[1024];
+    *passed = 0;
+    for (size_t i = n; i-- > 0 && !dir;) {
+        char *d = step_dir(root, steps[i]);
+        if (intact(d, why, sizeof why)) {
+            dir = d;
+            continue;
+        }
+        if (talk) fprintf(stderr, "train: passing over a damaged checkpoint: %s\n", why);
+        ++*passed;
+        free(d);
+    }
     free(steps);
     return dir;
+}
+
+/* The checkpoint a run folder resumes from (NULL for a folder without checkpoints); fails when
+ * it has checkpoints and none is intact, rather than starting the run over. */
+static int run_folder_checkpoint(const char *root, const char *flag, bool talk, char **dir) {
+    size_t passed;
+    *dir = newest_intact(root, talk, &passed);
+    if (passed && !*dir)
+        return or1_fail("--resume %s: none of the %zu checkpoints in %s/checkpoints is intact (each named above); "
+                        "restore one, or start over with --overwrite", flag, passed, root);
+    if (passed && talk)
+        fprintf(stderr, "train: --resume %s: the newest intact checkpoint is %s\n", flag, *dir);
+    return 0;
 }
 
 /* A `latest` written as a text file by older versions: the checkpoint it names. */
@@ -105,25 +140,36 @@ static char *latest_file_target(const char *path) {
     return dir;
 }
 
+/* A checkpoint named outright must be intact: no fallback to another one. */
+static int named_checkpoint(const char *arg, char *dir) {
+    if (or1_checksums_check(dir, NULL) < 0) return or1_fail_ctx("--resume %s", arg);
+    return 0;
+}
+
 /* See internal.h. */
-int run_resume_dir(const or1_train_config *cfg, const char *arg, char **dir) {
+int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir) {
     *dir = NULL;
     if (!arg) return 0;
-    if (strcmp(arg, "auto") == 0) {
-        *dir = newest_checkpoint(cfg->output_dir);
+    if (strcmp(arg, "auto") == 0) return run_folder_checkpoint(cfg->output_dir, arg, talk, dir);
+    if (is_dir(arg) && complete_checkpoint(arg)) {
+        *dir = or1_strdup(arg);
+        return named_checkpoint(arg, *dir);
+    }
+    if (is_dir(arg) && looks_like_checkpoint(arg))
+        return or1_fail("--resume %s: the checkpoint lacks %s, so it cannot resume exactly", arg, missing_file(arg));
+    if (is_dir(arg)) {
+        if (run_folder_checkpoint(arg, arg, talk, dir)) return -1;
+        if (!*dir)
+            return or1_fail("--resume %s: neither a checkpoint (model, optimizer and trainer state) nor a run "
+                            "folder with a complete checkpoint", arg);
         return 0;
     }
-    if (is_dir(arg) && complete_checkpoint(arg)) *dir = or1_strdup(arg);
-    else if (is_dir(arg) && looks_like_checkpoint(arg))
-        return or1_fail("--resume %s: the checkpoint lacks %s, so it cannot resume exactly", arg, missing_file(arg));
-    else if (is_dir(arg) && (*dir = newest_checkpoint(arg)) == NULL)
-        return or1_fail("--resume %s: neither a checkpoint (model, optimizer and trainer state) nor a run folder "
-                        "with a complete checkpoint", arg);
-    else if (!is_dir(arg) && or1_is_file(arg) && (*dir = latest_file_target(arg)) && !complete_checkpoint(*dir))
-        return or1_fail("--resume %s: names %s, which is not a complete checkpoint", arg, *dir);
-    else if (!*dir)
-        return or1_fail("--resume %s: no such checkpoint or run folder (give a checkpoint, a run folder or auto)", arg);
-    return 0;
+    if (or1_is_file(arg) && (*dir = latest_file_target(arg))) {
+        if (!complete_checkpoint(*dir))
+            return or1_fail("--resume %s: names %s, which is not a complete checkpoint", arg, *dir);
+        return named_checkpoint(arg, *dir);
+    }
+    return or1_fail("--resume %s: no such checkpoint or run folder (give a checkpoint, a run folder or auto)", arg);
 }
 
 /* Removes root/name (a file or a link) if it is there. */

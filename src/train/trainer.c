@@ -290,7 +290,7 @@ static int from_rank0(const or1_dist *d, int rc) {
 /* Sets up, optionally resumes, trains, cleans up. Failures on any rank end the job. */
 int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, const or1_dist *d) {
     char *resume_dir = NULL;
-    int rc = run_resume_dir(cfg, start ? start->resume : NULL, &resume_dir);
+    int rc = run_resume_dir(cfg, start ? start->resume : NULL, d->rank == 0, &resume_dir);
     rc = from_rank0(d, rc || d->rank != 0 ? rc : run_prepare_output(cfg, resume_dir != NULL, start && start->overwrite));
     if (rc) {
         free(resume_dir);

@@ -17,6 +17,7 @@ endfunction()
 
 or1_train_test(run test_run.py)
 or1_train_test(resume test_resume.py)
+or1_train_test(integrity test_integrity.py)
 or1_train_test(online_filter test_online_filter.py)
 or1_train_test(rejection test_rejection.py)
 or1_train_test(entropy test_entropy.py)
