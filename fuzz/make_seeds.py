@@ -221,6 +221,21 @@ def seeds_rows():
     put("rows", "dataset_filtered", "\x06" + "\n".join(data) + "\n")
 
 
-for make in [seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
+def seeds_checksums():
+    """checksums.json records for the scratch file fuzz/fuzz_checksums.c writes (weights)."""
+    import xxhash
+    weights = b"0123456789abcdef0123456789abcdef"
+    good = {"bytes": len(weights), "xxh3_128": xxhash.xxh3_128_hexdigest(weights)}
+    record = lambda files, alg="XXH3-128": json.dumps({"algorithm": alg, "files": files}, indent=1)
+    put("checksums", "intact", record({"weights": good}))
+    put("checksums", "damaged", record({"weights": dict(good, xxh3_128="0" * 32)}))
+    put("checksums", "cut_short", record({"weights": dict(good, bytes=len(weights) + 1)}))
+    put("checksums", "missing", record({"weights": good, "model.safetensors": good}))
+    put("checksums", "outside", record({"../weights": good, "sub/../weights": good}))
+    put("checksums", "algorithm", record({"weights": good}, alg="SHA-256"))
+    put("checksums", "empty", record({}))
+
+
+for make in [seeds_checksums, seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
              seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_code_tests, seeds_rows]:
     make()
