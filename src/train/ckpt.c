@@ -139,6 +139,7 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
         checkpoint_remove(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
     }
+    if (rc) checkpoint_remove(tmp); /* a half-written folder (a full disk) frees its space */
     if (rc == 0) rc = run_point_latest(root, name);
     if (rc == 0) {
         run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);

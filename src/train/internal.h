@@ -95,8 +95,10 @@ void trainer_close(trainer *t);
 void track_solved(trainer *t, const step_batch *b);
 /* Drops the rows solved in the previous stage, at the start of stage. */
 void online_filter(trainer *t, size_t stage);
-void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
-                   double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
+/* The step's metrics row (rank 0) and progress line; fails naming metrics.jsonl when the row
+ * cannot be written. */
+int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
+                  double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
                    double t_update, double t_step);
 int run_validation(trainer *t);
 int save_checkpoint(trainer *t);

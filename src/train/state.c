@@ -36,15 +36,29 @@ void online_filter(trainer *t, size_t stage) {
                 dropped, before, or1_data_active(t->data));
 }
 
-/* Appends one JSON row to metrics.jsonl and flushes it (rank 0). */
-static void emit(trainer *t, cJSON *row) {
+/* Appends one JSON row to metrics.jsonl and flushes it (rank 0). A row that cannot be written
+ * whole (a full disk) is cut off again, so the file keeps whole rows only, and the run stops
+ * naming the file: a run whose metrics are lost does not go on. */
+static int emit(trainer *t, cJSON *row) {
+    int rc = 0;
     if (t->metrics) {
         char *text = cJSON_PrintUnformatted(row);
-        fprintf(t->metrics, "%s\n", text);
-        fflush(t->metrics);
+        struct stat st;
+        off_t before = fstat(fileno(t->metrics), &st) == 0 ? st.st_size : -1;
+        if (fprintf(t->metrics, "%s\n", text) < 0 || fflush(t->metrics) != 0) {
+            int err = errno;
+            char *path = or1_path_join(t->cfg->output_dir, "metrics.jsonl");
+            fclose(t->metrics); /* drops what stdio still holds, before the cut */
+            t->metrics = NULL;
+            if (before >= 0 && truncate(path, before) != 0) err = errno;
+            rc = or1_fail("%s: cannot write the metrics row of step %ld: %s (the rows before it are kept)", path,
+                          t->step, strerror(err));
+            free(path);
+        }
         free(text);
     }
     cJSON_Delete(row);
+    return rc;
 }
 
 /* The rollout/training mismatch of the step's sampled tokens (all of them when the old
@@ -137,11 +151,12 @@ static void run_clock(const trainer *t, char *buf, size_t cap) {
     snprintf(buf, cap, "elapsed %s, eta %s", e, r);
 }
 
-/* The per-step metrics row, a progress line, and loud warnings. */
-void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
+/* The per-step metrics row, a progress line, and loud warnings; fails when the row cannot be
+ * written. */
+int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
                    double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
                    double t_update, double t_step) {
-    if (t->d->rank != 0) return;
+    if (t->d->rank != 0) return 0;
     int32_t *group = or1_malloc((b->n_samples ? b->n_samples : 1) * sizeof *group);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
     or1_batch_stats bs;
@@ -185,7 +200,7 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     cJSON_AddNumberToObject(row, "seconds_reward", b->t_reward);
     cJSON_AddNumberToObject(row, "seconds_update", t_update);
     cJSON_AddNumberToObject(row, "seconds_step", t_step);
-    emit(t, row);
+    if (emit(t, row)) return -1;
     char clock[128];
     run_clock(t, clock, sizeof clock);
     fprintf(stderr, "step %ld/%ld [%s] reward %.3f kept %zu/%zu len %.0f trunc %.2f ent %.3f alpha %.2e gnorm %.3f "
@@ -198,6 +213,7 @@ void write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stag
     if (skipped)
         fprintf(stderr, "WARNING: step %ld: every group was rejected (all rewards equal in each): no update this step\n",
                 t->step);
+    return 0;
 }
 
 /* Validation on the eval files at every configured temperature; a metrics row each. */
@@ -228,8 +244,11 @@ int run_validation(trainer *t) {
         cJSON_AddNumberToObject(row, "step", (double)t->step);
         cJSON_AddNumberToObject(row, "temperature", t->cfg->eval.temperatures[k]);
         cJSON_AddItemToObject(row, "report", rep);
-        if (t->d->rank == 0) emit(t, row);
-        else cJSON_Delete(row);
+        int rc = t->d->rank == 0 ? emit(t, row) : (cJSON_Delete(row), 0);
+        if (rc) {
+            free(rows);
+            return -1;
+        }
     }
     free(rows);
     return 0;

@@ -255,8 +255,9 @@ static int train_step(trainer *t) {
     t_up = or1_now() - t_up;
     t->step++;
     track_solved(t, &b);
-    write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
+    int wrote = write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
     batch_free(&b);
+    if (wrote) return or1_fail_ctx("train: step %ld: stopped; no checkpoint of this step is written", t->step);
     if (t->has_ref && t->cfg->kl.reset_every > 0 && t->step % t->cfg->kl.reset_every == 0) return reset_reference(t);
     return 0;
 }
