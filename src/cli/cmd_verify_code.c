@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CHUNK = 512 };
 
 /* One input row, parsed and owning its strings. */
 typedef struct {
@@ -43,7 +42,8 @@ static void write_result(FILE *f, const or1_code_result *res) {
     fprintf(f, "],\"seconds\":%.3f}\n", res->wall_s);
 }
 
-/* Grades a chunk of rows in the pool and writes their results in input order. */
+/* Grades a chunk of rows in the pool and writes their results in input order, flushed, so a
+ * reader of a pipe sees each chunk's verdicts as soon as they are known. */
 static int flush_chunk(or1_sandbox_pool *pool, row *rows, or1_code_job *jobs, or1_code_result *res,
                        size_t n, FILE *out, size_t *correct) {
     int rc = or1_sandbox_pool_run(pool, jobs, res, n);
@@ -54,6 +54,7 @@ static int flush_chunk(or1_sandbox_pool *pool, row *rows, or1_code_job *jobs, or
         or1_code_tests_free(&rows[i].tests);
         free(rows[i].response);
     }
+    if (rc == 0 && fflush(out) != 0) rc = or1_fail("verify-code: writing the verdicts failed");
     return rc;
 }
 
@@ -64,15 +65,18 @@ static const cli_flag_spec verify_code_flags[] = {
     FLAG_INT("workers", NULL, 1, 1024, "sandboxed worker processes; default: one per CPU"),
     FLAG_NUM("memory-mb", "1024", 64, 1 << 20, "memory limit of each program, MiB"),
     FLAG_SWITCH("all-tests", "run every test (default: stop at the first failure)"),
+    FLAG_INT("chunk", "512", 1, 1 << 16, "rows queued in the pool together; their verdicts are written when all are graded"),
 };
 
-/* or1 verify-code --input F [--output F] [--workers N] [--memory-mb M] [--all-tests] */
+/* or1 verify-code --input F [--output F] [--workers N] [--memory-mb M] [--all-tests] [--chunk N] */
 static int cmd_verify_code(cli_args *a) {
     const char *in = cli_str(a, "input"), *out_path = cli_str(a, "output");
-    int64_t workers = 0;
+    int64_t workers = 0, chunk_rows = 512;
     double memory_mb;
     bool all = cli_flag(a, "all-tests");
     cli_int(a, "workers", &workers);
+    cli_int(a, "chunk", &chunk_rows);
+    const size_t chunk = (size_t)chunk_rows;
     cli_double(a, "memory-mb", &memory_mb);
     if (cli_check_unused(a) != 0) return 2;
     or1_jsonl_reader r;
@@ -83,9 +87,9 @@ static int cmd_verify_code(cli_args *a) {
         return or1_fail("verify-code: cannot open %s for writing", out_path), 1;
     }
     or1_sandbox_pool *pool = or1_sandbox_pool_new((int)workers);
-    row *rows = or1_calloc(CHUNK, sizeof *rows);
-    or1_code_job *jobs = or1_calloc(CHUNK, sizeof *jobs);
-    or1_code_result *res = or1_calloc(CHUNK, sizeof *res);
+    row *rows = or1_calloc(chunk, sizeof *rows);
+    or1_code_job *jobs = or1_calloc(chunk, sizeof *jobs);
+    or1_code_result *res = or1_calloc(chunk, sizeof *res);
     size_t n = 0, total = 0, correct = 0;
     int rc = pool ? 0 : -1;
     double t0 = or1_now();
@@ -101,7 +105,7 @@ static int cmd_verify_code(cli_args *a) {
         cJSON_Delete(j);
         if (rc != 0) break;
         total++;
-        if (++n == CHUNK) {
+        if (++n == chunk) {
             rc = flush_chunk(pool, rows, jobs, res, n, out, &correct);
             n = 0;
         }

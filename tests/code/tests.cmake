@@ -20,6 +20,10 @@ foreach(mode root userns rlimits)
   set_tests_properties(code_hostile_${mode} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
 
+# hundreds of programs, hostile ones among them, through one pool: verdicts and what is left
+or1_python_test(code_load ${CMAKE_CURRENT_LIST_DIR}/load.py $<TARGET_FILE:or1> ${CMAKE_CURRENT_LIST_DIR}/hostile.jsonl)
+set_tests_properties(code_load PROPERTIES RUN_SERIAL TRUE)
+
 or1_python_test(code_real_problems ${CMAKE_CURRENT_LIST_DIR}/real_problems.py $<TARGET_FILE:or1>
                 ${CMAKE_SOURCE_DIR}/data)
 set_tests_properties(code_real_problems PROPERTIES RUN_SERIAL TRUE)
