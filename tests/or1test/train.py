@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from or1test import files, proc
+from or1test.check import check
 from or1test import safetensors as st
 
 
@@ -55,6 +56,27 @@ def base_config(model, data, out, **over):
         else:
             cfg[k] = v
     return cfg
+
+
+def two_stage_config(scratch, model, data, name, **over):
+    """The data-parallel tests' config: two stages of 2 steps (online filter on, N_SGD 2 then 2),
+    a checkpoint a step, writing to scratch/name; returns (config path, output folder)."""
+    out = os.path.join(scratch, name)
+    sections = {"checkpoint": {"every": 1}, "stages": [
+        {"name": "s1", "context_length": 24, "prompts": 4, "n": 4, "mini_batch": 2, "steps": 2},
+        {"name": "s2", "context_length": 24, "prompts": 2, "n": 6, "mini_batch": 1, "steps": 2}]}
+    cfg = base_config(model, data, out, **{**sections, **over})
+    return write_config(os.path.join(scratch, name + ".yaml"), cfg), out
+
+
+def close_at_step(a, b, step, tol, what):
+    """The model and optimizer of two runs' checkpoints at step within tol (relative), and their
+    metrics rows too (numbers to tol, counts exactly)."""
+    for f in ("model.safetensors", "optimizer.safetensors"):
+        d = max_rel_diff(tensors(os.path.join(ckpt(a, step), f)), tensors(os.path.join(ckpt(b, step), f)))
+        check(d <= tol, f"{what}: {f} differs by {d:g} (relative) from 1 process")
+    bad = rows_close(metrics(a), metrics(b), tol)
+    check(bad is None, f"{what}: metrics differ: {bad}")
 
 
 def write_config(path, cfg):

@@ -60,21 +60,12 @@ def mpirun(np_, *cmd, ok=True):
 
 def config(name, **over):
     """The 2-stage config writing to SCRATCH/name."""
-    out = os.path.join(SCRATCH, name)
-    sections = {"checkpoint": {"every": 1}, "stages": [
-        {"name": "s1", "context_length": 24, "prompts": 4, "n": 4, "mini_batch": 2, "steps": 2},
-        {"name": "s2", "context_length": 24, "prompts": 2, "n": 6, "mini_batch": 1, "steps": 2}]}
-    cfg = C.base_config(SFT, ROWS, out, **{**sections, **over})
-    return C.write_config(os.path.join(SCRATCH, name + ".yaml"), cfg), out
+    return C.two_stage_config(SCRATCH, SFT, ROWS, name, **over)
 
 
 def close_to(a, b, what):
     """Model and optimizer of the step-4 checkpoints within TOL; metrics rows too."""
-    for f in ("model.safetensors", "optimizer.safetensors"):
-        d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(a, 4), f)), C.tensors(os.path.join(C.ckpt(b, 4), f)))
-        check(d <= TOL, f"{what}: {f} differs by {d:g} (relative) from 1 process")
-    bad = C.rows_close(C.metrics(a), C.metrics(b), TOL)
-    check(bad is None, f"{what}: metrics differ: {bad}")
+    C.close_at_step(a, b, 4, TOL, what)
 
 
 def available():
