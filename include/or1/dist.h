@@ -35,6 +35,13 @@ void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size
 /* Concatenates every rank's bytes in rank order on rank 0 (*all: new buffer there, NULL
  * elsewhere; *all_len its size). */
 void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char **all, size_t *all_len);
+/* The watchdog of the collectives: from now on a collective that has not returned within
+ * timeout_s seconds (a rank died, or its link is down) ends this rank with a message naming it
+ * and the step and phase of or1_dist_phase, instead of waiting for ever; 0 turns it off. */
+void or1_dist_set_timeout(const or1_dist *d, double timeout_s);
+/* What the ranks are doing, for the watchdog's message: the step (1-based) and a phase name
+ * (a string literal). */
+void or1_dist_phase(long step, const char *phase);
 /* Stops every rank with a message: a failure on one rank must not hang the others. */
 __attribute__((noreturn)) void or1_dist_abort(const or1_dist *d, const char *msg);
 

@@ -112,6 +112,9 @@ typedef struct {
         int every, keep_last; /* keep_last 0 = every checkpoint */
         or1_dtype dtype;      /* of the weights: OR1_F32 or OR1_BF16 */
     } checkpoint;
+    struct {
+        double timeout_s; /* a collective waiting longer ends the rank; 0 = never */
+    } dist;
     char *output_dir;
     char *device;    /* backend name: cpu | cuda */
     char *precision; /* matmul precision: auto | fp32 | bf16 */

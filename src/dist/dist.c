@@ -1,11 +1,31 @@
 /* Data-parallel collectives: MPI when the build has it, a single rank otherwise. */
 #include "or1/dist.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "or1/core.h"
+
+/* What the watchdog sees: when the collective in progress began (monotonic seconds, 0 when
+ * none) and its name, the step and phase the trainer named, this rank, and the limit. */
+static struct {
+    _Atomic double since, limit;
+    _Atomic long step;
+    const char *_Atomic op;
+    const char *_Atomic phase;
+    int rank, size;
+} watch = {.phase = "start"};
+
+/* See dist.h. */
+void or1_dist_phase(long step, const char *phase) {
+    watch.step = step;
+    watch.phase = phase;
+}
 
 /* Start of rank r's shard: n/size each, the first n%size ranks one more. */
 static size_t shard_start(size_t n, size_t r, size_t size) { return n / size * r + (r < n % size ? r : n % size); }
@@ -27,6 +47,53 @@ size_t *or1_dist_shard_starts(const or1_dist *d, size_t n) {
 #include <limits.h>
 #include <mpi.h>
 
+/* Seconds on the monotonic clock. */
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The watchdog thread: a few looks per limit; a collective older than the limit ends the process
+ * at once (_exit: MPI_Abort itself may wait on the dead link), and mpirun then ends the job. */
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        double limit = watch.limit, period = limit / 8 < 0.05 ? 0.05 : limit / 8 > 1 ? 1 : limit / 8;
+        usleep((useconds_t)(period * 1e6));
+        double since = watch.since;
+        if (limit > 0 && since > 0 && mono() - since > limit) {
+            fprintf(stderr, "or1: rank %d of %d: step %ld, %s: %s has waited %.0f s for the other ranks (dist.timeout_s "
+                            "%g): a rank died or its link is down; ending this rank\n", watch.rank, watch.size,
+                    (long)watch.step, (const char *)watch.phase, (const char *)watch.op, mono() - since, limit);
+            fflush(stderr);
+            _exit(3);
+        }
+    }
+    return NULL;
+}
+
+/* See dist.h: the thread starts with the first positive limit of a run of several ranks. */
+void or1_dist_set_timeout(const or1_dist *d, double timeout_s) {
+    static bool started;
+    watch.rank = d->rank, watch.size = d->size;
+    watch.limit = timeout_s;
+    pthread_t t;
+    if (!started && timeout_s > 0 && d->size > 1 && pthread_create(&t, NULL, watchdog, NULL) == 0) {
+        pthread_detach(t);
+        started = true;
+    }
+}
+
+/* Marks the start of a collective (op names it) for the watchdog. */
+static void watch_begin(const char *op) {
+    watch.op = op;
+    watch.since = mono();
+}
+
+/* Marks its end. */
+static void watch_end(void) { watch.since = 0; }
+
 /* Every rank's shard size and offset as MPI counts (new arrays); aborts if one is too large. */
 static void shard_counts(const or1_dist *d, size_t n, int **counts, int **displs) {
     *counts = or1_malloc((size_t)d->size * sizeof **counts);
@@ -43,8 +110,13 @@ static void shard_counts(const or1_dist *d, size_t n, int **counts, int **displs
 void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *shard, size_t n) {
     int *counts, *displs;
     shard_counts(d, n, &counts, &displs);
-    if (d->size > 1) MPI_Reduce_scatter(buf, shard, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else memcpy(shard, buf, n * sizeof *buf);
+    if (d->size > 1) {
+        watch_begin("reduce-scatter");
+        MPI_Reduce_scatter(buf, shard, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        watch_end();
+    } else {
+        memcpy(shard, buf, n * sizeof *buf);
+    }
     free(counts);
     free(displs);
 }
@@ -54,23 +126,32 @@ void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) {
     if (d->size <= 1) return;
     int *counts, *displs;
     shard_counts(d, n, &counts, &displs);
+    watch_begin("all-gather");
     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    watch_end();
     free(counts);
     free(displs);
 }
 
 /* MPI_Bcast from rank 0. */
 void or1_dist_bcast_bytes(const or1_dist *d, void *buf, size_t len) {
-    if (d->size > 1) MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (d->size <= 1) return;
+    watch_begin("broadcast");
+    MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    watch_end();
 }
 
 /* MPI_Gatherv of the shards to rank 0. */
 void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size_t n) {
     int *counts, *displs;
     shard_counts(d, n, &counts, &displs);
-    if (d->size > 1)
+    if (d->size > 1) {
+        watch_begin("gather");
         MPI_Gatherv(shard, counts[d->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    else memcpy(all, shard, n * sizeof *shard);
+        watch_end();
+    } else {
+        memcpy(all, shard, n * sizeof *shard);
+    }
     free(counts);
     free(displs);
 }
@@ -96,10 +177,12 @@ void or1_dist_finalize(void) {
 /* MPI_Allreduce(op) in place, in chunks that fit an int count. */
 static void allreduce(const or1_dist *d, void *buf, size_t n, MPI_Datatype t, size_t elem, MPI_Op op) {
     if (d->size <= 1) return;
+    watch_begin("all-reduce");
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         size_t m = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
         MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)m, t, op, MPI_COMM_WORLD);
     }
+    watch_end();
 }
 
 void or1_dist_sum_f32(const or1_dist *d, float *buf, size_t n) { allreduce(d, buf, n, MPI_FLOAT, sizeof(float), MPI_SUM); }
@@ -117,12 +200,14 @@ void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char
     }
     int n = (int)len, *lens = d->rank == 0 ? or1_calloc((size_t)d->size, sizeof *lens) : NULL;
     int *offs = d->rank == 0 ? or1_calloc((size_t)d->size, sizeof *offs) : NULL;
+    watch_begin("gather");
     MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (d->rank == 0) {
         for (int r = 0; r < d->size; r++) offs[r] = (int)*all_len, *all_len += (size_t)lens[r];
         *all = or1_malloc(*all_len + 1);
     }
     MPI_Gatherv(mine, n, MPI_CHAR, *all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+    watch_end();
     free(lens);
     free(offs);
 }
@@ -137,6 +222,9 @@ __attribute__((noreturn)) void or1_dist_abort(const or1_dist *d, const char *msg
 
 
 #else
+
+/* Without MPI: one rank, no collective to watch. */
+void or1_dist_set_timeout(const or1_dist *d, double timeout_s) { (void)d, (void)timeout_s; }
 
 /* Without MPI: one rank. */
 void or1_dist_init(int *argc, char ***argv, or1_dist *d) {

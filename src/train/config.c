@@ -123,6 +123,7 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
     INT_KEY("checkpoint.keep_last", "3", 0, BIG, "checkpoints kept (the newest); 0: all"),
     STR_KEY("checkpoint.dtype", "f32", "weights in checkpoints: f32 (exact resume) | bf16 (half the size)"),
+    NUM_KEY("dist.timeout_s", "1800", 0, 1e7, "a rank waiting this long in a collective (another rank died or its link is down) ends the job; 0: wait for ever"),
     PATH_KEY("output.dir", "runs/train", "metrics.jsonl and checkpoints go here"),
     STR_KEY("device", "cpu", "backend the model runs on: cpu | cuda"),
     STR_KEY("precision", "auto", "matmul precision: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16"),
@@ -170,7 +171,7 @@ static const struct {
     F("reward.overlong_buffer.penalty", reward.length.overlong_penalty),
     F("reward.truncation_penalty", reward.length.truncation_penalty), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
-    F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("output.dir", output_dir), F("seed", seed),
+    F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("dist.timeout_s", dist.timeout_s), F("output.dir", output_dir), F("seed", seed),
 #undef F
 };
 

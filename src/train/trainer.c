@@ -226,6 +226,7 @@ static int train_step(trainer *t) {
     step_batch b;
     batch_init(&b);
     double t0 = or1_now();
+    or1_dist_phase(t->step + 1, "rollout and rewards");
     if (collect(t, st, &b)) {
         batch_free(&b);
         return -1;
@@ -238,6 +239,7 @@ static int train_step(trainer *t) {
     double grad_norm = 0, t_up = or1_now();
     bool skipped = b.loss_tokens == 0;
     if (!skipped) {
+        or1_dist_phase(t->step + 1, "update");
         int micro = or1_train_micro_tokens(t->cfg, si);
         int rc = t->has_ref ? batch_ref_logprobs(&b, t, micro) : 0;
         if (rc == 0 && recompute_logprobs(t)) rc = batch_old_logprobs(&b, t, micro);
@@ -268,7 +270,9 @@ static int train_loop(trainer *t) {
     while (t->step < total) {
         if (train_step(t)) return -1;
         bool last = t->step == total;
+        or1_dist_phase(t->step, "validation");
         if (t->cfg->eval.every > 0 && (t->step % t->cfg->eval.every == 0 || last) && run_validation(t)) return -1;
+        or1_dist_phase(t->step, "checkpoint");
         if ((t->cfg->checkpoint.every > 0 && t->step % t->cfg->checkpoint.every == 0) || last)
             if (save_checkpoint(t)) return -1;
     }
@@ -290,6 +294,7 @@ static int from_rank0(const or1_dist *d, int rc) {
 
 /* Sets up, optionally resumes, trains, cleans up. Failures on any rank end the job. */
 int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, const or1_dist *d) {
+    or1_dist_set_timeout(d, cfg->dist.timeout_s);
     char *resume_dir = NULL;
     int rc = run_resume_dir(cfg, start ? start->resume : NULL, d->rank == 0, &resume_dir);
     rc = from_rank0(d, rc || d->rank != 0 ? rc : run_prepare_output(cfg, resume_dir != NULL, start && start->overwrite));

@@ -37,7 +37,7 @@ FLAGS = {
              "gspo-clip-low", "gspo-clip-high", "cispo-clip-low", "cispo-clip-high", "clip-cov-ratio", "clip-cov-lb",
              "clip-cov-ub", "kl-cov-ratio", "ppo-kl-coef", "top-entropy-quantile", "seed", "device", "precision"],
     "verify-math": ["input", "output", "time-limit"],
-    "verify-code": ["input", "output", "workers", "memory-mb", "all-tests"],
+    "verify-code": ["input", "output", "workers", "memory-mb", "all-tests", "chunk"],
     "tokenize": ["tokenizer", "input", "output", "add-special", "split-special"],
     "detokenize": ["tokenizer", "input", "output", "skip-special"],
     "chat": ["tokenizer", "input", "output", "template", "no-generation-prompt", "chat-template-kwargs"],

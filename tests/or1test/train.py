@@ -111,6 +111,18 @@ def ckpt(out, step):
     return os.path.join(out, "checkpoints", "step-%06d" % step)
 
 
+def rerecord(ckpt_dir, name):
+    """Records a file of a checkpoint that a test changed on purpose in its checksums.json, as
+    a run that wrote those bytes would have (a diverged state, not a damaged file)."""
+    import xxhash
+    path = os.path.join(ckpt_dir, "checksums.json")
+    rec = json.load(open(path))
+    data = open(os.path.join(ckpt_dir, name), "rb").read()
+    rec["files"][name] = {"bytes": len(data), "xxh3_128": xxhash.xxh3_128_hexdigest(data)}
+    with open(path, "w") as f:
+        json.dump(rec, f, indent=1)
+
+
 def tensors(path):
     """The arrays of a safetensors file by name (BF16 as raw bits)."""
     return st.read_arrays(path)[0]

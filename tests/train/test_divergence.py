@@ -52,6 +52,7 @@ def diverged_optimizer():
     out = os.path.join(SCRATCH, "run")
     C.train(OR1, C.write_config(os.path.join(SCRATCH, "two.yaml"), C.base_config(SFT, ROWS, out)))
     poison(os.path.join(C.ckpt(out, 2), "optimizer.safetensors"), float("nan"))
+    C.rerecord(C.ckpt(out, 2), "optimizer.safetensors")
     cfg = C.write_config(os.path.join(SCRATCH, "four.yaml"), C.base_config(SFT, ROWS, out, train={"steps": 4}))
     p = C.train(OR1, cfg, "--resume", C.ckpt(out, 2), ok=False)
     m = re.search(r"train: step (\d+): stopped; no checkpoint is written from this step \(latest is the last good "

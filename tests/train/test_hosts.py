@@ -7,15 +7,25 @@ TCP transport carries the ranks' traffic (shared memory off, TCP only over the v
 2 ranks (one a host) and 4 (two a host), plain and with ZeRO-1, give the 1-process weights,
 AdamW moments and metrics, as on one host.
 
+Then two faults in the middle of a run, each ending the whole job within dist.timeout_s (10 s)
+and a margin, non-zero, with no rank left running, the last checkpoint whole and one process
+resuming from it: rank 1 frozen (SIGSTOP), which rank 0's watchdog reports naming itself, the
+step, the phase and the collective; and the link between the hosts cut (`ip link set eth0 down`
+in h2), which mpirun notices by TCP keepalive while rank 1, cut off, ends by its watchdog.
+
 Skipped (exit 77) without mpirun, without an MPI build of or1, or where namespaces cannot be
 made (not root, or no `ip`).
 
 Usage: test_hosts.py OR1 FIXTURE_DIR SCRATCH_DIR [MPIEXEC]
 """
+import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 from or1test import proc, train as C
 from or1test.check import check, finish
@@ -65,8 +75,14 @@ def make_hosts():
 
 
 def remove_hosts():
-    """Deletes the namespaces (their links go with them)."""
+    """Ends what still runs in the namespaces (after a cut link, OpenMPI's daemon on h2, which
+    can no longer reach mpirun) and deletes them (their links go with them)."""
     for n in ("sw",) + HOSTS:
+        for pid in ip("netns", "pids", f"{PREFIX}-{n}").stdout.split():
+            try:
+                os.kill(int(pid), 9)
+            except OSError:
+                pass
         ip("netns", "delete", f"{PREFIX}-{n}")
 
 
@@ -80,14 +96,25 @@ def agent():
     return path
 
 
-def mpirun(per_host, *cmd):
-    """mpirun from h1 with per_host ranks on each host, TCP over the veth subnet only."""
+def mpirun_cmd(per_host, *cmd):
+    """The mpirun command line from h1 with per_host ranks on each host, TCP over the veth subnet
+    only; each rank first says which host it is on."""
     hosts = ",".join(f"{h}:{per_host}" for h in HOSTS)
     full = ["ip", "netns", "exec", f"{PREFIX}-h1", "unshare", "--uts", "sh", "-c", 'hostname h1 && exec "$@"', "sh",
             MPIEXEC, "--allow-run-as-root", "--host", hosts, "-np", str(per_host * len(HOSTS)),
             "--mca", "plm_rsh_agent", agent(), "--mca", "btl", "tcp,self",
             "--mca", "btl_tcp_if_include", f"{SUBNET}.0/24", "--mca", "oob_tcp_if_include", f"{SUBNET}.0/24",
+            # mpirun learns of a daemon cut off from it by TCP keepalive: after 2 s idle, 3 probes 1 s
+            # apart, before the ranks' watchdog (dist.timeout_s) acts; the default waits 8 minutes
+            "--mca", "oob_tcp_keepalive_time", "2", "--mca", "oob_tcp_keepalive_intvl", "1",
+            "--mca", "oob_tcp_keepalive_probes", "3",
             "sh", "-c", 'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)" >&2; exec "$@"', "sh", *cmd]
+    return full
+
+
+def mpirun(per_host, *cmd):
+    """Runs mpirun_cmd; a run past HANG fails the test."""
+    full = mpirun_cmd(per_host, *cmd)
     try:
         return subprocess.run(full, capture_output=True, text=True, timeout=HANG, env=proc.mpi_env())
     except subprocess.TimeoutExpired:
@@ -110,12 +137,93 @@ def across_hosts(one):
             C.close_at_step(out, one, 4, TOL, f"{name} over {k} ranks on 2 hosts")
 
 
+def ranks_of(config):
+    """Pids of or1 processes still running with this config."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and config.encode() in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0"):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def rank_pid(config, rank):
+    """The pid of the or1 rank running config with this MPI rank (None if there is none)."""
+    for pid in ranks_of(config):
+        try:
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
+                return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+def fault(name, act, limit=10, margin=30):
+    """Runs 2 ranks (one a host) for ever, applies act(config) after the second step, and checks
+    that the job ends within limit + margin, non-zero, that no rank is left after that, and that
+    one process resumes from the last checkpoint; returns (seconds to the end, the job's log)."""
+    out = os.path.join(SCRATCH, name)
+    cfg = C.write_config(os.path.join(SCRATCH, name + ".yaml"), C.base_config(
+        SFT, ROWS, out, train={"steps": 100000}, checkpoint={"every": 1, "keep_last": 2}, dist={"timeout_s": limit}))
+    log = open(os.path.join(SCRATCH, name + ".log"), "w+")  # a file: a cut-off daemon keeps its pipes open
+    job = subprocess.Popen(mpirun_cmd(1, OR1, "train", "--config", cfg), stdout=log, stderr=log, text=True,
+                           env=proc.mpi_env())
+    metrics = os.path.join(out, "metrics.jsonl")
+    for _ in range(1200):
+        if os.path.isfile(metrics) and len(open(metrics).read().splitlines()) >= 2 or job.poll() is not None:
+            break
+        time.sleep(0.1)
+    act(cfg)
+    start = time.monotonic()
+    try:
+        job.wait(timeout=limit + margin)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        job.wait()
+        check(False, f"{name}: the job still ran {limit + margin} s after the fault")
+    took = time.monotonic() - start
+    log.seek(0)
+    err = log.read()
+    check(job.returncode != 0, f"{name}: exit status {job.returncode}")
+    left = ranks_of(cfg)
+    while left and time.monotonic() - start < limit + margin:
+        time.sleep(0.2)
+        left = ranks_of(cfg)
+    check(not left, f"{name}: or1 ranks still running {limit + margin} s after the fault: {left}")
+    step = int(os.readlink(os.path.join(out, "checkpoints", "latest")).split("-")[1])
+    p = C.train(OR1, cfg, "--resume", "auto", "--set", f"train.steps={step + 1}")
+    check(f"resuming from {C.ckpt(out, step)}" in p.stderr and json.loads(open(metrics).read().splitlines()[-1])["step"] == step + 1,
+          f"{name}: 1 process resuming from step {step}: {p.stderr[-400:]!r}")
+    print(f"{name}: the job ended {took:.1f} s after the fault (dist.timeout_s {limit}); resumed from step {step}")
+    return took, err
+
+
+def frozen_rank():
+    """Rank 1 stops (SIGSTOP: a hung process or device) mid-run: rank 0's watchdog ends the job,
+    naming itself, the step, the phase and the collective."""
+    took, err = fault("frozen", lambda cfg: os.kill(rank_pid(cfg, 1), signal.SIGSTOP))
+    check(re.search(r"rank 0 of 2: step \d+, [a-z ]+: [a-z-]+ has waited \d+ s for the other ranks \(dist.timeout_s 10\)", err),
+          f"frozen rank: no watchdog message in {err[-800:]!r}")
+    check(took >= 10, f"frozen rank: the job ended {took:.1f} s after the fault, before dist.timeout_s")
+
+
+def link_cut():
+    """The link to h2 goes down mid-run: mpirun loses h2's daemon (TCP keepalive, 2 s + 3 x 1 s)
+    and ends the job; rank 1, cut off on h2, ends by its own watchdog."""
+    _, err = fault("cut", lambda cfg: ip("-n", f"{PREFIX}-h2", "link", "set", "eth0", "down"))
+    check("lost communication with a remote daemon" in err and "h2" in err, f"link cut: {err[-800:]!r}")
+
+
 def main():
     make_hosts()
     try:
         cfg, one = C.two_stage_config(SCRATCH, SFT, ROWS, "np1")
         C.train(OR1, cfg)
         across_hosts(one)
+        frozen_rank()
+        link_cut()
     finally:
         remove_hosts()
     finish("train_hosts")
