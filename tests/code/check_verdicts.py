@@ -12,10 +12,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 from or1test.check import check, finish
-from or1test.sandbox import CANARIES, leftover_processes, others_running, run_uids
+from or1test.sandbox import CANARIES, check_host_clean, expected
 
 def main():
     """Verifies the rows in one or1 run under the given isolation mode, then checks the host."""
@@ -36,18 +35,13 @@ def main():
     out, err = child.communicate(timeout=600)
     proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     sys.stderr.write(proc.stderr.decode(errors="replace"))
-    # As root, runs have uids of their own (root and rlimits modes); otherwise only a host with
-    # no other sandboxing can be checked.
-    uids = run_uids(child.pid) if os.geteuid() == 0 and mode != "userns" else None
-    check_leftovers = uids is not None or not others_running(child.pid)
     if not check(proc.returncode == 0, f"or1 exited with {proc.returncode}"):
         finish("code_verdicts")
     results = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     if not check(len(results) == len(rows), f"{len(rows)} rows in, {len(results)} results out"):
         finish("code_verdicts")
     for row, res in zip(rows, results):
-        want = row.get("expect_" + mode, row["expect"]) if mode else row["expect"]
-        want = want if isinstance(want, list) else [want]
+        want = expected(row, mode)
         ok = res["verdict"] in want and res["correct"] == (res["verdict"] == "accepted")
         if "passed" in row and res["passed"] != row["passed"]:
             ok = False
@@ -55,17 +49,7 @@ def main():
                 f"{res['passed']}/{res['total']}, {res['seconds']:.2f} s")
         if check(ok, line):
             print(line)
-    left = leftover_processes(uids) if check_leftovers else []
-    for _ in range(30):  # killed process trees take a moment to disappear
-        if not left:
-            break
-        time.sleep(0.1)
-        left = leftover_processes(uids)
-    check(not left, f"sandboxed processes left running: {left}")
-    for c in CANARIES:
-        check(not os.path.exists(c), f"a program wrote {c}")
-    check(not os.listdir(tmp), f"private directories left behind: {os.listdir(tmp)}")
-    os.rmdir(tmp) if not os.listdir(tmp) else None
+    check_host_clean(child.pid, mode, tmp)
     finish("code_verdicts")
 
 

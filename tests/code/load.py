@@ -19,7 +19,7 @@ import threading
 import time
 
 from or1test.check import check, finish
-from or1test.sandbox import CANARIES, leftover_processes, others_running, run_uids
+from or1test.sandbox import CANARIES, check_host_clean, expected
 
 CHUNK, WORKERS = 40, 2
 
@@ -126,8 +126,7 @@ def main():
     mode = err.rsplit("isolation ", 1)[-1].strip() if "isolation " in err else ""
     counts = {}
     for row, res in zip(warm + load, results):
-        want = row.get("expect_" + mode, row["expect"])
-        want = want if isinstance(want, list) else [want]
+        want = expected(row, mode)
         ok = res["verdict"] in want and res["correct"] == (res["verdict"] == "accepted")
         if "passed" in row and res["passed"] != row["passed"]:
             ok = False
@@ -136,19 +135,7 @@ def main():
     print(f"{len(results)} programs, isolation {mode}: {counts}; {err.strip().splitlines()[-1]}; "
           f"{len(before[0])} descriptors, {len(after[2])} control groups kept")
     check(cgroups(child.pid) == [], f"control groups left after exit: {cgroups(child.pid)}")
-    uids = run_uids(child.pid) if os.geteuid() == 0 and mode != "userns" else None
-    left = leftover_processes(uids) if uids is not None or not others_running(child.pid) else []
-    for _ in range(30):
-        if not left:
-            break
-        time.sleep(0.1)
-        left = leftover_processes(uids)
-    check(not left, f"sandboxed processes left running: {left}")
-    for c in CANARIES:
-        check(not os.path.exists(c), f"a program wrote {c}")
-    check(not os.listdir(tmp), f"private directories left behind: {os.listdir(tmp)}")
-    if not os.listdir(tmp):
-        os.rmdir(tmp)
+    check_host_clean(child.pid, mode, tmp)
     finish("code_load")
 
 

@@ -1,6 +1,9 @@
 """What a sandboxed run may leave on the host, for the code tests: the harness's processes (by
 uid as root), other or1 verify-code runs, and the canaries an escape would write."""
 import os
+import time
+
+from or1test.check import check
 
 HARNESS_MARK = b"or1 code harness"
 CANARIES = ["/tmp/or1-escape-canary", "/usr/or1-escape-canary"]
@@ -43,3 +46,28 @@ def leftover_processes(uids):
         except (OSError, StopIteration):
             pass
     return found
+
+
+def expected(row, mode):
+    """The verdicts a labelled row accepts under an isolation mode (its expect_<mode> if any)."""
+    want = row.get("expect_" + mode, row["expect"]) if mode else row["expect"]
+    return want if isinstance(want, list) else [want]
+
+
+def check_host_clean(or1_pid, mode, tmp):
+    """After an or1 verify-code run (pid or1_pid, isolation mode, TMPDIR tmp): no sandboxed
+    process left (by uid as root; otherwise only where no other sandboxing runs), no canary
+    written, no private directory left; removes tmp when empty."""
+    uids = run_uids(or1_pid) if os.geteuid() == 0 and mode != "userns" else None
+    left = leftover_processes(uids) if uids is not None or not others_running(or1_pid) else []
+    for _ in range(30):  # killed process trees take a moment to disappear
+        if not left:
+            break
+        time.sleep(0.1)
+        left = leftover_processes(uids)
+    check(not left, f"sandboxed processes left running: {left}")
+    for c in CANARIES:
+        check(not os.path.exists(c), f"a program wrote {c}")
+    check(not os.listdir(tmp), f"private directories left behind: {os.listdir(tmp)}")
+    if not os.listdir(tmp):
+        os.rmdir(tmp)
