@@ -71,7 +71,7 @@ static const cli_flag_spec verify_code_flags[] = {
 /* or1 verify-code --input F [--output F] [--workers N] [--memory-mb M] [--all-tests] [--chunk N] */
 static int cmd_verify_code(cli_args *a) {
     const char *in = cli_str(a, "input"), *out_path = cli_str(a, "output");
-    int64_t workers = 0, chunk_rows = 512;
+    int64_t workers = 0, chunk_rows = 0;
     double memory_mb;
     bool all = cli_flag(a, "all-tests");
     cli_int(a, "workers", &workers);

@@ -69,13 +69,14 @@ def two_stage_config(scratch, model, data, name, **over):
     return write_config(os.path.join(scratch, name + ".yaml"), cfg), out
 
 
-def close_at_step(a, b, step, tol, what):
+def close_at_step(a, b, step, tol, what, b_after=0):
     """The model and optimizer of two runs' checkpoints at step within tol (relative), and their
-    metrics rows too (numbers to tol, counts exactly)."""
+    metrics rows too (numbers to tol, counts exactly): all of a's against b's past step b_after
+    (for a run resumed at b_after)."""
     for f in ("model.safetensors", "optimizer.safetensors"):
         d = max_rel_diff(tensors(os.path.join(ckpt(a, step), f)), tensors(os.path.join(ckpt(b, step), f)))
-        check(d <= tol, f"{what}: {f} differs by {d:g} (relative) from 1 process")
-    bad = rows_close(metrics(a), metrics(b), tol)
+        check(d <= tol, f"{what}: {f} differs by {d:g} (relative)")
+    bad = rows_close(metrics(a), [r for r in metrics(b) if r["step"] > b_after], tol)
     check(bad is None, f"{what}: metrics differ: {bad}")
 
 
@@ -111,14 +112,27 @@ def ckpt(out, step):
     return os.path.join(out, "checkpoints", "step-%06d" % step)
 
 
+def file_record(path):
+    """A file's entry in a checkpoint's checksums.json, computed with python3-xxhash."""
+    import xxhash
+    data = open(path, "rb").read()
+    return {"bytes": len(data), "xxh3_128": xxhash.xxh3_128_hexdigest(data)}
+
+
+def record_mismatches(ckpt_dir):
+    """The files a checkpoint's checksums.json lists whose size or hash differ from the record:
+    [(name, recorded entry, the file's entry)]."""
+    rec = json.load(open(os.path.join(ckpt_dir, "checksums.json")))["files"]
+    found = ((name, e, file_record(os.path.join(ckpt_dir, name))) for name, e in rec.items())
+    return [(name, e, got) for name, e, got in found if got != e]
+
+
 def rerecord(ckpt_dir, name):
     """Records a file of a checkpoint that a test changed on purpose in its checksums.json, as
     a run that wrote those bytes would have (a diverged state, not a damaged file)."""
-    import xxhash
     path = os.path.join(ckpt_dir, "checksums.json")
     rec = json.load(open(path))
-    data = open(os.path.join(ckpt_dir, name), "rb").read()
-    rec["files"][name] = {"bytes": len(data), "xxh3_128": xxhash.xxh3_128_hexdigest(data)}
+    rec["files"][name] = file_record(os.path.join(ckpt_dir, name))
     with open(path, "w") as f:
         json.dump(rec, f, indent=1)
 

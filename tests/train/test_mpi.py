@@ -108,11 +108,7 @@ def resume_other_counts(one):
 
 def close_to_tail(a, b, what):
     """Like close_to, for a run that holds only steps 3 and 4."""
-    for f in ("model.safetensors", "optimizer.safetensors"):
-        d = C.max_rel_diff(C.tensors(os.path.join(C.ckpt(a, 4), f)), C.tensors(os.path.join(C.ckpt(b, 4), f)))
-        check(d <= TOL, f"{what}: {f} differs by {d:g}")
-    bad = C.rows_close(C.metrics(a), [r for r in C.metrics(b) if r["step"] > 2], TOL)
-    check(bad is None, f"{what}: metrics differ: {bad}")
+    C.close_at_step(a, b, 4, TOL, what, b_after=2)
 
 
 def held_shares(stderr):
