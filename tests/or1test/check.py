@@ -36,14 +36,16 @@ class Checker:
         return cond
 
     def close(self, what, got, want, atol, rtol=0.0):
-        """Element-wise |got - want| <= atol + rtol*|want| over finite values of the same shape;
-        a failure names the worst element. Returns whether it held."""
+        """Element-wise |got - want| <= atol + rtol*|want| over finite values of the same shape
+        (a NaN in want fails too); a failure names the worst element. Returns whether it held."""
         import numpy as np
         got, want = as_float64(got), as_float64(want)
         if got.shape != want.shape:
             return self.ok(False, f"{what}: shape {list(got.shape)} != expected {list(want.shape)}")
         if not np.isfinite(got).all():
             return self.ok(False, f"{what}: non-finite values")
+        if np.isnan(want).any():  # a NaN would pass every comparison below unseen
+            return self.ok(False, f"{what}: the reference holds NaN")
         excess = np.abs(got - want) - (atol + rtol * np.abs(want))
         if excess.size and excess.max() > 0:
             i = int(excess.argmax())
