@@ -512,6 +512,23 @@ typedef struct {
     or1_values *entropies;          /* when set, every token's entropy is appended (percentiles) */
 } or1_loss_stats;
 
+/* The fields of or1_loss_stats that add up over micro-batches and ranks, one row each: a new
+ * summed statistic is its field and its row here. */
+#define OR1_LOSS_SUMS(X)                                                                                  \
+    X(loss) X(pg_loss) X(entropy) X(kl) X(tokens) X(clipped) X(is_weight) X(is_masked) X(cov_selected) \
+    X(low_entropy) X(offpolicy_masked) X(clipped_pos) X(clipped_neg)
+/* How many rows OR1_LOSS_SUMS has: the length of a packed array. */
+#define OR1_LOSS_SUM_ONE(f) +1
+enum { OR1_LOSS_N_SUMS = 0 OR1_LOSS_SUMS(OR1_LOSS_SUM_ONE) };
+#undef OR1_LOSS_SUM_ONE
+
+/* The summed statistics of st as doubles, in the rows' order (buf holds OR1_LOSS_N_SUMS), and
+ * back: so that one collective sums them over the ranks. */
+void or1_loss_stats_pack(const or1_loss_stats *st, double *buf);
+void or1_loss_stats_unpack(const double *buf, or1_loss_stats *st);
+/* dst += src over the summed statistics. */
+void or1_loss_stats_add(or1_loss_stats *dst, const or1_loss_stats *src);
+
 /* ---- Mini-batch token selections ------------------------------------------------------------ */
 
 /* Flags of one response token, set over the whole mini-batch before its gradient pass. */

@@ -73,3 +73,26 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row) {
     cJSON *h = cJSON_AddArrayToObject(row, "accuracy_hist");
     for (int b = 0; b < 10; b++) cJSON_AddItemToArray(h, cJSON_CreateNumber((double)st->acc_hist[b]));
 }
+
+/* The summed loss statistics into buf in OR1_LOSS_SUMS order (longs widened exactly). */
+void or1_loss_stats_pack(const or1_loss_stats *st, double *buf) {
+    size_t i = 0;
+#define PACK(f) buf[i++] = (double)st->f;
+    OR1_LOSS_SUMS(PACK)
+#undef PACK
+}
+
+/* buf back into the summed loss statistics, each to its field's type. */
+void or1_loss_stats_unpack(const double *buf, or1_loss_stats *st) {
+    size_t i = 0;
+#define UNPACK(f) st->f = _Generic(st->f, long: (long)buf[i], default: buf[i]), i++;
+    OR1_LOSS_SUMS(UNPACK)
+#undef UNPACK
+}
+
+/* Adds src's summed statistics to dst's. */
+void or1_loss_stats_add(or1_loss_stats *dst, const or1_loss_stats *src) {
+#define ADD(f) dst->f += src->f;
+    OR1_LOSS_SUMS(ADD)
+#undef ADD
+}

@@ -113,12 +113,13 @@ static void chunk_entropy_sums(const or1_sample *s, int n, double sums[2]) {
     free(logp);
 }
 
-/* After a mini-batch's update (sums: the over-rank loss sums, [13..14] its entropy sums):
- * records it, and with entropy.update: minibatch moves the controller by that mini-batch's
- * entropy, so the next mini-batch trains with the new alpha. */
-static void minibatch_controller(trainer *t, step_batch *b, const double *sums, double alpha) {
-    double nt = sums[4] > 0 ? sums[4] : 1.0, e = sums[14] > 0 ? sums[13] / sums[14] : 0.0;
-    b->mb[b->n_mb++] = (mb_record){e, alpha, sums[2] / nt, sums[0] / nt, sums[1] / nt};
+/* After a mini-batch's update (ls: its loss statistics summed over the ranks, ent its two
+ * entropy sums): records it, and with entropy.update: minibatch moves the controller by that
+ * mini-batch's entropy, so the next mini-batch trains with the new alpha. */
+static void minibatch_controller(trainer *t, step_batch *b, const or1_loss_stats *ls, const double ent[2],
+                                 double alpha) {
+    double nt = ls->tokens > 0 ? (double)ls->tokens : 1.0, e = ent[1] > 0 ? ent[0] / ent[1] : 0.0;
+    b->mb[b->n_mb++] = (mb_record){e, alpha, ls->entropy / nt, ls->loss / nt, ls->pg_loss / nt};
     if (t->cfg->entropy.update == OR1_ENT_PER_MINIBATCH) or1_entropy_update(&t->ent, &t->cfg->entropy, e);
 }
 
@@ -179,31 +180,27 @@ static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, d
             double alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
             lc.entropy_coef = (float)alpha;
             int rc = or1_policy_grad(t->dm, s, n, &ln, micro, &lc, &ls);
-            double sums[15] = {ls.loss,   ls.pg_loss,          ls.entropy,   ls.kl, (double)ls.tokens, (double)ls.clipped,
-                               ls.is_weight, (double)ls.is_masked, (double)ls.cov_selected, (double)ls.low_entropy,
-                               (double)ls.offpolicy_masked, (double)ls.clipped_pos, (double)ls.clipped_neg};
-            chunk_entropy_sums(s, n, sums + 13);
+            /* one collective: the summed statistics, then the mini-batch's two entropy sums */
+            double sums[OR1_LOSS_N_SUMS + 2];
+            or1_loss_stats_pack(&ls, sums);
+            chunk_entropy_sums(s, n, sums + OR1_LOSS_N_SUMS);
             free(s);
             if (rc) return -1;
-            or1_dist_sum_f64(t->d, sums, 15);
-            total->loss += sums[0], total->pg_loss += sums[1], total->entropy += sums[2], total->kl += sums[3];
-            total->tokens += (long)sums[4], total->clipped += (long)sums[5];
-            total->is_weight += sums[6], total->is_masked += (long)sums[7];
-            total->cov_selected += (long)sums[8], total->low_entropy += (long)sums[9];
-            total->offpolicy_masked += (long)sums[10];
-            total->clipped_pos += (long)sums[11], total->clipped_neg += (long)sums[12];
+            or1_dist_sum_f64(t->d, sums, OR1_LOSS_N_SUMS + 2);
+            or1_loss_stats_unpack(sums, &ls);
+            or1_loss_stats_add(total, &ls);
             if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
                 mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;
             }
-            if (!isfinite(sums[0]))
+            if (!isfinite(ls.loss))
                 return or1_fail("the loss of mini-batch %d is %g (a diverging run or non-finite inputs), found "
-                                "before its update", c + 1, sums[0]);
+                                "before its update", c + 1, ls.loss);
             double norm;
             if (update_apply(t, &ac, &norm) || finite_weights(t, c + 1)) return -1;
             *grad_norm += norm;
             updates++;
-            minibatch_controller(t, b, sums, alpha);
+            minibatch_controller(t, b, &ls, sums + OR1_LOSS_N_SUMS, alpha);
         }
     if (updates > 0) *grad_norm /= updates;
     return 0;
