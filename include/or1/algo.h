@@ -18,6 +18,18 @@
 
 typedef struct cJSON cJSON;
 
+/* ---- Registries --------------------------------------------------------------------------
+ * Every enumerated setting is one table of rows X(ENUM, "name", third): the enum, the names
+ * that its or1_*_parse accepts and or1_*_name returns, and the choices that the config schema
+ * and the or1 flags list are all made from the rows, so a new mode is its row (and, where the
+ * third column names a function, that function). */
+#define OR1_ROW_NAME(e, name, x) name,
+#define OR1_ROW_BAR(e, name, x) "|" name
+#define OR1_ROW_SPACED(e, name, x) " | " name
+/* "a|b|c" and "a | b | c" of a table (the joined literal past its first separator). */
+#define OR1_CHOICES(TABLE) (&(TABLE(OR1_ROW_BAR))[1])
+#define OR1_CHOICES_SPACED(TABLE) (&(TABLE(OR1_ROW_SPACED))[3])
+
 /* ---- GRPO advantages (paper eq. (2.5); verl compute_grpo_outcome_advantage) ------------- */
 
 /* The GRPO epsilon added to the group standard deviation. */
@@ -40,7 +52,14 @@ void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *
  *   RLOO             s - mean of the other samples of g    or1_rloo_advantages
  *   RPP_BASELINE     s - mean_g, whitened over the batch   or1_rpp_baseline_advantages
  *   GRPO_BATCH_STD  (s - mean_g) / (std_batch + eps)       or1_grpo_batch_std_advantages */
-typedef enum { OR1_ADV_GRPO, OR1_ADV_DRGRPO, OR1_ADV_RLOO, OR1_ADV_RPP_BASELINE, OR1_ADV_GRPO_BATCH_STD } or1_adv_estimator;
+#define OR1_ADV_ESTIMATORS(X)                                                      \
+    X(GRPO, "grpo", "(s - mean_g) / (std_g + eps)")                                \
+    X(DRGRPO, "drgrpo", "s - mean_g")                                              \
+    X(RLOO, "rloo", "s - mean of the group's other samples")                       \
+    X(RPP_BASELINE, "reinforce++-baseline", "s - mean_g, whitened over the batch") \
+    X(GRPO_BATCH_STD, "grpo-batch-std", "(s - mean_g) / (std_batch + eps)")
+#define OR1_ADV_ROW_ENUM(e, name, x) OR1_ADV_##e,
+typedef enum { OR1_ADV_ESTIMATORS(OR1_ADV_ROW_ENUM) } or1_adv_estimator;
 
 int or1_adv_estimator_parse(const char *s, or1_adv_estimator *out, const char *where);
 const char *or1_adv_estimator_name(or1_adv_estimator e);
@@ -84,7 +103,12 @@ void or1_outcome_advantages(or1_adv_estimator est, const float *scores, const in
  *   AFTER  ("Adv-Mask-After"): advantages (and the rejection test) use every response of the
  *          group, truncated included; then truncated responses get A = 0 and are masked out of
  *          the loss and of T_k, as for BEFORE. */
-typedef enum { OR1_TRUNC_NONE, OR1_TRUNC_BEFORE, OR1_TRUNC_AFTER } or1_trunc_mask;
+#define OR1_TRUNC_MASKS(X)                                      \
+    X(NONE, "none", "truncated responses count as any other")   \
+    X(BEFORE, "before", "masked before the advantages")         \
+    X(AFTER, "after", "masked after the advantages")
+#define OR1_TRUNC_ROW_ENUM(e, name, x) OR1_TRUNC_##e,
+typedef enum { OR1_TRUNC_MASKS(OR1_TRUNC_ROW_ENUM) } or1_trunc_mask;
 
 /* Parses "none" | "before" | "after"; -1 with an error naming `where` otherwise. */
 int or1_trunc_mask_parse(const char *s, or1_trunc_mask *out, const char *where);
@@ -192,10 +216,18 @@ void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int3
 
 /* ---- Adaptive entropy control (Skywork-OR1 core_algos.py EntController) ----------------- */
 
-typedef enum { OR1_ENT_ADAPTIVE, OR1_ENT_CONSTANT, OR1_ENT_OFF } or1_entropy_mode;
+#define OR1_ENTROPY_MODES(X)                                    \
+    X(ADAPTIVE, "adaptive", "eq. (3.2): the controller moves c") \
+    X(CONSTANT, "constant", "alpha = entropy.initial")           \
+    X(OFF, "off", "no entropy bonus")
+#define OR1_ENT_ROW_ENUM(e, name, x) OR1_ENT_##e,
+typedef enum { OR1_ENTROPY_MODES(OR1_ENT_ROW_ENUM) } or1_entropy_mode;
 /* When the adaptive controller moves: once per step from the step's entropy (the paper), or
  * after every mini-batch from that mini-batch's entropy (entropy.update: minibatch). */
-typedef enum { OR1_ENT_PER_STEP, OR1_ENT_PER_MINIBATCH } or1_entropy_cadence;
+#define OR1_ENTROPY_CADENCES(X)                               \
+    X(PER_STEP, "step", "once per step (the paper)")          \
+    X(PER_MINIBATCH, "minibatch", "after each mini-batch")
+typedef enum { OR1_ENTROPY_CADENCES(OR1_ENT_ROW_ENUM) } or1_entropy_cadence;
 
 typedef struct {
     or1_entropy_mode mode;
@@ -325,7 +357,13 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
  *   MIS_GEO: MIS on the sequence's geometric-mean ratio exp(mean_t log r_t): every token of a
  *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric").
  * The weight multiplies the policy-gradient term of eq. (3.1). */
-typedef enum { OR1_IS_NONE, OR1_IS_TIS, OR1_IS_MIS, OR1_IS_MIS_GEO } or1_rollout_is_mode;
+#define OR1_ROLLOUT_IS_MODES(X)                         \
+    X(NONE, "none", "no correction")                    \
+    X(TIS, "tis", "min(r, high)")                       \
+    X(MIS, "mis", "1 when low <= r <= high, else 0")    \
+    X(MIS_GEO, "mis-geo", "MIS on the sequence's geometric-mean ratio")
+#define OR1_IS_ROW_ENUM(e, name, x) OR1_IS_##e,
+typedef enum { OR1_ROLLOUT_IS_MODES(OR1_IS_ROW_ENUM) } or1_rollout_is_mode;
 
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where);
 const char *or1_rollout_is_name(or1_rollout_is_mode m);
@@ -367,12 +405,13 @@ double or1_mismatch_ess(const or1_mismatch *m);
  *   SEQ_MEAN_TOKEN_SUM_NORM  1 / (N C)      (Dr. GRPO; C a constant, loss_scale_factor)
  * The entropy and KL terms are aggregated the same way (verl aggregates them with the same
  * mode). N and T count the whole mini-batch, so any micro-batch split gives the same sum. */
-typedef enum {
-    OR1_AGG_TOKEN_MEAN,
-    OR1_AGG_SEQ_MEAN_TOKEN_MEAN,
-    OR1_AGG_SEQ_MEAN_TOKEN_SUM,
-    OR1_AGG_SEQ_MEAN_TOKEN_SUM_NORM,
-} or1_loss_agg;
+#define OR1_LOSS_AGGS(X)                                             \
+    X(TOKEN_MEAN, "token-mean", agg_token_mean)                      \
+    X(SEQ_MEAN_TOKEN_MEAN, "seq-mean-token-mean", agg_seq_mean)      \
+    X(SEQ_MEAN_TOKEN_SUM, "seq-mean-token-sum", agg_seq_sum)         \
+    X(SEQ_MEAN_TOKEN_SUM_NORM, "seq-mean-token-sum-norm", agg_seq_sum_norm)
+#define OR1_AGG_ROW_ENUM(e, name, fn) OR1_AGG_##e,
+typedef enum { OR1_LOSS_AGGS(OR1_AGG_ROW_ENUM) } or1_loss_agg;
 
 int or1_loss_agg_parse(const char *s, or1_loss_agg *out, const char *where);
 const char *or1_loss_agg_name(or1_loss_agg a);
@@ -397,7 +436,15 @@ double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm
  *   KL_COV     -A rho without clipping, plus kl_cov_coef |log rho| on the tokens marked
  *              OR1_SEL_COV_KL (KL-Cov, the same paper)
  * See or1_select_tokens for the selections. */
-typedef enum { OR1_PG_PPO, OR1_PG_DUAL_CLIP, OR1_PG_CISPO, OR1_PG_GSPO, OR1_PG_CLIP_COV, OR1_PG_KL_COV } or1_pg_mode;
+#define OR1_PG_MODES(X)                       \
+    X(PPO, "ppo", pg_ppo)                     \
+    X(DUAL_CLIP, "dual-clip", pg_dual_clip)   \
+    X(CISPO, "cispo", pg_cispo)               \
+    X(GSPO, "gspo", pg_gspo)                  \
+    X(CLIP_COV, "clip-cov", pg_clip_cov)      \
+    X(KL_COV, "kl-cov", pg_kl_cov)
+#define OR1_PG_ROW_ENUM(e, name, fn) OR1_PG_##e,
+typedef enum { OR1_PG_MODES(OR1_PG_ROW_ENUM) } or1_pg_mode;
 
 int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where);
 const char *or1_pg_mode_name(or1_pg_mode m);
@@ -450,7 +497,7 @@ typedef struct {
     or1_rollout_is_mode is;    /* rollout correction of each token's PPO term */
     float is_low, is_high;     /* its bounds (TIS: the cap is is_high) */
     or1_loss_agg agg;          /* aggregation of the token terms (token-mean: eq. (3.1)) */
-    double agg_scale;          /* C of SEQ_MEAN_TOKEN_SUM_NORM */
+    double scale;              /* C of SEQ_MEAN_TOKEN_SUM_NORM */
     or1_pg_mode mode;          /* the policy-gradient term */
     float clip_c;              /* DUAL_CLIP: c (> 1) */
     float gspo_low, gspo_high; /* GSPO: clip of the sequence ratio */
@@ -463,6 +510,50 @@ typedef struct {
     double offpolicy_delta;
     const or1_reducer *reduce; /* the ranks sharing the mini-batch (NULL: this process alone) */
 } or1_loss_cfg;
+
+/* ---- The loss options: one row each ----------------------------------------------------
+ * X(key, flag, field, type, def, lo, hi, help): the trainer's config key, or1 grad's --flag,
+ * the or1_loss_cfg field it sets and that field's type, the default, the accepted range and
+ * the help. The config schema (or1 train --help-config), the config struct and its printer,
+ * or1 grad's flags and their help, and the table of docs/algorithms.md are all made from these
+ * rows; one table per config section, as the schema keeps sections together. */
+#define OR1_BIG 1e9
+#define OR1_CLIP_OPTIONS(X)                                                                                   \
+    X("train.clip_low", "clip-low", clip_low, float, 0.2, 0, 1, "PPO ratio clip below: 1 - this")             \
+    X("train.clip_high", "clip-high", clip_high, float, 0.2, 0, OR1_BIG, "PPO ratio clip above: 1 + this")
+#define OR1_CORRECTION_OPTIONS(X)                                                                             \
+    X("rollout_correction.low", "rollout-is-low", is_low, float, 0.5, 0, OR1_BIG, "MIS: lowest ratio kept")   \
+    X("rollout_correction.high", "rollout-is-high", is_high, float, 2.0, 1e-9, OR1_BIG,                       \
+      "TIS: the cap of the weight; MIS: highest ratio kept")
+#define OR1_LOSS_OPTIONS(X)                                                                                   \
+    X("loss.scale", "loss-scale", scale, double, 0, 0, OR1_BIG,                                           \
+      "seq-mean-token-sum-norm: the constant C; 0: the stage's T in training, the longest response in or1 grad")           \
+    X("loss.clip_ratio_c", "clip-ratio-c", clip_c, float, OR1_DUAL_CLIP_C, 1, OR1_BIG,                        \
+      "dual-clip: cap -A*c of the term when A < 0 (c > 1)")                                                  \
+    X("loss.gspo_clip_low", "gspo-clip-low", gspo_low, float, OR1_GSPO_CLIP_LOW, 0, 1,                        \
+      "gspo: sequence ratio clip below, 1 - this")                                                           \
+    X("loss.gspo_clip_high", "gspo-clip-high", gspo_high, float, OR1_GSPO_CLIP_HIGH, 0, OR1_BIG,              \
+      "gspo: sequence ratio clip above, 1 + this")                                                           \
+    X("loss.cispo_clip_low", "cispo-clip-low", cispo_low, float, OR1_CISPO_CLIP_LOW, 0, OR1_BIG,              \
+      "cispo: weight clip below, 1 - this (large: none)")                                                    \
+    X("loss.cispo_clip_high", "cispo-clip-high", cispo_high, float, OR1_CISPO_CLIP_HIGH, 0, OR1_BIG,          \
+      "cispo: weight clip above, 1 + this")                                                                  \
+    X("loss.clip_cov_ratio", "clip-cov-ratio", clip_cov_ratio, double, OR1_CLIP_COV_RATIO, 1e-12, 1,          \
+      "clip-cov: share of the mini-batch's tokens drawn")                                                    \
+    X("loss.clip_cov_lb", "clip-cov-lb", clip_cov_lb, double, OR1_CLIP_COV_LB, -OR1_BIG, OR1_BIG,             \
+      "clip-cov: candidates have lb < Cov < ub")                                                             \
+    X("loss.clip_cov_ub", "clip-cov-ub", clip_cov_ub, double, OR1_CLIP_COV_UB, -OR1_BIG, OR1_BIG,             \
+      "clip-cov: candidates have lb < Cov < ub")                                                             \
+    X("loss.kl_cov_ratio", "kl-cov-ratio", kl_cov_ratio, double, OR1_KL_COV_RATIO, 1e-12, 1,                  \
+      "kl-cov: share of the mini-batch's tokens penalised")                                                  \
+    X("loss.ppo_kl_coef", "ppo-kl-coef", kl_cov_coef, double, OR1_KL_COV_COEF, 0, OR1_BIG,                    \
+      "kl-cov: coefficient of |log(pi/pi_old)|")                                                             \
+    X("loss.top_entropy_quantile", "top-entropy-quantile", top_entropy, double, 1.0, 1e-12, 1,                \
+      "80/20 rule: pg only on this top share of tokens by entropy; 1: all")
+/* A row's default as text, and its field declared as a double (the config keeps doubles). */
+#define OR1_TEXT_(x) #x
+#define OR1_TEXT(x) OR1_TEXT_(x)
+#define OR1_OPTION_DOUBLE(key, flag, field, type, def, lo, hi, help) double field;
 
 /* One response token's term of the MAGIC loss, eq. (3.1), before the aggregation weight:
  *   loss_t = pg_t - alpha * H_t,  pg_t the term of c->mode (PPO: max(-A*rho,

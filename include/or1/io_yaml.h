@@ -77,6 +77,7 @@ typedef struct {
     const char *def;
     double lo, hi; /* range of INT and DOUBLE values (and of DOUBLES items) */
     const char *help;
+    const char *choices; /* a STRING key's values, "a | b | c", for the help (NULL: free text) */
 } or1_yaml_key;
 
 /* Checks every key of the tree against the schema before any work: an unknown key (with

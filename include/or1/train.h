@@ -62,7 +62,8 @@ typedef struct {
         int zero; /* 1: optimizer state sharded over the ranks (ZeRO stage 1) */
         bool recompute_logprobs; /* old log-probs from the training engine (else the sampler's) */
         bool gradient_checkpointing; /* layers' activations recomputed in backward */
-        double lr, weight_decay, beta1, beta2, adam_eps, grad_clip, clip_low, clip_high;
+        double lr, weight_decay, beta1, beta2, adam_eps, grad_clip;
+        OR1_CLIP_OPTIONS(OR1_OPTION_DOUBLE) /* clip_low, clip_high */
     } train;
     or1_entropy_params entropy;
     struct {
@@ -80,15 +81,12 @@ typedef struct {
     or1_adv_cfg advantage; /* reject/keep_single mirror the rejection section */
     struct {
         or1_loss_agg agg;
-        double scale; /* C of seq-mean-token-sum-norm; 0: the stage's T */
         or1_pg_mode mode;
-        double clip_c, gspo_low, gspo_high, cispo_low, cispo_high;
-        double clip_cov_ratio, clip_cov_lb, clip_cov_ub, kl_cov_ratio, kl_cov_coef;
-        double top_entropy; /* loss.top_entropy_quantile: rho of the 80/20 rule (1: off) */
+        OR1_LOSS_OPTIONS(OR1_OPTION_DOUBLE) /* the rows of OR1_LOSS_OPTIONS (scale 0: the stage's T) */
     } loss; /* the loss section: aggregation and policy-gradient term */
     struct {
         or1_rollout_is_mode mode; /* a mode other than none turns train.recompute_logprobs on */
-        double low, high;
+        OR1_CORRECTION_OPTIONS(OR1_OPTION_DOUBLE) /* is_low, is_high */
         bool offpolicy_mask;      /* DeepSeek-V3.2's off-policy sequence mask */
         double offpolicy_delta;
     } correction; /* the rollout_correction section */

@@ -104,17 +104,8 @@ void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *
     or1_groups_free(&g);
 }
 
-static const char *const TRUNC_NAMES[] = {"none", "before", "after"};
-
-/* Parses a truncation-mask mode name. */
-int or1_trunc_mask_parse(const char *s, or1_trunc_mask *out, const char *where) {
-    int i = algo_name_index(TRUNC_NAMES, 3, s, "truncation mask", where);
-    if (i >= 0) *out = (or1_trunc_mask)i;
-    return i < 0 ? -1 : 0;
-}
-
-/* The mode's name as the config spells it. */
-const char *or1_trunc_mask_name(or1_trunc_mask m) { return TRUNC_NAMES[m]; }
+/* The truncation-mask names (advantage.truncation_mask). */
+ALGO_REGISTRY_NAMES(OR1_TRUNC_MASKS, or1_trunc_mask, trunc_mask, "truncation mask")
 
 /* Paper §3.2.3 (Table 2): NONE counts everything; BEFORE drops truncated samples from
  * statistics and loss; AFTER keeps them in the statistics but drops them from the loss. */

@@ -90,13 +90,5 @@ void or1_outcome_advantages(or1_adv_estimator est, const float *scores, const in
     }
 }
 
-static const char *const EST_NAMES[] = {"grpo", "drgrpo", "rloo", "reinforce++-baseline", "grpo-batch-std"};
-
-/* Parses an estimator name. */
-int or1_adv_estimator_parse(const char *s, or1_adv_estimator *out, const char *where) {
-    int i = algo_name_index(EST_NAMES, 5, s, "advantage estimator", where);
-    if (i >= 0) *out = (or1_adv_estimator)i;
-    return i < 0 ? -1 : 0;
-}
-
-const char *or1_adv_estimator_name(or1_adv_estimator e) { return EST_NAMES[e]; }
+/* The estimator names (advantage.estimator). */
+ALGO_REGISTRY_NAMES(OR1_ADV_ESTIMATORS, or1_adv_estimator, adv_estimator, "advantage estimator")

@@ -16,29 +16,9 @@ or1_entropy_params or1_entropy_defaults(void) {
                                 OR1_ENT_INITIAL, OR1_ENT_PER_STEP};
 }
 
-static const char *const MODE_NAMES[] = {"adaptive", "constant", "off"};
-
-/* Parses "adaptive" | "constant" | "off". */
-int or1_entropy_mode_parse(const char *s, or1_entropy_mode *out, const char *where) {
-    int i = algo_name_index(MODE_NAMES, 3, s, "entropy mode", where);
-    if (i >= 0) *out = (or1_entropy_mode)i;
-    return i < 0 ? -1 : 0;
-}
-
-/* The mode's name as the config spells it. */
-const char *or1_entropy_mode_name(or1_entropy_mode m) { return MODE_NAMES[m]; }
-
-static const char *const CADENCE_NAMES[] = {"step", "minibatch"};
-
-/* Parses "step" | "minibatch". */
-int or1_entropy_cadence_parse(const char *s, or1_entropy_cadence *out, const char *where) {
-    int i = algo_name_index(CADENCE_NAMES, 2, s, "entropy update cadence", where);
-    if (i >= 0) *out = (or1_entropy_cadence)i;
-    return i < 0 ? -1 : 0;
-}
-
-/* The cadence's name as the config spells it. */
-const char *or1_entropy_cadence_name(or1_entropy_cadence c) { return CADENCE_NAMES[c]; }
+/* The entropy modes (entropy.mode) and cadences (entropy.update). */
+ALGO_REGISTRY_NAMES(OR1_ENTROPY_MODES, or1_entropy_mode, entropy_mode, "entropy mode")
+ALGO_REGISTRY_NAMES(OR1_ENTROPY_CADENCES, or1_entropy_cadence, entropy_cadence, "entropy update cadence")
 
 /* EntController's constructor: value = entropy_coeff, entropy_loss_enabled = 1. */
 void or1_entropy_init(or1_entropy_ctl *s, const or1_entropy_params *p) {

@@ -21,4 +21,16 @@ void or1_groups_free(or1_groups *g);
  * a, b, c" (names.c). */
 int algo_name_index(const char *const *names, int n, const char *s, const char *what, const char *where);
 
+/* Defines or1_NAME_parse and or1_NAME_name over the names of the registry TABLE (see
+ * or1/algo.h) for its enum TYPE; WHAT names the setting in errors. */
+#define ALGO_REGISTRY_NAMES(TABLE, TYPE, NAME, WHAT)                                                   \
+    static const char *const NAME##_names[] = {TABLE(OR1_ROW_NAME)};                                   \
+    int or1_##NAME##_parse(const char *s, TYPE *out, const char *where) {                              \
+        int i = algo_name_index(NAME##_names, (int)(sizeof NAME##_names / sizeof *NAME##_names), s, WHAT, \
+                                where);                                                                \
+        if (i >= 0) *out = (TYPE)i;                                                                    \
+        return i < 0 ? -1 : 0;                                                                         \
+    }                                                                                                  \
+    const char *or1_##NAME##_name(TYPE v) { return NAME##_names[v]; }
+
 #endif

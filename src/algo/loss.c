@@ -19,13 +19,26 @@ static double ppo_clip(double rho, double drho, double adv, double lo, double hi
     return l1 > l2 ? l1 : l2;
 }
 
+/* One token's inputs to a policy-gradient term: log_ratio is log(pi/pi_old) of the token (for
+ * GSPO the mean over its sequence), rho = exp(log_ratio), sel its selection flags. */
+typedef struct {
+    double log_ratio, rho, adv;
+    float logp;
+    uint8_t sel;
+} pg_token;
+
+/* PPO-clip, eq. (3.1) (verl "vanilla" without the dual clip). */
+static double pg_ppo(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    return ppo_clip(t->rho, t->rho, t->adv, 1.0 - c->clip_low, 1.0 + c->clip_high, g, clipped);
+}
+
 /* Dual-clip PPO (Ye et al. 2019, arXiv 1912.09729 eq. (5); verl compute_policy_loss_vanilla
  * with clip_ratio_c): for A < 0 the PPO term is capped at -A*c, a constant with no gradient;
  * at a tie torch.minimum gives each side half. */
-static double dual_clip(double rho, double adv, const or1_loss_cfg *c, double *g, bool *clipped) {
-    double v = ppo_clip(rho, rho, adv, 1.0 - c->clip_low, 1.0 + c->clip_high, g, clipped);
-    if (adv >= 0) return v;
-    double cap = -adv * c->clip_c;
+static double pg_dual_clip(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    double v = pg_ppo(c, t, g, clipped);
+    if (t->adv >= 0) return v;
+    double cap = -t->adv * c->clip_c;
     if (v > cap) *g = 0.0;
     else if (v == cap) *g *= 0.5;
     return v < cap ? v : cap;
@@ -34,21 +47,21 @@ static double dual_clip(double rho, double adv, const or1_loss_cfg *c, double *g
 /* CISPO (MiniMax-M1, arXiv 2506.13585 eq. (4); verl compute_policy_loss_cispo):
  * -sg(clip(rho, 1-eps_low, 1+eps_high)) * A * logp; the weight is detached, so every token's
  * gradient is -weight * A. A token counts as clipped when the weight differs from rho. */
-static double cispo(double rho, float logp, double adv, const or1_loss_cfg *c, double *g, bool *clipped) {
+static double pg_cispo(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
     double lo = 1.0 - c->cispo_low, hi = 1.0 + c->cispo_high;
-    double w = rho < lo ? lo : rho > hi ? hi : rho;
-    *g = -w * adv;
-    *clipped = w != rho;
-    return -w * adv * (double)logp;
+    double w = t->rho < lo ? lo : t->rho > hi ? hi : t->rho;
+    *g = -w * t->adv;
+    *clipped = w != t->rho;
+    return -w * t->adv * (double)t->logp;
 }
 
 /* GSPO (arXiv 2507.18071 eq. (7)-(10); verl compute_policy_loss_gspo): the token ratio
  * s_i,t = sg(s_i) * pi_t / sg(pi_t) has the value s_i = exp(mean log-ratio of the sequence)
  * and d s_i,t / d logp_t = s_i; its log is clamped at 10 as verl does (no gradient above). */
-static double gspo(double seq_log_ratio, double adv, const or1_loss_cfg *c, double *g, bool *clipped) {
-    double rho = exp(seq_log_ratio < 10.0 ? seq_log_ratio : 10.0);
-    double drho = seq_log_ratio <= 10.0 ? rho : 0.0;
-    return ppo_clip(rho, drho, adv, 1.0 - c->gspo_low, 1.0 + c->gspo_high, g, clipped);
+static double pg_gspo(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    double rho = exp(t->log_ratio < 10.0 ? t->log_ratio : 10.0);
+    double drho = t->log_ratio <= 10.0 ? rho : 0.0;
+    return ppo_clip(rho, drho, t->adv, 1.0 - c->gspo_low, 1.0 + c->gspo_high, g, clipped);
 }
 
 /* Clip-Cov: the PPO term, dropped (value and gradient) on a drawn token. */
@@ -57,6 +70,12 @@ double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov
     if (!cov_clipped) return v;
     *g = 0.0;
     return 0.0;
+}
+
+/* Clip-Cov on a token, its draw read from the selection flags. */
+static double pg_clip_cov(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    return or1_clip_cov_token(t->rho, t->adv, 1.0 - c->clip_low, 1.0 + c->clip_high, t->sel & OR1_SEL_COV_CLIP, g,
+                              clipped);
 }
 
 /* KL-Cov: the unclipped surrogate, plus coef |log rho| on a selected token (its gradient
@@ -69,21 +88,26 @@ double or1_kl_cov_token(double log_ratio, double adv, double coef, bool selected
     return -adv * rho + coef * fabs(log_ratio);
 }
 
+/* KL-Cov on a token, its selection read from the flags (no clip). */
+static double pg_kl_cov(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    (void)clipped;
+    return or1_kl_cov_token(t->log_ratio, t->adv, c->kl_cov_coef, t->sel & OR1_SEL_COV_KL, g);
+}
+
+/* The term of each policy-loss mode, in the order of OR1_PG_MODES. */
+typedef double (*pg_term_fn)(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped);
+#define PG_ROW_FN(e, name, fn) fn,
+static const pg_term_fn PG_TERMS[] = {OR1_PG_MODES(PG_ROW_FN)};
+
 /* One token's policy-gradient term under c->mode: log_ratio is log(pi/pi_old) of the token,
  * or for GSPO the mean over its sequence; sel its selection flags. A token below the
  * top-entropy threshold has no pg term at all. */
 double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
                          float *d_logp, bool *clipped) {
-    double g = 0.0, v, rho = exp(log_ratio), lo = 1.0 - c->clip_low, hi = 1.0 + c->clip_high;
+    pg_token t = {log_ratio, exp(log_ratio), adv, logp, sel};
+    double g = 0.0;
     *clipped = false;
-    switch (c->mode) {
-    case OR1_PG_DUAL_CLIP: v = dual_clip(rho, adv, c, &g, clipped); break;
-    case OR1_PG_CISPO: v = cispo(rho, logp, adv, c, &g, clipped); break;
-    case OR1_PG_GSPO: v = gspo(log_ratio, adv, c, &g, clipped); break;
-    case OR1_PG_CLIP_COV: v = or1_clip_cov_token(rho, adv, lo, hi, sel & OR1_SEL_COV_CLIP, &g, clipped); break;
-    case OR1_PG_KL_COV: v = or1_kl_cov_token(log_ratio, adv, c->kl_cov_coef, sel & OR1_SEL_COV_KL, &g); break;
-    default: v = ppo_clip(rho, rho, adv, lo, hi, &g, clipped); break;
-    }
+    double v = PG_TERMS[c->mode](c, &t, &g, clipped);
     if (sel & OR1_SEL_LOW_ENTROPY) v = 0.0, g = 0.0, *clipped = false;
     *d_logp = (float)g;
     return v;
@@ -97,16 +121,42 @@ double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_los
     return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, 0, d_logp, clipped);
 }
 
+/* token-mean: 1 / T. */
+static double agg_token_mean(int len, const or1_loss_norm *norm, double scale) {
+    (void)len, (void)scale;
+    return norm->tokens > 0 ? 1.0 / (double)norm->tokens : 0.0;
+}
+
+/* The sequence count N of a mini-batch (1 when it has none). */
+static double agg_seqs(const or1_loss_norm *norm) { return norm->seqs > 0 ? (double)norm->seqs : 1.0; }
+
+/* seq-mean-token-mean: 1 / (N L_i). */
+static double agg_seq_mean(int len, const or1_loss_norm *norm, double scale) {
+    (void)scale;
+    return len > 0 ? 1.0 / (agg_seqs(norm) * (double)len) : 0.0;
+}
+
+/* seq-mean-token-sum: 1 / N. */
+static double agg_seq_sum(int len, const or1_loss_norm *norm, double scale) {
+    (void)len, (void)scale;
+    return 1.0 / agg_seqs(norm);
+}
+
+/* seq-mean-token-sum-norm: 1 / (N C). */
+static double agg_seq_sum_norm(int len, const or1_loss_norm *norm, double scale) {
+    (void)len;
+    return scale > 0 ? 1.0 / (agg_seqs(norm) * scale) : 0.0;
+}
+
+/* The token weight of each aggregation, in the order of OR1_LOSS_AGGS. */
+typedef double (*agg_weight_fn)(int len, const or1_loss_norm *norm, double scale);
+#define AGG_ROW_FN(e, name, fn) fn,
+static const agg_weight_fn AGG_WEIGHTS[] = {OR1_LOSS_AGGS(AGG_ROW_FN)};
+
 /* verl agg_loss as dp_actor.py scales it to the mini-batch: the weight of each token of a
  * sequence of len tokens (see or1_loss_agg). */
 double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm, double scale) {
-    double n = norm->seqs > 0 ? (double)norm->seqs : 1.0;
-    switch (agg) {
-    case OR1_AGG_SEQ_MEAN_TOKEN_MEAN: return len > 0 ? 1.0 / (n * (double)len) : 0.0;
-    case OR1_AGG_SEQ_MEAN_TOKEN_SUM: return 1.0 / n;
-    case OR1_AGG_SEQ_MEAN_TOKEN_SUM_NORM: return scale > 0 ? 1.0 / (n * scale) : 0.0;
-    default: return norm->tokens > 0 ? 1.0 / (double)norm->tokens : 0.0;
-    }
+    return AGG_WEIGHTS[agg](len, norm, scale);
 }
 
 /* The mean log(pi/pi_old) of one sequence (0 without old log-probs), GSPO's log s_i. */
@@ -124,7 +174,7 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
                             or1_loss_stats *st) {
     for (int i = 0, k = 0; i < n; i++) {
         const or1_sample *x = &s[i];
-        double w = or1_agg_token_weight(cfg->agg, x->n_resp, norm, cfg->agg_scale);
+        double w = or1_agg_token_weight(cfg->agg, x->n_resp, norm, cfg->scale);
         double w_pg = cfg->mode == OR1_PG_GSPO ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0)
                                                : w;
         double seq_lr = cfg->mode == OR1_PG_GSPO ? seq_log_ratio(x, logp + k) : 0.0;
@@ -173,39 +223,11 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
     }
 }
 
-static const char *const AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
-                                        "seq-mean-token-sum-norm"};
-
-/* Parses an aggregation name as verl spells loss_agg_mode. */
-int or1_loss_agg_parse(const char *s, or1_loss_agg *out, const char *where) {
-    int i = algo_name_index(AGG_NAMES, 4, s, "loss aggregation", where);
-    if (i >= 0) *out = (or1_loss_agg)i;
-    return i < 0 ? -1 : 0;
-}
-
-const char *or1_loss_agg_name(or1_loss_agg a) { return AGG_NAMES[a]; }
-
-static const char *const PG_NAMES[] = {"ppo", "dual-clip", "cispo", "gspo", "clip-cov", "kl-cov"};
-
-/* Parses a policy-loss mode name. */
-int or1_pg_mode_parse(const char *s, or1_pg_mode *out, const char *where) {
-    int i = algo_name_index(PG_NAMES, 6, s, "policy loss mode", where);
-    if (i >= 0) *out = (or1_pg_mode)i;
-    return i < 0 ? -1 : 0;
-}
-
-const char *or1_pg_mode_name(or1_pg_mode m) { return PG_NAMES[m]; }
-
-static const char *const IS_NAMES[] = {"none", "tis", "mis", "mis-geo"};
-
-/* Parses "none" | "tis" | "mis" | "mis-geo". */
-int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where) {
-    int i = algo_name_index(IS_NAMES, 4, s, "rollout correction", where);
-    if (i >= 0) *out = (or1_rollout_is_mode)i;
-    return i < 0 ? -1 : 0;
-}
-
-const char *or1_rollout_is_name(or1_rollout_is_mode m) { return IS_NAMES[m]; }
+/* The names of the aggregations (as verl spells loss_agg_mode), policy-loss modes and rollout
+ * corrections. */
+ALGO_REGISTRY_NAMES(OR1_LOSS_AGGS, or1_loss_agg, loss_agg, "loss aggregation")
+ALGO_REGISTRY_NAMES(OR1_PG_MODES, or1_pg_mode, pg_mode, "policy loss mode")
+ALGO_REGISTRY_NAMES(OR1_ROLLOUT_IS_MODES, or1_rollout_is_mode, rollout_is, "rollout correction")
 
 /* The token's weight from r = exp(old - rollout): 1, min(r, high), or [low <= r <= high]. */
 double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp) {

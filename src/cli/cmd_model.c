@@ -235,6 +235,10 @@ typedef struct {
     or1_dtype save_dtype;
 } grad_opts;
 
+/* A row of the loss options (or1/algo.h) as a flag, with its config key named in the help. */
+#define OPTION_FLAG(key, flag, field, type, def, lo, hi, help) \
+    FLAG_NUM(flag, OR1_TEXT(def), lo, hi, help " (config " key ")"),
+
 /* The flags of `or1 grad`. */
 static const cli_flag_spec grad_flag_table[] = {
     FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),
@@ -244,41 +248,27 @@ static const cli_flag_spec grad_flag_table[] = {
     FLAG_SWITCH("step", "take one AdamW step (continuing the model folder's optimizer state)"),
     FLAG_SAVE_DTYPE,
     FLAG_LOGIT_TEMPERATURE,
-    FLAG_NUM("clip-low", "0.2", 0, 1, "PPO ratio clip below: 1 - clip-low"),
-    FLAG_NUM("clip-high", "0.2", 0, 100, "PPO ratio clip above: 1 + clip-high"),
+    OR1_CLIP_OPTIONS(OPTION_FLAG)
     FLAG_NUM("entropy-coef", "0", -10, 10, "entropy bonus coefficient"),
     FLAG_INT("micro-batch-tokens", "1073741824", 1, 1 << 30, "tokens per forward/backward micro-batch"),
     FLAG_INT("bench-iters", NULL, 1, 100000, "time this many forward+backward passes instead (JSON on stdout)"),
     FLAG_NUM("lr", "0", 0, 10, "AdamW learning rate"),
     FLAG_NUM("weight-decay", "0.01", 0, 10, "AdamW weight decay"),
     FLAG_NUM("max-grad-norm", "1", 0, 1e30, "global gradient-norm clip before the step; 0: off"),
-    FLAG_STR("rollout-is", "none|tis|mis|mis-geo", NULL, "rollout correction by pi_train/pi_rollout; default: none"),
-    FLAG_NUM("rollout-is-low", "0.5", 0, 1e30, "MIS: lowest ratio kept"),
-    FLAG_NUM("rollout-is-high", "2", 1e-9, 1e30, "TIS: the weight's cap; MIS: highest ratio kept"),
+    FLAG_STR("rollout-is", OR1_CHOICES(OR1_ROLLOUT_IS_MODES), "none",
+             "rollout correction by pi_train/pi_rollout (config rollout_correction.mode)"),
+    OR1_CORRECTION_OPTIONS(OPTION_FLAG)
     FLAG_NUM("offpolicy-delta", NULL, 0, 1e30, "DeepSeek-V3.2 mask: drop rows with A < 0 and mean log(pi_rollout/pi) > this"),
-    FLAG_STR("loss-agg", "token-mean|seq-mean-token-mean|seq-mean-token-sum|seq-mean-token-sum-norm", "token-mean",
-             "how the token terms add up to the loss"),
-    FLAG_NUM("loss-scale", "0", 0, 1e30, "seq-mean-token-sum-norm: the constant C; 0: the longest response"),
-    FLAG_STR("loss-mode", "ppo|dual-clip|cispo|gspo|clip-cov|kl-cov", "ppo", "the policy-gradient term"),
-    FLAG_NUM("clip-ratio-c", "3", 1, 1e30, "dual-clip: cap -A*c of the term when A < 0"),
-    FLAG_NUM("gspo-clip-low", "3e-4", 0, 1, "gspo: sequence ratio clip below, 1 - this"),
-    FLAG_NUM("gspo-clip-high", "4e-4", 0, 100, "gspo: sequence ratio clip above, 1 + this"),
-    FLAG_NUM("cispo-clip-low", "10", 0, 1e30, "cispo: weight clip below, 1 - this (large: none)"),
-    FLAG_NUM("cispo-clip-high", "0.2", 0, 1e30, "cispo: weight clip above, 1 + this"),
-    FLAG_NUM("clip-cov-ratio", "2e-4", 1e-12, 1, "clip-cov: share of the batch's tokens drawn"),
-    FLAG_NUM("clip-cov-lb", "1", -1e30, 1e30, "clip-cov: candidates have lb < Cov < ub"),
-    FLAG_NUM("clip-cov-ub", "5", -1e30, 1e30, "clip-cov: candidates have lb < Cov < ub"),
-    FLAG_NUM("kl-cov-ratio", "2e-3", 1e-12, 1, "kl-cov: share of the batch's tokens penalised"),
-    FLAG_NUM("ppo-kl-coef", "1", 0, 1e30, "kl-cov: coefficient of |log(pi/pi_old)|"),
-    FLAG_NUM("top-entropy-quantile", "1", 1e-12, 1, "80/20 rule: pg only on this top share of tokens by entropy"),
+    FLAG_STR("loss-agg", OR1_CHOICES(OR1_LOSS_AGGS), "token-mean", "how the token terms add up to the loss (config loss.agg)"),
+    FLAG_STR("loss-mode", OR1_CHOICES(OR1_PG_MODES), "ppo", "the policy-gradient term (config loss.mode)"),
+    OR1_LOSS_OPTIONS(OPTION_FLAG)
     FLAG_INT("seed", "0", 0, INT64_MAX, "seed of clip-cov's draws (token j of line i: rand(seed, i, j))"),
     FLAG_DEVICE,
 };
 
 /* Reads and checks the flags of `or1 grad`. */
 static int grad_flags(cli_args *a, grad_opts *o) {
-    double lo, hi, coef, lr, wd, is_low, is_high, t, c, gl, gh, cl, ch;
-    const char *is = NULL;
+    double coef, lr, wd, t;
     *o = (grad_opts){0};
     o->dir = cli_str(a, "model");
     o->batch = cli_str(a, "batch");
@@ -288,28 +278,23 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     o->device = cli_str(a, "device");
     o->precision = cli_str(a, "precision");
     cli_double(a, "temperature", &t);
-    cli_double(a, "clip-low", &lo);
-    cli_double(a, "clip-high", &hi);
     cli_double(a, "entropy-coef", &coef);
     cli_int(a, "micro-batch-tokens", &o->micro_tokens);
     cli_int(a, "bench-iters", &o->bench_iters);
     cli_double(a, "lr", &lr);
     cli_double(a, "weight-decay", &wd);
     cli_double(a, "max-grad-norm", &o->max_grad_norm);
-    cli_double(a, "rollout-is-low", &is_low);
-    cli_double(a, "rollout-is-high", &is_high);
-    cli_double(a, "loss-scale", &o->loss.agg_scale);
-    cli_double(a, "clip-ratio-c", &c);
-    cli_double(a, "gspo-clip-low", &gl);
-    cli_double(a, "gspo-clip-high", &gh);
-    cli_double(a, "cispo-clip-low", &cl);
-    cli_double(a, "cispo-clip-high", &ch);
-    cli_double(a, "clip-cov-ratio", &o->loss.clip_cov_ratio);
-    cli_double(a, "clip-cov-lb", &o->loss.clip_cov_lb);
-    cli_double(a, "clip-cov-ub", &o->loss.clip_cov_ub);
-    cli_double(a, "kl-cov-ratio", &o->loss.kl_cov_ratio);
-    cli_double(a, "ppo-kl-coef", &o->loss.kl_cov_coef);
-    cli_double(a, "top-entropy-quantile", &o->loss.top_entropy);
+    /* every row of the loss options, rounded to its field's type */
+#define READ_OPTION(key, flag, field, type, def, lo, hi, help) \
+    do {                                                       \
+        double v;                                              \
+        cli_double(a, flag, &v);                               \
+        o->loss.field = (type)v;                               \
+    } while (0);
+    OR1_CLIP_OPTIONS(READ_OPTION)
+    OR1_CORRECTION_OPTIONS(READ_OPTION)
+    OR1_LOSS_OPTIONS(READ_OPTION)
+#undef READ_OPTION
     double delta = NAN;
     cli_double(a, "offpolicy-delta", &delta);
     o->loss.offpolicy_mask = !isnan(delta), o->loss.offpolicy_delta = delta;
@@ -317,15 +302,12 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     cli_int(a, "seed", &seed);
     o->loss.seed = (uint64_t)seed;
     if (cli_save_dtype(a, &o->save_dtype) ||
-        ((is = cli_str(a, "rollout-is")) && or1_rollout_is_parse(is, &o->loss.is, "grad: --rollout-is")) ||
+        or1_rollout_is_parse(cli_str(a, "rollout-is"), &o->loss.is, "grad: --rollout-is") ||
         or1_loss_agg_parse(cli_str(a, "loss-agg"), &o->loss.agg, "grad: --loss-agg") ||
         or1_pg_mode_parse(cli_str(a, "loss-mode"), &o->loss.mode, "grad: --loss-mode") || cli_check_unused(a))
         return -1;
-    o->loss.clip_c = (float)c, o->loss.gspo_low = (float)gl, o->loss.gspo_high = (float)gh;
-    o->loss.cispo_low = (float)cl, o->loss.cispo_high = (float)ch;
     o->loss.temperature = (float)t;
-    o->loss.clip_low = (float)lo, o->loss.clip_high = (float)hi, o->loss.entropy_coef = (float)coef;
-    o->loss.is_low = (float)is_low, o->loss.is_high = (float)is_high;
+    o->loss.entropy_coef = (float)coef;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
     if (o->loss.clip_cov_lb >= o->loss.clip_cov_ub)
         return or1_fail("grad: --clip-cov-lb %g is not below --clip-cov-ub %g", o->loss.clip_cov_lb, o->loss.clip_cov_ub);
@@ -351,7 +333,7 @@ static int batch_grad(cli_model *cm, const sample_list *l, const grad_opts *o, o
     or1_dmodel_zero_grad(cm->dm);
     or1_loss_norm norm = {l->tokens, l->seqs};
     or1_loss_cfg lc = o->loss;
-    if (lc.agg_scale == 0) lc.agg_scale = l->max_resp;
+    if (lc.scale == 0) lc.scale = l->max_resp;
     return or1_policy_grad(cm->dm, l->s, l->n, &norm, (int)o->micro_tokens, &lc, st);
 }
 

@@ -71,6 +71,7 @@ void cli_help_config(FILE *f) {
         if (k->type == OR1_YAML_INT || k->type == OR1_YAML_DOUBLE || k->type == OR1_YAML_DOUBLES)
             fprintf(f, ", in [%g, %g]", k->lo, k->hi);
         fprintf(f, "\n      %s\n", k->help);
+        if (k->choices) fprintf(f, "      one of: %s\n", k->choices);
     }
 }
 

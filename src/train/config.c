@@ -14,20 +14,24 @@
 #include <sys/stat.h>
 
 #define BIG 1e9
-#define INT_KEY(p, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h}
-#define NUM_KEY(p, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h}
-#define BOOL_KEY(p, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h}
+#define INT_KEY(p, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h, NULL}
+#define NUM_KEY(p, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h, NULL}
+#define BOOL_KEY(p, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h, NULL}
 /* A macro's value as the schema's default text. */
-#define TEXT_(x) #x
-#define TEXT(x) TEXT_(x)
-#define STR_KEY(p, d, h) {p, OR1_YAML_STRING, d, 0, 0, h}
-#define PATH_KEY(p, d, h) {p, OR1_YAML_PATH, d, 0, 0, h}
+#define TEXT(x) OR1_TEXT(x)
+#define STR_KEY(p, d, h) {p, OR1_YAML_STRING, d, 0, 0, h, NULL}
+#define PATH_KEY(p, d, h) {p, OR1_YAML_PATH, d, 0, 0, h, NULL}
+#define LIST_KEY(p, type, d, lo, hi, h) {p, type, d, lo, hi, h, NULL}
+/* A key whose value is one name of a registry TABLE (or1/algo.h). */
+#define CHOICE_KEY(p, d, TABLE, h) {p, OR1_YAML_STRING, d, 0, 0, h, OR1_CHOICES_SPACED(TABLE)}
+/* A row of the loss options (or1/algo.h): its key, with or1 grad's flag named in the help. */
+#define OPTION_KEY(key, flag, field, type, def, lo, hi, help) NUM_KEY(key, TEXT(def), lo, hi, help " (or1 grad --" flag ")"),
 
 const or1_yaml_key or1_train_schema[] = {
     PATH_KEY("model.path", "", "checkpoint folder (config.json + safetensors); required"),
     PATH_KEY("model.tokenizer", "", "tokenizer.json or its folder; empty: model.path"),
     STR_KEY("model.chat_template", "", "deepseek-r1 | deepseek | chatml | llama3 | plain; empty: the tokenizer's"),
-    {"data.train", OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"},
+    LIST_KEY("data.train", OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"),
     PATH_KEY("data.train[].path", "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
     INT_KEY("data.train[].weight", "1", 1, 1000, "mixing weight: each row is drawn this many times per epoch"),
     STR_KEY("data.apply_chat_template_kwargs.enable_thinking", "",
@@ -60,46 +64,35 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("train.beta2", "0.999", 0, 1, "AdamW beta2"),
     NUM_KEY("train.adam_eps", "1e-8", 0, 1, "AdamW epsilon"),
     NUM_KEY("train.grad_clip", "1.0", 0, BIG, "global gradient-norm clip; 0: off"),
-    NUM_KEY("train.clip_low", "0.2", 0, 1, "PPO ratio clip below: 1 - clip_low"),
-    NUM_KEY("train.clip_high", "0.2", 0, BIG, "PPO ratio clip above: 1 + clip_high"),
-    STR_KEY("entropy.mode", "adaptive", "adaptive | constant | off"),
+    OR1_CLIP_OPTIONS(OPTION_KEY)
+    CHOICE_KEY("entropy.mode", "adaptive", OR1_ENTROPY_MODES, "the entropy bonus: eq. (3.2)'s controller, a constant, or none"),
     NUM_KEY("entropy.target", TEXT(OR1_ENT_TARGET), 0, BIG, "tgt-ent"),
     NUM_KEY("entropy.delta", TEXT(OR1_ENT_DELTA), 0, 1, "coefficient step per training step"),
     NUM_KEY("entropy.c_min", TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
     NUM_KEY("entropy.c_max", TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
     NUM_KEY("entropy.initial", TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
-    STR_KEY("entropy.update", "step", "adaptive: step (once per step, the paper) | minibatch (after each mini-batch, from its entropy)"),
+    CHOICE_KEY("entropy.update", "step", OR1_ENTROPY_CADENCES,
+               "adaptive: the controller moves once per step (the paper) or after each mini-batch, from its entropy"),
     BOOL_KEY("kl.enabled", "false", "KL loss to a frozen reference"),
     NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
     STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
     PATH_KEY("kl.reference", "", "reference checkpoint; empty: model.path"),
     INT_KEY("kl.reset_every", "0", 0, BIG, "ProRL: every this many steps the reference becomes the current policy; 0: never"),
     BOOL_KEY("kl.reset_optimizer", "false", "with a reference reset, the AdamW state is reset too"),
-    STR_KEY("rollout_correction.mode", "none", "none | tis | mis | mis-geo: weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout"),
-    NUM_KEY("rollout_correction.low", "0.5", 0, BIG, "MIS: lowest ratio kept"),
-    NUM_KEY("rollout_correction.high", "2.0", 1e-9, BIG, "TIS: the cap of the weight; MIS: highest ratio kept"),
+    CHOICE_KEY("rollout_correction.mode", "none", OR1_ROLLOUT_IS_MODES,
+               "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout (or1 grad --rollout-is)"),
+    OR1_CORRECTION_OPTIONS(OPTION_KEY)
     BOOL_KEY("rollout_correction.offpolicy_mask", "false", "DeepSeek-V3.2: drop sequences with A < 0 and mean log(pi_rollout/pi) > offpolicy_delta"),
     NUM_KEY("rollout_correction.offpolicy_delta", "0", 0, BIG, "delta of the off-policy mask (no published value: set it with the mask)"),
     BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
     BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
     INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
-    STR_KEY("loss.agg", "token-mean", "token-mean | seq-mean-token-mean | seq-mean-token-sum | seq-mean-token-sum-norm"),
-    NUM_KEY("loss.scale", "0", 0, BIG, "seq-mean-token-sum-norm: the constant C; 0: the stage's T"),
-    STR_KEY("loss.mode", "ppo", "ppo | dual-clip | cispo | gspo | clip-cov | kl-cov"),
-    NUM_KEY("loss.clip_ratio_c", TEXT(OR1_DUAL_CLIP_C), 1, BIG, "dual-clip: cap -A*c of the term when A < 0 (c > 1)"),
-    NUM_KEY("loss.gspo_clip_low", TEXT(OR1_GSPO_CLIP_LOW), 0, 1, "gspo: sequence ratio clip below, 1 - this"),
-    NUM_KEY("loss.gspo_clip_high", TEXT(OR1_GSPO_CLIP_HIGH), 0, BIG, "gspo: sequence ratio clip above, 1 + this"),
-    NUM_KEY("loss.cispo_clip_low", TEXT(OR1_CISPO_CLIP_LOW), 0, BIG, "cispo: weight clip below, 1 - this (large: none)"),
-    NUM_KEY("loss.cispo_clip_high", TEXT(OR1_CISPO_CLIP_HIGH), 0, BIG, "cispo: weight clip above, 1 + this"),
-    NUM_KEY("loss.clip_cov_ratio", TEXT(OR1_CLIP_COV_RATIO), 1e-12, 1, "clip-cov: share of the mini-batch's tokens drawn"),
-    NUM_KEY("loss.clip_cov_lb", TEXT(OR1_CLIP_COV_LB), -BIG, BIG, "clip-cov: candidates have lb < Cov < ub"),
-    NUM_KEY("loss.clip_cov_ub", TEXT(OR1_CLIP_COV_UB), -BIG, BIG, "clip-cov: candidates have lb < Cov < ub"),
-    NUM_KEY("loss.kl_cov_ratio", TEXT(OR1_KL_COV_RATIO), 1e-12, 1, "kl-cov: share of the mini-batch's tokens penalised"),
-    NUM_KEY("loss.ppo_kl_coef", TEXT(OR1_KL_COV_COEF), 0, BIG, "kl-cov: coefficient of |log(pi/pi_old)|"),
-    NUM_KEY("loss.top_entropy_quantile", "1.0", 1e-12, 1, "80/20 rule: pg only on this top share of tokens by entropy; 1: all"),
-    STR_KEY("advantage.estimator", "grpo", "grpo | drgrpo | rloo | reinforce++-baseline | grpo-batch-std"),
+    CHOICE_KEY("loss.agg", "token-mean", OR1_LOSS_AGGS, "how the token terms add up to the loss (or1 grad --loss-agg)"),
+    CHOICE_KEY("loss.mode", "ppo", OR1_PG_MODES, "the policy-gradient term (or1 grad --loss-mode)"),
+    OR1_LOSS_OPTIONS(OPTION_KEY)
+    CHOICE_KEY("advantage.estimator", "grpo", OR1_ADV_ESTIMATORS, "how a step's scores become advantages"),
     NUM_KEY("advantage.eps", "1e-6", 0, 1, "added to the group std"),
-    STR_KEY("advantage.truncation_mask", "none", "none | before | after"),
+    CHOICE_KEY("advantage.truncation_mask", "none", OR1_TRUNC_MASKS, "when responses truncated at T leave the loss"),
     INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
     NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
     NUM_KEY("reward.max_error_ratio", "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
@@ -107,17 +100,17 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("reward.overlong_buffer.len", "4096", 1, BIG, "L_cache: the penalty grows over the last this many tokens"),
     NUM_KEY("reward.overlong_buffer.penalty", "1.0", 0, BIG, "the penalty at T (verl's penalty_factor)"),
     NUM_KEY("reward.truncation_penalty", "0", 0, BIG, "subtracted from the reward of a response truncated at T"),
-    {"stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"},
+    LIST_KEY("stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"),
     STR_KEY("stages[].name", "", "label for logs"),
     INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
     INT_KEY("stages[].prompts", "", 1, BIG, "N; default train.prompts_per_step"),
     INT_KEY("stages[].n", "", 1, 4096, "M; default rollout.n"),
     INT_KEY("stages[].mini_batch", "", 1, BIG, "default train.mini_batch"),
     INT_KEY("stages[].steps", "", 1, BIG, "steps of this stage; required"),
-    {"eval.files", OR1_YAML_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"},
+    LIST_KEY("eval.files", OR1_YAML_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"),
     INT_KEY("eval.every", "20", 0, BIG, "validate every K steps; 0: off"),
     INT_KEY("eval.n", "8", 1, 4096, "samples per problem"),
-    {"eval.temperatures", OR1_YAML_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"},
+    LIST_KEY("eval.temperatures", OR1_YAML_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"),
     NUM_KEY("eval.top_p", "1.0", 1e-6, 1, "nucleus sampling in validation"),
     INT_KEY("eval.max_new_tokens", "0", 0, BIG, "0: the stage's T"),
     INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
@@ -137,6 +130,10 @@ static const struct {
     size_t off;
 } FIELDS[] = {
 #define F(p, f) {p, offsetof(or1_train_config, f)}
+/* the loss options' rows, each in its section of the struct */
+#define TRAIN_FIELD(key, flag, field, type, def, lo, hi, help) F(key, train.field),
+#define CORRECTION_FIELD(key, flag, field, type, def, lo, hi, help) F(key, correction.field),
+#define LOSS_FIELD(key, flag, field, type, def, lo, hi, help) F(key, loss.field),
     F("model.path", model.path), F("model.tokenizer", model.tokenizer),
     F("model.chat_template", model.chat_template),
     F("data.apply_chat_template_kwargs.enable_thinking", data.enable_thinking), F("data.max_prompt_length", data.max_prompt_length),
@@ -151,21 +148,14 @@ static const struct {
     F("train.zero", train.zero), F("train.gradient_checkpointing", train.gradient_checkpointing),
     F("train.lr", train.lr), F("train.weight_decay", train.weight_decay), F("train.beta1", train.beta1),
     F("train.beta2", train.beta2), F("train.adam_eps", train.adam_eps), F("train.grad_clip", train.grad_clip),
-    F("train.clip_low", train.clip_low), F("train.clip_high", train.clip_high),
+    OR1_CLIP_OPTIONS(TRAIN_FIELD) OR1_CORRECTION_OPTIONS(CORRECTION_FIELD) OR1_LOSS_OPTIONS(LOSS_FIELD)
     F("entropy.target", entropy.target), F("entropy.delta", entropy.delta), F("entropy.c_min", entropy.c_min),
     F("entropy.c_max", entropy.c_max), F("entropy.initial", entropy.initial), F("kl.enabled", kl.enabled),
     F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("kl.reset_every", kl.reset_every),
-    F("kl.reset_optimizer", kl.reset_optimizer), F("rollout_correction.low", correction.low),
-    F("rollout_correction.high", correction.high),
-    F("rollout_correction.offpolicy_mask", correction.offpolicy_mask),
+    F("kl.reset_optimizer", kl.reset_optimizer), F("rollout_correction.offpolicy_mask", correction.offpolicy_mask),
     F("rollout_correction.offpolicy_delta", correction.offpolicy_delta), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
     F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
-    F("advantage.eps", advantage.eps), F("loss.scale", loss.scale), F("loss.clip_ratio_c", loss.clip_c),
-    F("loss.gspo_clip_low", loss.gspo_low), F("loss.gspo_clip_high", loss.gspo_high),
-    F("loss.cispo_clip_low", loss.cispo_low), F("loss.cispo_clip_high", loss.cispo_high),
-    F("loss.clip_cov_ratio", loss.clip_cov_ratio), F("loss.clip_cov_lb", loss.clip_cov_lb),
-    F("loss.clip_cov_ub", loss.clip_cov_ub), F("loss.kl_cov_ratio", loss.kl_cov_ratio),
-    F("loss.ppo_kl_coef", loss.kl_cov_coef), F("loss.top_entropy_quantile", loss.top_entropy), F("reward.workers", reward.workers),
+    F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
     F("reward.code_timeout", reward.code_timeout), F("reward.overlong_buffer.enable", reward.length.overlong),
     F("reward.overlong_buffer.len", reward.length.overlong_len),
     F("reward.overlong_buffer.penalty", reward.length.overlong_penalty),
@@ -173,6 +163,9 @@ static const struct {
     F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
     F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("dist.timeout_s", dist.timeout_s), F("output.dir", output_dir), F("seed", seed),
 #undef F
+#undef TRAIN_FIELD
+#undef CORRECTION_FIELD
+#undef LOSS_FIELD
 };
 
 /* The node holding a key's default (parsed from the schema's YAML text), or NULL. */
@@ -388,9 +381,10 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->entropy.c_min > c->entropy.c_max)
         return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
                         c->entropy.c_max);
-    if ((c->correction.mode == OR1_IS_MIS || c->correction.mode == OR1_IS_MIS_GEO) && c->correction.low > c->correction.high)
+    if ((c->correction.mode == OR1_IS_MIS || c->correction.mode == OR1_IS_MIS_GEO) &&
+        c->correction.is_low > c->correction.is_high)
         return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
-                        c->correction.low, c->correction.high);
+                        c->correction.is_low, c->correction.is_high);
     if (c->correction.offpolicy_mask && !or1_yaml_get(or1_yaml_root(cfg), "rollout_correction.offpolicy_delta"))
         return or1_fail("%s: the off-policy mask needs its delta (DeepSeek-V3.2 publishes none): set it",
                         where_of(cfg, "rollout_correction.offpolicy_delta", w, sizeof w));

@@ -123,6 +123,32 @@ static void minibatch_controller(trainer *t, step_batch *b, const or1_loss_stats
     if (t->cfg->entropy.update == OR1_ENT_PER_MINIBATCH) or1_entropy_update(&t->ent, &t->cfg->entropy, e);
 }
 
+/* The loss settings of a stage: every row of the loss options (or1/algo.h) from its config
+ * section, rounded to its field's type, then what the config's other sections give (alpha
+ * starts at 0: each mini-batch sets it); loss.scale 0 is the stage's T. */
+static or1_loss_cfg loss_cfg_of(const or1_train_config *c, const or1_stage_cfg *st) {
+    or1_loss_cfg lc = {0};
+#define FROM_TRAIN(key, flag, field, type, def, lo, hi, help) lc.field = (type)c->train.field;
+#define FROM_CORRECTION(key, flag, field, type, def, lo, hi, help) lc.field = (type)c->correction.field;
+#define FROM_LOSS(key, flag, field, type, def, lo, hi, help) lc.field = (type)c->loss.field;
+    OR1_CLIP_OPTIONS(FROM_TRAIN)
+    OR1_CORRECTION_OPTIONS(FROM_CORRECTION)
+    OR1_LOSS_OPTIONS(FROM_LOSS)
+#undef FROM_TRAIN
+#undef FROM_CORRECTION
+#undef FROM_LOSS
+    if (!(lc.scale > 0)) lc.scale = (double)st->context_length;
+    lc.temperature = (float)c->rollout.temperature;
+    lc.kl_coef = c->kl.enabled ? (float)c->kl.coef : 0.0f;
+    lc.kl = c->kl.estimator;
+    lc.is = c->correction.mode;
+    lc.agg = c->loss.agg;
+    lc.mode = c->loss.mode;
+    lc.offpolicy_mask = c->correction.offpolicy_mask;
+    lc.offpolicy_delta = c->correction.offpolicy_delta;
+    return lc;
+}
+
 /* Mini-batch updates: groups in batch order split into N_SGD chunks, epochs times; each
  * chunk's loss is aggregated with its global kept-token and sequence counts (eq. 3.1 for
  * token-mean; loss.scale 0 is the stage's T). Each chunk trains with the controller's
@@ -132,33 +158,8 @@ static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, d
     const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
     or1_reducer reduce = {dist_sum, (void *)t->d};
-    or1_loss_cfg lc = {(float)t->cfg->train.clip_low,
-                       (float)t->cfg->train.clip_high,
-                       0.0f,
-                       (float)t->cfg->rollout.temperature,
-                       t->cfg->kl.enabled ? (float)t->cfg->kl.coef : 0.0f,
-                       t->cfg->kl.estimator,
-                       t->cfg->correction.mode,
-                       (float)t->cfg->correction.low,
-                       (float)t->cfg->correction.high,
-                       t->cfg->loss.agg,
-                       t->cfg->loss.scale > 0 ? t->cfg->loss.scale : (double)st->context_length,
-                       t->cfg->loss.mode,
-                       (float)t->cfg->loss.clip_c,
-                       (float)t->cfg->loss.gspo_low,
-                       (float)t->cfg->loss.gspo_high,
-                       (float)t->cfg->loss.cispo_low,
-                       (float)t->cfg->loss.cispo_high,
-                       t->cfg->loss.clip_cov_ratio,
-                       t->cfg->loss.clip_cov_lb,
-                       t->cfg->loss.clip_cov_ub,
-                       t->cfg->loss.kl_cov_ratio,
-                       t->cfg->loss.kl_cov_coef,
-                       t->cfg->loss.top_entropy,
-                       0,
-                       t->cfg->correction.offpolicy_mask,
-                       t->cfg->correction.offpolicy_delta,
-                       &reduce};
+    or1_loss_cfg lc = loss_cfg_of(t->cfg, st);
+    lc.reduce = &reduce;
     or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
                         (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
