@@ -256,7 +256,8 @@ static const cli_flag_spec grad_flag_table[] = {
     FLAG_NUM("weight-decay", "0.01", 0, 10, "AdamW weight decay"),
     FLAG_NUM("max-grad-norm", "1", 0, 1e30, "global gradient-norm clip before the step; 0: off"),
     FLAG_STR("rollout-is", OR1_CHOICES(OR1_ROLLOUT_IS_MODES), "none",
-             "rollout correction by pi_train/pi_rollout (config rollout_correction.mode)"),
+             "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by "
+             "pi_train/pi_rollout (config rollout_correction.mode)"),
     OR1_CORRECTION_OPTIONS(OPTION_FLAG)
     FLAG_NUM("offpolicy-delta", NULL, 0, 1e30, "DeepSeek-V3.2 mask: drop rows with A < 0 and mean log(pi_rollout/pi) > this"),
     FLAG_STR("loss-agg", OR1_CHOICES(OR1_LOSS_AGGS), "token-mean", "how the token terms add up to the loss (config loss.agg)"),

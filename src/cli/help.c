@@ -29,7 +29,7 @@ static const char *meta_of(const cli_flag_spec *s) {
 static void flag_line(FILE *f, const cli_flag_spec *s) {
     static const char *const type[] = {"text", "path", "integer", "number", "switch", "text, repeatable",
                                        "switch"};
-    char head[64];
+    char head[512]; /* a choice list may be long: printed whole */
     snprintf(head, sizeof head, "--%s%s%s", s->name, *meta_of(s) ? " " : "", meta_of(s));
     fprintf(f, "  %-30s %s", head, type[s->kind]);
     if (s->kind == CLI_INT && s->ihi == INT64_MAX) fprintf(f, " >= %" PRId64, s->ilo);
