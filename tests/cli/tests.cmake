@@ -6,3 +6,5 @@ or1_python_test(cli_flags ${CMAKE_CURRENT_LIST_DIR}/test_cli.py $<TARGET_FILE:or
                 TIMEOUT 600 ENV OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive)
 # The loss options: --help-config, or1 grad --help, both parsers and docs/algorithms.md's table agree.
 or1_python_test(cli_options ${CMAKE_CURRENT_LIST_DIR}/test_options.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR})
+# docs/testing.md names every registered test.
+or1_python_test(cli_docs ${CMAKE_CURRENT_LIST_DIR}/test_docs.py ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
