@@ -562,9 +562,9 @@ typedef struct {
  * counts as clipped. Ties split the gradient as torch.maximum / torch.minimum do. */
 double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
                             float *d_logp, float *d_entropy, bool *clipped);
-/* The pg term alone, given log_ratio: log(pi/pi_old) of the token, for GSPO the mean of it
- * over the token's sequence. */
-double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
+/* The pg term alone, given log_ratio: log(pi/pi_old) of the token, and seq: its sequence's
+ * statistic for a sequence-level mode (or1_pg_seq_stat; GSPO: the mean log_ratio). */
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, double seq, float logp, float adv, uint8_t sel,
                          float *d_logp, bool *clipped);
 
 /* Clip-Cov (Cui et al. 2025, arXiv 2505.22617; verl compute_policy_loss_clip_cov):
@@ -584,6 +584,12 @@ typedef struct {
     const float *old_logp, *ref_logp, *rollout_logp;
     uint64_t id; /* the sample's index in its step (or batch file): keys its Clip-Cov draws */
 } or1_sample;
+
+/* The statistic of sequence x (logp: its current log-probs) that c->mode's term reads, for a
+ * sequence-level mode (GSPO: the mean log(pi/pi_old)); 0 for a token-level one. */
+double or1_pg_seq_stat(const or1_loss_cfg *c, const or1_sample *x, const float *logp);
+/* Whether c->mode is sequence-level: its term is aggregated seq-mean-token-mean. */
+bool or1_pg_seq_level(const or1_loss_cfg *c);
 
 /* Sums over response tokens (divide by tokens for means), but objective; logp is the sum of
  * the tokens' log-probs under the current weights (its negative mean is the NLL SFT reports); mismatch

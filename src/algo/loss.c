@@ -19,50 +19,72 @@ static double ppo_clip(double rho, double drho, double adv, double lo, double hi
     return l1 > l2 ? l1 : l2;
 }
 
-/* One token's inputs to a policy-gradient term: log_ratio is log(pi/pi_old) of the token (for
- * GSPO the mean over its sequence), rho = exp(log_ratio), sel its selection flags. */
+/* One token's inputs to a policy-gradient term: log_ratio is log(pi/pi_old) of the token,
+ * rho = exp(log_ratio), seq its sequence's statistic (sequence-level modes), sel its selection
+ * flags. */
 typedef struct {
-    double log_ratio, rho, adv;
+    double log_ratio, rho, seq, adv;
     float logp;
     uint8_t sel;
 } pg_token;
 
+/* A policy-loss mode: its per-token term and, for a sequence-level mode, the statistic of each
+ * sequence that the term reads (pg_token.seq; NULL: a token-level mode). A sequence-level
+ * mode's term is aggregated seq-mean-token-mean whatever loss.agg says. */
+typedef struct {
+    double (*term)(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped);
+    double (*seq)(const or1_loss_cfg *c, const or1_sample *x, const float *logp);
+} pg_mode;
+
 /* PPO-clip, eq. (3.1) (verl "vanilla" without the dual clip). */
-static double pg_ppo(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+static double ppo_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
     return ppo_clip(t->rho, t->rho, t->adv, 1.0 - c->clip_low, 1.0 + c->clip_high, g, clipped);
 }
+static const pg_mode pg_ppo = {ppo_term, NULL};
 
 /* Dual-clip PPO (Ye et al. 2019, arXiv 1912.09729 eq. (5); verl compute_policy_loss_vanilla
  * with clip_ratio_c): for A < 0 the PPO term is capped at -A*c, a constant with no gradient;
  * at a tie torch.minimum gives each side half. */
-static double pg_dual_clip(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
-    double v = pg_ppo(c, t, g, clipped);
+static double dual_clip_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    double v = ppo_term(c, t, g, clipped);
     if (t->adv >= 0) return v;
     double cap = -t->adv * c->clip_c;
     if (v > cap) *g = 0.0;
     else if (v == cap) *g *= 0.5;
     return v < cap ? v : cap;
 }
+static const pg_mode pg_dual_clip = {dual_clip_term, NULL};
 
 /* CISPO (MiniMax-M1, arXiv 2506.13585 eq. (4); verl compute_policy_loss_cispo):
  * -sg(clip(rho, 1-eps_low, 1+eps_high)) * A * logp; the weight is detached, so every token's
  * gradient is -weight * A. A token counts as clipped when the weight differs from rho. */
-static double pg_cispo(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+static double cispo_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
     double lo = 1.0 - c->cispo_low, hi = 1.0 + c->cispo_high;
     double w = t->rho < lo ? lo : t->rho > hi ? hi : t->rho;
     *g = -w * t->adv;
     *clipped = w != t->rho;
     return -w * t->adv * (double)t->logp;
 }
+static const pg_mode pg_cispo = {cispo_term, NULL};
+
+/* The mean log(pi/pi_old) of one sequence (0 without old log-probs), GSPO's log s_i. */
+static double seq_log_ratio(const or1_loss_cfg *c, const or1_sample *x, const float *logp) {
+    (void)c;
+    if (!x->old_logp || x->n_resp == 0) return 0.0;
+    double sum = 0.0;
+    for (int j = 0; j < x->n_resp; j++) sum += (double)logp[j] - (double)x->old_logp[j];
+    return sum / (double)x->n_resp;
+}
 
 /* GSPO (arXiv 2507.18071 eq. (7)-(10); verl compute_policy_loss_gspo): the token ratio
  * s_i,t = sg(s_i) * pi_t / sg(pi_t) has the value s_i = exp(mean log-ratio of the sequence)
  * and d s_i,t / d logp_t = s_i; its log is clamped at 10 as verl does (no gradient above). */
-static double pg_gspo(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
-    double rho = exp(t->log_ratio < 10.0 ? t->log_ratio : 10.0);
-    double drho = t->log_ratio <= 10.0 ? rho : 0.0;
+static double gspo_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    double rho = exp(t->seq < 10.0 ? t->seq : 10.0);
+    double drho = t->seq <= 10.0 ? rho : 0.0;
     return ppo_clip(rho, drho, t->adv, 1.0 - c->gspo_low, 1.0 + c->gspo_high, g, clipped);
 }
+static const pg_mode pg_gspo = {gspo_term, seq_log_ratio};
 
 /* Clip-Cov: the PPO term, dropped (value and gradient) on a drawn token. */
 double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov_clipped, double *g, bool *clipped) {
@@ -73,10 +95,11 @@ double or1_clip_cov_token(double rho, double adv, double lo, double hi, bool cov
 }
 
 /* Clip-Cov on a token, its draw read from the selection flags. */
-static double pg_clip_cov(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+static double clip_cov_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
     return or1_clip_cov_token(t->rho, t->adv, 1.0 - c->clip_low, 1.0 + c->clip_high, t->sel & OR1_SEL_COV_CLIP, g,
                               clipped);
 }
+static const pg_mode pg_clip_cov = {clip_cov_term, NULL};
 
 /* KL-Cov: the unclipped surrogate, plus coef |log rho| on a selected token (its gradient
  * coef sign(log rho), 0 at 0 as torch.abs gives). */
@@ -89,25 +112,34 @@ double or1_kl_cov_token(double log_ratio, double adv, double coef, bool selected
 }
 
 /* KL-Cov on a token, its selection read from the flags (no clip). */
-static double pg_kl_cov(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+static double kl_cov_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
     (void)clipped;
     return or1_kl_cov_token(t->log_ratio, t->adv, c->kl_cov_coef, t->sel & OR1_SEL_COV_KL, g);
 }
+static const pg_mode pg_kl_cov = {kl_cov_term, NULL};
 
-/* The term of each policy-loss mode, in the order of OR1_PG_MODES. */
-typedef double (*pg_term_fn)(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped);
-#define PG_ROW_FN(e, name, fn) fn,
-static const pg_term_fn PG_TERMS[] = {OR1_PG_MODES(PG_ROW_FN)};
+/* Each policy-loss mode, in the order of OR1_PG_MODES. */
+#define PG_ROW_MODE(e, name, mode) &mode,
+static const pg_mode *const PG_MODES[] = {OR1_PG_MODES(PG_ROW_MODE)};
+
+/* The statistic of sequence x (its log-probs logp) that c->mode's term reads; 0 for a
+ * token-level mode. */
+double or1_pg_seq_stat(const or1_loss_cfg *c, const or1_sample *x, const float *logp) {
+    return PG_MODES[c->mode]->seq ? PG_MODES[c->mode]->seq(c, x, logp) : 0.0;
+}
+
+/* Whether c->mode's term is sequence-level (aggregated seq-mean-token-mean). */
+bool or1_pg_seq_level(const or1_loss_cfg *c) { return PG_MODES[c->mode]->seq != NULL; }
 
 /* One token's policy-gradient term under c->mode: log_ratio is log(pi/pi_old) of the token,
- * or for GSPO the mean over its sequence; sel its selection flags. A token below the
+ * seq its sequence's statistic (or1_pg_seq_stat), sel its selection flags. A token below the
  * top-entropy threshold has no pg term at all. */
-double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, float adv, uint8_t sel,
+double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, double seq, float logp, float adv, uint8_t sel,
                          float *d_logp, bool *clipped) {
-    pg_token t = {log_ratio, exp(log_ratio), adv, logp, sel};
+    pg_token t = {log_ratio, exp(log_ratio), seq, adv, logp, sel};
     double g = 0.0;
     *clipped = false;
-    double v = PG_TERMS[c->mode](c, &t, &g, clipped);
+    double v = PG_MODES[c->mode]->term(c, &t, &g, clipped);
     if (sel & OR1_SEL_LOW_ENTROPY) v = 0.0, g = 0.0, *clipped = false;
     *d_logp = (float)g;
     return v;
@@ -118,7 +150,8 @@ double or1_pg_token_loss(const or1_loss_cfg *c, double log_ratio, float logp, fl
 double or1_magic_token_loss(float logp, float old_logp, float adv, const or1_loss_cfg *c,
                             float *d_logp, float *d_entropy, bool *clipped) {
     *d_entropy = -c->entropy_coef;
-    return or1_pg_token_loss(c, (double)logp - (double)old_logp, logp, adv, 0, d_logp, clipped);
+    double lr = (double)logp - (double)old_logp;
+    return or1_pg_token_loss(c, lr, lr, logp, adv, 0, d_logp, clipped);
 }
 
 /* token-mean: 1 / T. */
@@ -159,13 +192,6 @@ double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm
     return AGG_WEIGHTS[agg](len, norm, scale);
 }
 
-/* The mean log(pi/pi_old) of one sequence (0 without old log-probs), GSPO's log s_i. */
-static double seq_log_ratio(const or1_sample *x, const float *logp) {
-    if (!x->old_logp || x->n_resp == 0) return 0.0;
-    double sum = 0.0;
-    for (int j = 0; j < x->n_resp; j++) sum += (double)logp[j] - (double)x->old_logp[j];
-    return sum / (double)x->n_resp;
-}
 
 /* Eq. (3.1) token by token: the policy-gradient term, entropy bonus, optional KL; gradients
  * weighted as cfg->agg aggregates them over the mini-batch (GSPO's term seq-mean-token-mean). */
@@ -175,9 +201,8 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
     for (int i = 0, k = 0; i < n; i++) {
         const or1_sample *x = &s[i];
         double w = or1_agg_token_weight(cfg->agg, x->n_resp, norm, cfg->scale);
-        double w_pg = cfg->mode == OR1_PG_GSPO ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0)
-                                               : w;
-        double seq_lr = cfg->mode == OR1_PG_GSPO ? seq_log_ratio(x, logp + k) : 0.0;
+        double w_pg = or1_pg_seq_level(cfg) ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0) : w;
+        double seq = or1_pg_seq_stat(cfg, x, logp + k);
         const float *behaviour = x->rollout_logp ? x->rollout_logp : x->old_logp;
         bool dropped = cfg->offpolicy_mask && behaviour &&
                        or1_offpolicy_seq_masked(behaviour, logp + k, x->n_resp, x->adv, cfg->offpolicy_delta);
@@ -188,9 +213,8 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
         for (int j = 0; j < x->n_resp; j++, k++) {
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp;
             bool clipped;
-            double lr = cfg->mode == OR1_PG_GSPO ? seq_lr : (double)logp[k] - (double)old;
             uint8_t f = sel ? sel[k] : 0;
-            double pg = or1_pg_token_loss(cfg, lr, logp[k], x->adv, f, &dlp, &clipped);
+            double pg = or1_pg_token_loss(cfg, (double)logp[k] - (double)old, seq, logp[k], x->adv, f, &dlp, &clipped);
             st->cov_selected += (f & (OR1_SEL_COV_CLIP | OR1_SEL_COV_KL)) != 0;
             st->low_entropy += (f & OR1_SEL_LOW_ENTROPY) != 0;
             if (x->rollout_logp) {
