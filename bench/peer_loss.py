@@ -52,6 +52,9 @@ NOTES = {
     "mis": "verl's rejection (rollout_rs token_k1 / seq_mean_k1) bounds log(pi_rollout / pi_old), the "
            "reverse of or1's r = pi_old / pi_rollout, and takes the rejected token out of the normaliser "
            "as well; or1 keeps it in T: compared with bounds 1/high_1/low, the mask as the weight",
+    "gmpo": "verl's geo_mean takes the mean over sequences whatever loss_agg_mode says (as or1 does), "
+            "divides by L_i + 1e-8 where or1 divides by L_i, and counts as clipped every token whose log-ratio "
+            "its clamp moves; or1 counts those whose clipped side wins (its clip_frac not compared)",
     "top_entropy": "the 80/20 rule has no verl key (the paper's patch): not compared",
 }
 
@@ -73,7 +76,8 @@ def verl_mode(settings):
                   clip_cov_ub=settings.get("clip_cov_ub", 5.0))
     elif mode == "kl-cov":
         pl.update(kl_cov_ratio=settings.get("kl_cov_ratio", 2e-3), ppo_kl_coef=settings.get("ppo_kl_coef", 1.0))
-    name = {"ppo": "vanilla", "dual-clip": "vanilla", "clip-cov": "clip_cov", "kl-cov": "kl_cov"}.get(mode, mode)
+    name = {"ppo": "vanilla", "dual-clip": "vanilla", "clip-cov": "clip_cov", "kl-cov": "kl_cov",
+            "gmpo": "geo_mean"}.get(mode, mode)
     return name, cfg, pl
 
 
@@ -134,7 +138,7 @@ def verl_loss(model, batch, settings):
     adv = mask * torch.tensor([[float(r["advantage"])] for r in batch])
     weights = rollout_weights(batch, old, mask, settings)
     fn = core_algos.get_policy_loss_fn(config.policy_loss.loss_mode)
-    pg_agg = "seq-mean-token-mean" if settings.get("mode") == "gspo" else config.loss_agg_mode
+    pg_agg = "seq-mean-token-mean" if settings.get("mode") in ("gspo", "gmpo") else config.loss_agg_mode
     pg_loss, metrics = fn(old_log_prob=old, log_prob=logp, advantages=adv, response_mask=mask,
                           loss_agg_mode=pg_agg, config=config, rollout_is_weights=weights)
     ent_loss = core_algos.agg_loss(loss_mat=ent, loss_mask=mask, loss_agg_mode=config.loss_agg_mode,
@@ -204,7 +208,7 @@ def loss_case(chk, or1, tmp, model_dir, bpath, hf, batch, settings):
     loss, pg_loss, ent, metrics, want = verl_loss(hf, batch, kw)
     chk.close(f"{what}: loss", stats["loss"], loss, STAT_TOL * max(1.0, abs(loss)))
     chk.close(f"{what}: entropy", stats["entropy"], ent, STAT_TOL * max(1.0, abs(ent)))
-    if kw.get("agg", "token-mean") == "token-mean" and kw.get("mode") != "gspo":
+    if kw.get("agg", "token-mean") == "token-mean" and kw.get("mode") not in ("gspo", "gmpo"):
         chk.close(f"{what}: pg_loss", stats["pg_loss"], pg_loss, STAT_TOL * max(1.0, abs(pg_loss)))
     mode = kw.get("mode", "ppo")
     if mode in ("ppo", "dual-clip", "cispo", "gspo"):

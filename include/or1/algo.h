@@ -442,7 +442,8 @@ double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm
     X(CISPO, "cispo", pg_cispo)               \
     X(GSPO, "gspo", pg_gspo)                  \
     X(CLIP_COV, "clip-cov", pg_clip_cov)      \
-    X(KL_COV, "kl-cov", pg_kl_cov)
+    X(KL_COV, "kl-cov", pg_kl_cov)            \
+    X(GMPO, "gmpo", pg_gmpo)
 #define OR1_PG_ROW_ENUM(e, name, fn) OR1_PG_##e,
 typedef enum { OR1_PG_MODES(OR1_PG_ROW_ENUM) } or1_pg_mode;
 

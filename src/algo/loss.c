@@ -118,6 +118,35 @@ static double kl_cov_term(const or1_loss_cfg *c, const pg_token *t, double *g, b
 }
 static const pg_mode pg_kl_cov = {kl_cov_term, NULL};
 
+/* GMPO's token log-ratio l clipped to [-clip_low, clip_high] on the side the sign of A makes
+ * binding: sgn(A) min(sgn(A) l, sgn(A) clip(l)); 0 when A = 0 (verl compute_policy_loss_geo_mean). */
+static double gmpo_clip(const or1_loss_cfg *c, double lr, double adv) {
+    double cl = lr < -c->clip_low ? -c->clip_low : lr > c->clip_high ? c->clip_high : lr;
+    if (adv > 0) return lr < cl ? lr : cl;
+    if (adv < 0) return lr > cl ? lr : cl;
+    return 0.0;
+}
+
+/* GMPO's log r_i: the mean of the sequence's clipped token log-ratios (0 without old log-probs). */
+static double gmpo_seq(const or1_loss_cfg *c, const or1_sample *x, const float *logp) {
+    if (!x->old_logp || x->n_resp == 0) return 0.0;
+    double sum = 0.0;
+    for (int j = 0; j < x->n_resp; j++) sum += gmpo_clip(c, (double)logp[j] - (double)x->old_logp[j], x->adv);
+    return sum / (double)x->n_resp;
+}
+
+/* GMPO (Zhao et al. 2025, arXiv 2507.20673): -A r_i on every token of the sequence, r_i =
+ * exp(gmpo_seq) the geometric mean of the clipped token ratios; its derivative in a token's
+ * log-prob is -A r_i / L_i where the clip lets the log-ratio through, else 0 (the 1 / L_i comes
+ * with the seq-mean-token-mean weight). */
+static double gmpo_term(const or1_loss_cfg *c, const pg_token *t, double *g, bool *clipped) {
+    double v = -t->adv * exp(t->seq);
+    *clipped = t->adv != 0 && gmpo_clip(c, t->log_ratio, t->adv) != t->log_ratio;
+    *g = *clipped ? 0.0 : v;
+    return v;
+}
+static const pg_mode pg_gmpo = {gmpo_term, gmpo_seq};
+
 /* Each policy-loss mode, in the order of OR1_PG_MODES. */
 #define PG_ROW_MODE(e, name, mode) &mode,
 static const pg_mode *const PG_MODES[] = {OR1_PG_MODES(PG_ROW_MODE)};

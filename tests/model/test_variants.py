@@ -52,6 +52,9 @@ CASES = [
     (dict(mode="cispo", cispo_low=0.2, cispo_high=0.28, agg="seq-mean-token-mean"), dict(cispo_low=10.0), False),
     (dict(mode="gspo", agg="seq-mean-token-mean"), dict(mode="ppo"), True),
     (dict(mode="gspo", agg="seq-mean-token-sum", gspo_low=0.05, gspo_high=0.05), dict(agg="seq-mean-token-mean"), True),
+    # GMPO: the PPO clip bounds in log space (the paper's wider 0.4 too), the term per sequence
+    (dict(mode="gmpo"), dict(mode="ppo"), True),
+    (dict(mode="gmpo", clip_low=0.4, clip_high=0.4, agg="seq-mean-token-sum"), dict(clip_high=0.6), True),
     # Clip-Cov: the published settings draw one token; a wider range and share draw 3 of more
     # candidates, and another seed draws others
     (dict(mode="clip-cov", clip_cov_lb=0.3), dict(mode="ppo"), True),
@@ -150,7 +153,7 @@ def exercised(what, settings, stats, batch, params, cfg):
     if mode in ("clip-cov", "kl-cov") or settings.get("top_entropy", 1.0) < 1:
         selection_exercised(what, settings, batch, params, cfg)
         assert stats["cov_selected_frac"] > 0 or mode not in ("clip-cov", "kl-cov"), (what, stats)
-    if mode in ("ppo", "cispo", "clip-cov") or settings.get("gspo_low", 0) >= 0.05:
+    if mode in ("ppo", "cispo", "clip-cov", "gmpo") or settings.get("gspo_low", 0) >= 0.05:
         assert 0 < stats["clip_frac"] < 1, (what, stats)
     if mode == "dual-clip":
         c = settings.get("clip_c", 3.0)

@@ -428,6 +428,19 @@ def gspo_term(logp, old, adv, eps_low, eps_high):
     return torch.maximum(unclipped, clipped), clipped > unclipped
 
 
+def gmpo_term(logp, old, adv, clip_low, clip_high):
+    """GMPO (arXiv 2507.20673): r_i = exp(mean_t c_t), c_t = sgn(A) min(sgn(A) l_t, sgn(A)
+    clip(l_t, -clip_low, clip_high)) with l_t = log(pi/pi_old) (the clip in log space, on the
+    side the advantage's sign makes binding); every token holds the sequence's term -A r_i, so
+    seq-mean-token-mean aggregation gives the paper's mean over sequences. A token counts as
+    clipped when c_t is not l_t."""
+    lr = logp - old
+    sgn = float((adv > 0) - (adv < 0))
+    c = sgn * torch.minimum(sgn * lr, sgn * lr.clamp(-clip_low, clip_high))
+    r = torch.exp(c.mean())
+    return (-adv * r).expand_as(logp), (c != lr) & torch.full_like(lr, sgn != 0, dtype=torch.bool)
+
+
 MASK64 = (1 << 64) - 1
 
 
@@ -495,6 +508,8 @@ def pg_term(logp, old, adv, mode, kw):
         return cispo_term(logp, old, adv, kw["cispo_low"], kw["cispo_high"])
     if mode == "gspo":
         return gspo_term(logp, old, adv, kw["gspo_low"], kw["gspo_high"])
+    if mode == "gmpo":
+        return gmpo_term(logp, old, adv, kw["clip_low"], kw["clip_high"])
     return ppo_clip_term(logp, old, adv, kw["clip_low"], kw["clip_high"])
 
 
@@ -578,6 +593,10 @@ def select_terms(terms, wins, logps, olds, advs, ents, mode, kw):
     return terms, wins, n_sel, low
 
 
+# The sequence-level modes: their pg term is aggregated seq-mean-token-mean whatever `agg` says.
+SEQUENCE_MODES = ("gspo", "gmpo")
+
+
 def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_coef=0.0, rollout_is="none",
               rollout_is_low=0.5, rollout_is_high=2.0, agg="token-mean", agg_scale=0, mode="ppo", clip_c=3.0,
               gspo_low=3e-4, gspo_high=4e-4, cispo_low=10.0, cispo_high=0.2, clip_cov_ratio=2e-4, clip_cov_lb=1.0,
@@ -624,7 +643,7 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
     pg, ent, clip = torch.cat(terms), torch.cat(ents), torch.cat(clips)
     tokens = pg.numel()
     scale = agg_scale or max(t.numel() for t in terms)
-    loss = (aggregate(terms, "seq-mean-token-mean" if mode == "gspo" else agg, scale) -
+    loss = (aggregate(terms, "seq-mean-token-mean" if mode in SEQUENCE_MODES else agg, scale) -
             ent_coef * aggregate(ents, agg, scale))
     stats = {"loss": loss.item(), "pg_loss": pg.mean().item(), "entropy": ent.mean().item(),
              "tokens": tokens, "clip_frac": clip.double().mean().item(),
