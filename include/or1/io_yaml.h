@@ -78,6 +78,7 @@ typedef struct {
     double lo, hi; /* range of INT and DOUBLE values (and of DOUBLES items) */
     const char *help;
     const char *choices; /* a STRING key's values, "a | b | c", for the help (NULL: free text) */
+    long field;          /* where the value lands in the struct its loader fills; -1: by hand */
 } or1_yaml_key;
 
 /* Checks every key of the tree against the schema before any work: an unknown key (with

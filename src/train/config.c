@@ -14,159 +14,125 @@
 #include <sys/stat.h>
 
 #define BIG 1e9
-#define INT_KEY(p, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h, NULL}
-#define NUM_KEY(p, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h, NULL}
-#define BOOL_KEY(p, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h, NULL}
+/* Each row: the key, the or1_train_config field its value fills (FIELD) or NO_FIELD (lists and
+ * enumerations, filled by hand), the default as YAML text, the range, the help. */
+#define FIELD(f) ((long)offsetof(or1_train_config, f))
+#define NO_FIELD (-1L)
+#define INT_KEY(p, f, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h, NULL, f}
+#define NUM_KEY(p, f, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h, NULL, f}
+#define BOOL_KEY(p, f, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h, NULL, f}
 /* A macro's value as the schema's default text. */
 #define TEXT(x) OR1_TEXT(x)
-#define STR_KEY(p, d, h) {p, OR1_YAML_STRING, d, 0, 0, h, NULL}
-#define PATH_KEY(p, d, h) {p, OR1_YAML_PATH, d, 0, 0, h, NULL}
-#define LIST_KEY(p, type, d, lo, hi, h) {p, type, d, lo, hi, h, NULL}
+#define STR_KEY(p, f, d, h) {p, OR1_YAML_STRING, d, 0, 0, h, NULL, f}
+#define PATH_KEY(p, f, d, h) {p, OR1_YAML_PATH, d, 0, 0, h, NULL, f}
+#define LIST_KEY(p, f, type, d, lo, hi, h) {p, type, d, lo, hi, h, NULL, f}
 /* A key whose value is one name of a registry TABLE (or1/algo.h). */
-#define CHOICE_KEY(p, d, TABLE, h) {p, OR1_YAML_STRING, d, 0, 0, h, OR1_CHOICES_SPACED(TABLE)}
-/* A row of the loss options (or1/algo.h): its key, with or1 grad's flag named in the help. */
-#define OPTION_KEY(key, flag, field, type, def, lo, hi, help) NUM_KEY(key, TEXT(def), lo, hi, help " (or1 grad --" flag ")"),
+#define CHOICE_KEY(p, f, d, TABLE, h) {p, OR1_YAML_STRING, d, 0, 0, h, OR1_CHOICES_SPACED(TABLE), f}
+/* A row of the loss options (or1/algo.h) in its config section: its key, with or1 grad's flag
+ * named in the help. */
+#define OPTION_KEY(section, key, flag, field, def, lo, hi, help) \
+    NUM_KEY(key, FIELD(section.field), TEXT(def), lo, hi, help " (or1 grad --" flag ")"),
+#define CLIP_KEY(key, flag, field, type, def, lo, hi, help) OPTION_KEY(train, key, flag, field, def, lo, hi, help)
+#define CORRECTION_KEY(key, flag, field, type, def, lo, hi, help) \
+    OPTION_KEY(correction, key, flag, field, def, lo, hi, help)
+#define LOSS_KEY(key, flag, field, type, def, lo, hi, help) OPTION_KEY(loss, key, flag, field, def, lo, hi, help)
 
 const or1_yaml_key or1_train_schema[] = {
-    PATH_KEY("model.path", "", "checkpoint folder (config.json + safetensors); required"),
-    PATH_KEY("model.tokenizer", "", "tokenizer.json or its folder; empty: model.path"),
-    STR_KEY("model.chat_template", "", "deepseek-r1 | deepseek | chatml | llama3 | plain; empty: the tokenizer's"),
-    LIST_KEY("data.train", OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"),
-    PATH_KEY("data.train[].path", "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
-    INT_KEY("data.train[].weight", "1", 1, 1000, "mixing weight: each row is drawn this many times per epoch"),
-    STR_KEY("data.apply_chat_template_kwargs.enable_thinking", "",
+    PATH_KEY("model.path", FIELD(model.path), "", "checkpoint folder (config.json + safetensors); required"),
+    PATH_KEY("model.tokenizer", FIELD(model.tokenizer), "", "tokenizer.json or its folder; empty: model.path"),
+    STR_KEY("model.chat_template", FIELD(model.chat_template), "", "deepseek-r1 | deepseek | chatml | llama3 | plain; empty: the tokenizer's"),
+    LIST_KEY("data.train", NO_FIELD, OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"),
+    PATH_KEY("data.train[].path", NO_FIELD, "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
+    INT_KEY("data.train[].weight", NO_FIELD, "1", 1, 1000, "mixing weight: each row is drawn this many times per epoch"),
+    STR_KEY("data.apply_chat_template_kwargs.enable_thinking", FIELD(data.enable_thinking), "",
             "chat template variable for rows without their own chat_template_kwargs: true | false; empty: undefined"),
-    INT_KEY("data.max_prompt_length", "2048", 1, BIG, "drop rows whose chat-templated prompt is longer (tokens)"),
-    BOOL_KEY("data.shuffle", "true", "shuffle every epoch (seeded by `seed`)"),
-    BOOL_KEY("data.online_filter", "true", "at a stage start, drop prompts solved by every sample in the previous stage"),
-    STR_KEY("data.difficulty.model", "", "offline filter: extra_info.model_difficulty key; empty: off"),
-    INT_KEY("data.difficulty.min", "1", 0, BIG, "keep rows with min <= difficulty <= max"),
-    INT_KEY("data.difficulty.max", "15", 0, BIG, "keep rows with min <= difficulty <= max"),
-    STR_KEY("data.difficulty.missing", "drop", "rows without a difficulty for the model: keep | drop"),
-    INT_KEY("rollout.n", "16", 1, 4096, "M samples per prompt (default of the stages)"),
-    NUM_KEY("rollout.temperature", "1.0", 1e-6, 100, "sampling temperature (also divides the training logits)"),
-    NUM_KEY("rollout.top_p", "1.0", 1e-6, 1, "nucleus sampling"),
-    INT_KEY("rollout.top_k", "0", 0, BIG, "top-k sampling; 0: off"),
-    INT_KEY("rollout.max_new_tokens", "16384", 1, BIG, "T, response length limit (default of the stages)"),
-    INT_KEY("rollout.max_slots", "256", 1, 65536, "sequences the rollout engine decodes together"),
-    NUM_KEY("rollout.kv_cache_gb", "8", 1e-3, 1e6, "KV cache budget of the rollout engine, GiB"),
-    INT_KEY("train.prompts_per_step", "256", 1, BIG, "N prompts per step (default of the stages)"),
-    INT_KEY("train.mini_batch", "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),
-    INT_KEY("train.epochs", "1", 1, 1000, "passes over each step's batch (ppo_epochs, N_reuse)"),
-    INT_KEY("train.steps", "1000", 1, BIG, "steps when there is no stages list"),
-    INT_KEY("train.micro_tokens", "0", 0, BIG, "tokens per loss micro-batch; 0: max_prompt_length + T"),
-    INT_KEY("train.zero", "0", 0, 1, "1: shard the AdamW state (and in bf16 the fp32 masters) over the ranks (ZeRO-1)"),
-    BOOL_KEY("train.gradient_checkpointing", "false", "keep each layer's input alone and recompute its activations in backward (less memory, one more forward)"),
-    BOOL_KEY("train.recompute_logprobs", "false", "old log-probs from the training engine before the update (on with a rollout correction)"),
-    NUM_KEY("train.lr", "1e-6", 0, 1, "AdamW learning rate (constant)"),
-    NUM_KEY("train.weight_decay", "0.01", 0, 10, "AdamW weight decay"),
-    NUM_KEY("train.beta1", "0.9", 0, 1, "AdamW beta1"),
-    NUM_KEY("train.beta2", "0.999", 0, 1, "AdamW beta2"),
-    NUM_KEY("train.adam_eps", "1e-8", 0, 1, "AdamW epsilon"),
-    NUM_KEY("train.grad_clip", "1.0", 0, BIG, "global gradient-norm clip; 0: off"),
-    OR1_CLIP_OPTIONS(OPTION_KEY)
-    CHOICE_KEY("entropy.mode", "adaptive", OR1_ENTROPY_MODES, "the entropy bonus: eq. (3.2)'s controller, a constant, or none"),
-    NUM_KEY("entropy.target", TEXT(OR1_ENT_TARGET), 0, BIG, "tgt-ent"),
-    NUM_KEY("entropy.delta", TEXT(OR1_ENT_DELTA), 0, 1, "coefficient step per training step"),
-    NUM_KEY("entropy.c_min", TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
-    NUM_KEY("entropy.c_max", TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
-    NUM_KEY("entropy.initial", TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
-    CHOICE_KEY("entropy.update", "step", OR1_ENTROPY_CADENCES,
+    INT_KEY("data.max_prompt_length", FIELD(data.max_prompt_length), "2048", 1, BIG, "drop rows whose chat-templated prompt is longer (tokens)"),
+    BOOL_KEY("data.shuffle", FIELD(data.shuffle), "true", "shuffle every epoch (seeded by `seed`)"),
+    BOOL_KEY("data.online_filter", FIELD(data.online_filter), "true", "at a stage start, drop prompts solved by every sample in the previous stage"),
+    STR_KEY("data.difficulty.model", FIELD(data.difficulty_model), "", "offline filter: extra_info.model_difficulty key; empty: off"),
+    INT_KEY("data.difficulty.min", FIELD(data.difficulty_min), "1", 0, BIG, "keep rows with min <= difficulty <= max"),
+    INT_KEY("data.difficulty.max", FIELD(data.difficulty_max), "15", 0, BIG, "keep rows with min <= difficulty <= max"),
+    STR_KEY("data.difficulty.missing", NO_FIELD, "drop", "rows without a difficulty for the model: keep | drop"),
+    INT_KEY("rollout.n", FIELD(rollout.n), "16", 1, 4096, "M samples per prompt (default of the stages)"),
+    NUM_KEY("rollout.temperature", FIELD(rollout.temperature), "1.0", 1e-6, 100, "sampling temperature (also divides the training logits)"),
+    NUM_KEY("rollout.top_p", FIELD(rollout.top_p), "1.0", 1e-6, 1, "nucleus sampling"),
+    INT_KEY("rollout.top_k", FIELD(rollout.top_k), "0", 0, BIG, "top-k sampling; 0: off"),
+    INT_KEY("rollout.max_new_tokens", FIELD(rollout.max_new_tokens), "16384", 1, BIG, "T, response length limit (default of the stages)"),
+    INT_KEY("rollout.max_slots", FIELD(rollout.max_slots), "256", 1, 65536, "sequences the rollout engine decodes together"),
+    NUM_KEY("rollout.kv_cache_gb", FIELD(rollout.kv_cache_gb), "8", 1e-3, 1e6, "KV cache budget of the rollout engine, GiB"),
+    INT_KEY("train.prompts_per_step", FIELD(train.prompts_per_step), "256", 1, BIG, "N prompts per step (default of the stages)"),
+    INT_KEY("train.mini_batch", FIELD(train.mini_batch), "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),
+    INT_KEY("train.epochs", FIELD(train.epochs), "1", 1, 1000, "passes over each step's batch (ppo_epochs, N_reuse)"),
+    INT_KEY("train.steps", FIELD(train.steps), "1000", 1, BIG, "steps when there is no stages list"),
+    INT_KEY("train.micro_tokens", FIELD(train.micro_tokens), "0", 0, BIG, "tokens per loss micro-batch; 0: max_prompt_length + T"),
+    INT_KEY("train.zero", FIELD(train.zero), "0", 0, 1, "1: shard the AdamW state (and in bf16 the fp32 masters) over the ranks (ZeRO-1)"),
+    BOOL_KEY("train.gradient_checkpointing", FIELD(train.gradient_checkpointing), "false", "keep each layer's input alone and recompute its activations in backward (less memory, one more forward)"),
+    BOOL_KEY("train.recompute_logprobs", FIELD(train.recompute_logprobs), "false", "old log-probs from the training engine before the update (on with a rollout correction)"),
+    NUM_KEY("train.lr", FIELD(train.lr), "1e-6", 0, 1, "AdamW learning rate (constant)"),
+    NUM_KEY("train.weight_decay", FIELD(train.weight_decay), "0.01", 0, 10, "AdamW weight decay"),
+    NUM_KEY("train.beta1", FIELD(train.beta1), "0.9", 0, 1, "AdamW beta1"),
+    NUM_KEY("train.beta2", FIELD(train.beta2), "0.999", 0, 1, "AdamW beta2"),
+    NUM_KEY("train.adam_eps", FIELD(train.adam_eps), "1e-8", 0, 1, "AdamW epsilon"),
+    NUM_KEY("train.grad_clip", FIELD(train.grad_clip), "1.0", 0, BIG, "global gradient-norm clip; 0: off"),
+    OR1_CLIP_OPTIONS(CLIP_KEY)
+    CHOICE_KEY("entropy.mode", NO_FIELD, "adaptive", OR1_ENTROPY_MODES, "the entropy bonus: eq. (3.2)'s controller, a constant, or none"),
+    NUM_KEY("entropy.target", FIELD(entropy.target), TEXT(OR1_ENT_TARGET), 0, BIG, "tgt-ent"),
+    NUM_KEY("entropy.delta", FIELD(entropy.delta), TEXT(OR1_ENT_DELTA), 0, 1, "coefficient step per training step"),
+    NUM_KEY("entropy.c_min", FIELD(entropy.c_min), TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
+    NUM_KEY("entropy.c_max", FIELD(entropy.c_max), TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
+    NUM_KEY("entropy.initial", FIELD(entropy.initial), TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
+    CHOICE_KEY("entropy.update", NO_FIELD, "step", OR1_ENTROPY_CADENCES,
                "adaptive: the controller moves once per step (the paper) or after each mini-batch, from its entropy"),
-    BOOL_KEY("kl.enabled", "false", "KL loss to a frozen reference"),
-    NUM_KEY("kl.coef", "0.001", 0, BIG, "beta"),
-    STR_KEY("kl.estimator", "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
-    PATH_KEY("kl.reference", "", "reference checkpoint; empty: model.path"),
-    INT_KEY("kl.reset_every", "0", 0, BIG, "ProRL: every this many steps the reference becomes the current policy; 0: never"),
-    BOOL_KEY("kl.reset_optimizer", "false", "with a reference reset, the AdamW state is reset too"),
-    CHOICE_KEY("rollout_correction.mode", "none", OR1_ROLLOUT_IS_MODES,
+    BOOL_KEY("kl.enabled", FIELD(kl.enabled), "false", "KL loss to a frozen reference"),
+    NUM_KEY("kl.coef", FIELD(kl.coef), "0.001", 0, BIG, "beta"),
+    STR_KEY("kl.estimator", NO_FIELD, "k3", "k1 | abs | k2 | k3 (verl names kl, mse, low_var_kl too); '+' suffix: k2 gradient"),
+    PATH_KEY("kl.reference", FIELD(kl.reference), "", "reference checkpoint; empty: model.path"),
+    INT_KEY("kl.reset_every", FIELD(kl.reset_every), "0", 0, BIG, "ProRL: every this many steps the reference becomes the current policy; 0: never"),
+    BOOL_KEY("kl.reset_optimizer", FIELD(kl.reset_optimizer), "false", "with a reference reset, the AdamW state is reset too"),
+    CHOICE_KEY("rollout_correction.mode", NO_FIELD, "none", OR1_ROLLOUT_IS_MODES,
                "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout (or1 grad --rollout-is)"),
-    OR1_CORRECTION_OPTIONS(OPTION_KEY)
-    BOOL_KEY("rollout_correction.offpolicy_mask", "false", "DeepSeek-V3.2: drop sequences with A < 0 and mean log(pi_rollout/pi) > offpolicy_delta"),
-    NUM_KEY("rollout_correction.offpolicy_delta", "0", 0, BIG, "delta of the off-policy mask (no published value: set it with the mask)"),
-    BOOL_KEY("rejection.enabled", "true", "drop groups whose rewards are all equal"),
-    BOOL_KEY("rejection.keep_single", "false", "keep groups with one counted sample"),
-    INT_KEY("rejection.max_rounds", "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
-    CHOICE_KEY("loss.agg", "token-mean", OR1_LOSS_AGGS, "how the token terms add up to the loss (or1 grad --loss-agg)"),
-    CHOICE_KEY("loss.mode", "ppo", OR1_PG_MODES, "the policy-gradient term (or1 grad --loss-mode)"),
-    OR1_LOSS_OPTIONS(OPTION_KEY)
-    CHOICE_KEY("advantage.estimator", "grpo", OR1_ADV_ESTIMATORS, "how a step's scores become advantages"),
-    NUM_KEY("advantage.eps", "1e-6", 0, 1, "added to the group std"),
-    CHOICE_KEY("advantage.truncation_mask", "none", OR1_TRUNC_MASKS, "when responses truncated at T leave the loss"),
-    INT_KEY("reward.workers", "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
-    NUM_KEY("reward.code_timeout", "6", 0.001, 3600, "seconds per code test"),
-    NUM_KEY("reward.max_error_ratio", "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
-    BOOL_KEY("reward.overlong_buffer.enable", "false", "DAPO's soft overlong punishment of the last `len` tokens before T"),
-    INT_KEY("reward.overlong_buffer.len", "4096", 1, BIG, "L_cache: the penalty grows over the last this many tokens"),
-    NUM_KEY("reward.overlong_buffer.penalty", "1.0", 0, BIG, "the penalty at T (verl's penalty_factor)"),
-    NUM_KEY("reward.truncation_penalty", "0", 0, BIG, "subtracted from the reward of a response truncated at T"),
-    LIST_KEY("stages", OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"),
-    STR_KEY("stages[].name", "", "label for logs"),
-    INT_KEY("stages[].context_length", "", 1, BIG, "T; default rollout.max_new_tokens"),
-    INT_KEY("stages[].prompts", "", 1, BIG, "N; default train.prompts_per_step"),
-    INT_KEY("stages[].n", "", 1, 4096, "M; default rollout.n"),
-    INT_KEY("stages[].mini_batch", "", 1, BIG, "default train.mini_batch"),
-    INT_KEY("stages[].steps", "", 1, BIG, "steps of this stage; required"),
-    LIST_KEY("eval.files", OR1_YAML_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"),
-    INT_KEY("eval.every", "20", 0, BIG, "validate every K steps; 0: off"),
-    INT_KEY("eval.n", "8", 1, 4096, "samples per problem"),
-    LIST_KEY("eval.temperatures", OR1_YAML_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"),
-    NUM_KEY("eval.top_p", "1.0", 1e-6, 1, "nucleus sampling in validation"),
-    INT_KEY("eval.max_new_tokens", "0", 0, BIG, "0: the stage's T"),
-    INT_KEY("checkpoint.every", "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
-    INT_KEY("checkpoint.keep_last", "3", 0, BIG, "checkpoints kept (the newest); 0: all"),
-    STR_KEY("checkpoint.dtype", "f32", "weights in checkpoints: f32 (exact resume) | bf16 (half the size)"),
-    NUM_KEY("dist.timeout_s", "1800", 0, 1e7, "a rank waiting this long in a collective (another rank died or its link is down) ends the job; 0: wait for ever"),
-    PATH_KEY("output.dir", "runs/train", "metrics.jsonl and checkpoints go here"),
-    STR_KEY("device", "cpu", "backend the model runs on: cpu | cuda"),
-    STR_KEY("precision", "auto", "matmul precision: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16"),
-    INT_KEY("seed", "1", 0, INT_MAX, "data order and sampling seed"),
+    OR1_CORRECTION_OPTIONS(CORRECTION_KEY)
+    BOOL_KEY("rollout_correction.offpolicy_mask", FIELD(correction.offpolicy_mask), "false", "DeepSeek-V3.2: drop sequences with A < 0 and mean log(pi_rollout/pi) > offpolicy_delta"),
+    NUM_KEY("rollout_correction.offpolicy_delta", FIELD(correction.offpolicy_delta), "0", 0, BIG, "delta of the off-policy mask (no published value: set it with the mask)"),
+    BOOL_KEY("rejection.enabled", FIELD(rejection.enabled), "true", "drop groups whose rewards are all equal"),
+    BOOL_KEY("rejection.keep_single", FIELD(rejection.keep_single), "false", "keep groups with one counted sample"),
+    INT_KEY("rejection.max_rounds", FIELD(rejection.max_rounds), "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
+    CHOICE_KEY("loss.agg", NO_FIELD, "token-mean", OR1_LOSS_AGGS, "how the token terms add up to the loss (or1 grad --loss-agg)"),
+    CHOICE_KEY("loss.mode", NO_FIELD, "ppo", OR1_PG_MODES, "the policy-gradient term (or1 grad --loss-mode)"),
+    OR1_LOSS_OPTIONS(LOSS_KEY)
+    CHOICE_KEY("advantage.estimator", NO_FIELD, "grpo", OR1_ADV_ESTIMATORS, "how a step's scores become advantages"),
+    NUM_KEY("advantage.eps", FIELD(advantage.eps), "1e-6", 0, 1, "added to the group std"),
+    CHOICE_KEY("advantage.truncation_mask", NO_FIELD, "none", OR1_TRUNC_MASKS, "when responses truncated at T leave the loss"),
+    INT_KEY("reward.workers", FIELD(reward.workers), "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
+    NUM_KEY("reward.code_timeout", FIELD(reward.code_timeout), "6", 0.001, 3600, "seconds per code test"),
+    NUM_KEY("reward.max_error_ratio", FIELD(reward.max_error_ratio), "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
+    BOOL_KEY("reward.overlong_buffer.enable", FIELD(reward.length.overlong), "false", "DAPO's soft overlong punishment of the last `len` tokens before T"),
+    INT_KEY("reward.overlong_buffer.len", FIELD(reward.length.overlong_len), "4096", 1, BIG, "L_cache: the penalty grows over the last this many tokens"),
+    NUM_KEY("reward.overlong_buffer.penalty", FIELD(reward.length.overlong_penalty), "1.0", 0, BIG, "the penalty at T (verl's penalty_factor)"),
+    NUM_KEY("reward.truncation_penalty", FIELD(reward.length.truncation_penalty), "0", 0, BIG, "subtracted from the reward of a response truncated at T"),
+    LIST_KEY("stages", NO_FIELD, OR1_YAML_MAPS, "", 0, 0, "stages in order; absent: one stage from the keys above"),
+    STR_KEY("stages[].name", NO_FIELD, "", "label for logs"),
+    INT_KEY("stages[].context_length", NO_FIELD, "", 1, BIG, "T; default rollout.max_new_tokens"),
+    INT_KEY("stages[].prompts", NO_FIELD, "", 1, BIG, "N; default train.prompts_per_step"),
+    INT_KEY("stages[].n", NO_FIELD, "", 1, 4096, "M; default rollout.n"),
+    INT_KEY("stages[].mini_batch", NO_FIELD, "", 1, BIG, "default train.mini_batch"),
+    INT_KEY("stages[].steps", NO_FIELD, "", 1, BIG, "steps of this stage; required"),
+    LIST_KEY("eval.files", NO_FIELD, OR1_YAML_PATHS, "[]", 0, 0, "validation JSONL files; empty: no validation"),
+    INT_KEY("eval.every", FIELD(eval.every), "20", 0, BIG, "validate every K steps; 0: off"),
+    INT_KEY("eval.n", FIELD(eval.n), "8", 1, 4096, "samples per problem"),
+    LIST_KEY("eval.temperatures", NO_FIELD, OR1_YAML_DOUBLES, "[0.6, 1.0]", 1e-6, 100, "one validation per temperature"),
+    NUM_KEY("eval.top_p", FIELD(eval.top_p), "1.0", 1e-6, 1, "nucleus sampling in validation"),
+    INT_KEY("eval.max_new_tokens", FIELD(eval.max_new_tokens), "0", 0, BIG, "0: the stage's T"),
+    INT_KEY("checkpoint.every", FIELD(checkpoint.every), "20", 0, BIG, "checkpoint every K steps (and at the end); 0: only at the end"),
+    INT_KEY("checkpoint.keep_last", FIELD(checkpoint.keep_last), "3", 0, BIG, "checkpoints kept (the newest); 0: all"),
+    STR_KEY("checkpoint.dtype", NO_FIELD, "f32", "weights in checkpoints: f32 (exact resume) | bf16 (half the size)"),
+    NUM_KEY("dist.timeout_s", FIELD(dist.timeout_s), "1800", 0, 1e7, "a rank waiting this long in a collective (another rank died or its link is down) ends the job; 0: wait for ever"),
+    PATH_KEY("output.dir", FIELD(output_dir), "runs/train", "metrics.jsonl and checkpoints go here"),
+    STR_KEY("device", FIELD(device), "cpu", "backend the model runs on: cpu | cuda"),
+    STR_KEY("precision", FIELD(precision), "auto", "matmul precision: auto (fp32 on cpu, bf16 on cuda) | fp32 | bf16"),
+    INT_KEY("seed", FIELD(seed), "1", 0, INT_MAX, "data order and sampling seed"),
 };
 const size_t or1_train_schema_len = sizeof or1_train_schema / sizeof or1_train_schema[0];
-
-/* Where each scalar key of the schema lands in the struct (lists, enums: by hand). */
-static const struct {
-    const char *path;
-    size_t off;
-} FIELDS[] = {
-#define F(p, f) {p, offsetof(or1_train_config, f)}
-/* the loss options' rows, each in its section of the struct */
-#define TRAIN_FIELD(key, flag, field, type, def, lo, hi, help) F(key, train.field),
-#define CORRECTION_FIELD(key, flag, field, type, def, lo, hi, help) F(key, correction.field),
-#define LOSS_FIELD(key, flag, field, type, def, lo, hi, help) F(key, loss.field),
-    F("model.path", model.path), F("model.tokenizer", model.tokenizer),
-    F("model.chat_template", model.chat_template),
-    F("data.apply_chat_template_kwargs.enable_thinking", data.enable_thinking), F("data.max_prompt_length", data.max_prompt_length),
-    F("data.shuffle", data.shuffle), F("data.online_filter", data.online_filter),
-    F("data.difficulty.model", data.difficulty_model), F("data.difficulty.min", data.difficulty_min),
-    F("data.difficulty.max", data.difficulty_max), F("rollout.n", rollout.n),
-    F("rollout.temperature", rollout.temperature), F("rollout.top_p", rollout.top_p),
-    F("rollout.top_k", rollout.top_k), F("rollout.max_new_tokens", rollout.max_new_tokens),
-    F("rollout.max_slots", rollout.max_slots), F("rollout.kv_cache_gb", rollout.kv_cache_gb), F("device", device), F("precision", precision),
-    F("train.prompts_per_step", train.prompts_per_step), F("train.mini_batch", train.mini_batch),
-    F("train.epochs", train.epochs), F("train.steps", train.steps), F("train.micro_tokens", train.micro_tokens),
-    F("train.zero", train.zero), F("train.gradient_checkpointing", train.gradient_checkpointing),
-    F("train.lr", train.lr), F("train.weight_decay", train.weight_decay), F("train.beta1", train.beta1),
-    F("train.beta2", train.beta2), F("train.adam_eps", train.adam_eps), F("train.grad_clip", train.grad_clip),
-    OR1_CLIP_OPTIONS(TRAIN_FIELD) OR1_CORRECTION_OPTIONS(CORRECTION_FIELD) OR1_LOSS_OPTIONS(LOSS_FIELD)
-    F("entropy.target", entropy.target), F("entropy.delta", entropy.delta), F("entropy.c_min", entropy.c_min),
-    F("entropy.c_max", entropy.c_max), F("entropy.initial", entropy.initial), F("kl.enabled", kl.enabled),
-    F("kl.coef", kl.coef), F("kl.reference", kl.reference), F("kl.reset_every", kl.reset_every),
-    F("kl.reset_optimizer", kl.reset_optimizer), F("rollout_correction.offpolicy_mask", correction.offpolicy_mask),
-    F("rollout_correction.offpolicy_delta", correction.offpolicy_delta), F("train.recompute_logprobs", train.recompute_logprobs), F("rejection.enabled", rejection.enabled),
-    F("rejection.keep_single", rejection.keep_single), F("rejection.max_rounds", rejection.max_rounds),
-    F("advantage.eps", advantage.eps), F("reward.workers", reward.workers),
-    F("reward.code_timeout", reward.code_timeout), F("reward.overlong_buffer.enable", reward.length.overlong),
-    F("reward.overlong_buffer.len", reward.length.overlong_len),
-    F("reward.overlong_buffer.penalty", reward.length.overlong_penalty),
-    F("reward.truncation_penalty", reward.length.truncation_penalty), F("reward.max_error_ratio", reward.max_error_ratio), F("eval.every", eval.every), F("eval.n", eval.n),
-    F("eval.top_p", eval.top_p), F("eval.max_new_tokens", eval.max_new_tokens),
-    F("checkpoint.every", checkpoint.every), F("checkpoint.keep_last", checkpoint.keep_last), F("dist.timeout_s", dist.timeout_s), F("output.dir", output_dir), F("seed", seed),
-#undef F
-#undef TRAIN_FIELD
-#undef CORRECTION_FIELD
-#undef LOSS_FIELD
-};
 
 /* The node holding a key's default (parsed from the schema's YAML text), or NULL. */
 static const or1_yaml_node *default_node(const or1_yaml_key *k, or1_yaml **keep) {
@@ -205,13 +171,11 @@ static int fill_one(const or1_yaml_node *base, const char *rel, const or1_yaml_k
     return rc;
 }
 
-/* Fills every top-level scalar key of the schema that has a struct field. */
+/* Fills every scalar key of the schema that has a struct field. */
 static int fill_scalars(const or1_yaml_node *root, or1_train_config *c) {
     for (size_t i = 0; i < or1_train_schema_len; i++) {
         const or1_yaml_key *k = &or1_train_schema[i];
-        for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++)
-            if (!strcmp(FIELDS[f].path, k->path) && fill_one(root, k->path, k, (char *)c + FIELDS[f].off) != 0)
-                return -1;
+        if (k->field >= 0 && fill_one(root, k->path, k, (char *)c + k->field) != 0) return -1;
     }
     return 0;
 }
@@ -463,9 +427,10 @@ int or1_train_config_load(const char *path, const char *const *overrides, size_t
 
 /* Frees every string and list of the struct. */
 void or1_train_config_free(or1_train_config *c) {
-    for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++) {
-        const or1_yaml_key *k = key_of(FIELDS[f].path);
-        if (k->type == OR1_YAML_STRING || k->type == OR1_YAML_PATH) free(*(char **)((char *)c + FIELDS[f].off));
+    for (size_t i = 0; i < or1_train_schema_len; i++) {
+        const or1_yaml_key *k = &or1_train_schema[i];
+        if (k->field >= 0 && (k->type == OR1_YAML_STRING || k->type == OR1_YAML_PATH))
+            free(*(char **)((char *)c + k->field));
     }
     for (size_t i = 0; c->data.train && i < c->data.n_train; i++) free(c->data.train[i].path);
     for (size_t i = 0; c->stages && i < c->n_stages; i++) free(c->stages[i].name);
@@ -620,9 +585,8 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k)
     } else if (!strcmp(p, "data.difficulty.missing")) {
         fputs(c->data.difficulty_keep_missing ? "keep" : "drop", f);
     } else {
-        const void *v = NULL;
-        for (size_t j = 0; j < sizeof FIELDS / sizeof FIELDS[0]; j++)
-            if (!strcmp(FIELDS[j].path, p)) v = (const char *)c + FIELDS[j].off;
+        if (k->field < 0) return (void)fputc('\n', f); /* a key filled by hand must be written above */
+        const void *v = (const char *)c + k->field;
         if (k->type == OR1_YAML_INT) fprintf(f, "%d", *(const int *)v);
         else if (k->type == OR1_YAML_DOUBLE) put_double(f, *(const double *)v);
         else if (k->type == OR1_YAML_BOOL) fputs(*(const bool *)v ? "true" : "false", f);
