@@ -149,6 +149,8 @@ char *or1_train_config_yaml(const or1_train_config *c);
 or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer *tok);
 /* data.apply_chat_template_kwargs.enable_thinking: 0, 1 or OR1_CHAT_UNDEFINED. */
 int or1_train_enable_thinking(const or1_train_config *c);
+/* The tokenizer path of the config: model.tokenizer, or model.path when that is empty. */
+const char *or1_train_tokenizer_path(const or1_train_config *c);
 /* The longest prompt a run can take: data.max_prompt_length, lowered to what the longest
  * stage's context length leaves of max_pos positions. */
 int or1_train_prompt_limit(const or1_train_config *c, int max_pos);

@@ -636,6 +636,11 @@ or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer
                            (uint64_t)c->seed};
 }
 
+/* The tokenizer path of the config (model.path when empty). */
+const char *or1_train_tokenizer_path(const or1_train_config *c) {
+    return c->model.tokenizer && *c->model.tokenizer ? c->model.tokenizer : c->model.path;
+}
+
 /* data.apply_chat_template_kwargs.enable_thinking as the template variable (checked at load). */
 int or1_train_enable_thinking(const or1_train_config *c) {
     const char *v = c->data.enable_thinking;

@@ -1,4 +1,6 @@
-/* Trainer internals shared by the files of src/train (trainer, batch, state, ckpt, update). */
+/* Trainer internals shared by the files of src/train, in the order of the loop: the trainer's
+ * state, the step batch (batch.c), set-up (setup.c), metrics (metrics.c), checkpoints
+ * (checkpoint.c), the optimizer update (update.c) and the run folder (run_dir.c). */
 #ifndef OR1_TRAIN_INTERNAL_H
 #define OR1_TRAIN_INTERNAL_H
 
@@ -64,6 +66,9 @@ typedef struct {
     double t_rollout, t_reward;
 } step_batch;
 
+/* ---- the step batch (batch.c) ----------------------------------------------------------- */
+
+/* An empty step batch, and its release. */
 void batch_init(step_batch *b);
 void batch_free(step_batch *b);
 /* Appends one round's groups: own samples from sc (taken over), numbers summed over ranks. */
@@ -89,8 +94,15 @@ bool recompute_logprobs(const trainer *t);
 /* Sums (and the maximum of) mismatch statistics over the ranks, in place. */
 void mismatch_over_ranks(const trainer *t, or1_mismatch *m);
 
+/* ---- set-up and tear-down (setup.c) ---------------------------------------------------- */
+
+/* Loads and places everything a run needs, resuming from resume_dir when set. */
 int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
+/* Frees everything trainer_open made. */
 void trainer_close(trainer *t);
+
+/* ---- metrics, validation and the online filter (metrics.c) --------------------------------- */
+
 /* Records each group's correct count with the sampler (the next stage's online filter). */
 void track_solved(trainer *t, const step_batch *b);
 /* Drops the rows solved in the previous stage, at the start of stage. */
@@ -100,11 +112,25 @@ void online_filter(trainer *t, size_t stage);
 int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
                   double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
                    double t_update, double t_step);
+/* Validation on eval.files at each temperature, one row each in metrics.jsonl. */
 int run_validation(trainer *t);
+
+/* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
+
+/* Saves a checkpoint of the completed step (a collective: the optimizer state goes to rank 0). */
 int save_checkpoint(trainer *t);
 /* ProRL's reference reset after a completed step: the reference takes the current weights
  * (and the AdamW state is zeroed with kl.reset_optimizer). */
 int reset_reference(trainer *t);
+/* Reads a checkpoint's trainer_state.json into the trainer (resume). */
+int checkpoint_load_state(trainer *t, const char *dir);
+/* The reference model of a KL run: the resumed checkpoint's reset reference if it has one,
+ * else kl.reference, else model.path. */
+int checkpoint_load_reference(trainer *t, const char *resume_dir);
+/* Removes one checkpoint folder. */
+void checkpoint_remove(const char *dir);
+
+/* ---- the optimizer update over the ranks (update.c) ------------------------------------- */
 
 /* Sets up the device's own collectives over the ranks where the backend has them. */
 int update_collectives_init(trainer *t);
@@ -141,7 +167,4 @@ int run_point_latest(const char *ck_root, const char *name);
 /* Removes the oldest checkpoints of the run folder root beyond the newest keep (0: none), never
  * the one of step newest. */
 void run_keep_last(const char *root, int keep, long newest);
-/* Removes one checkpoint folder. */
-void checkpoint_remove(const char *dir);
-
 #endif

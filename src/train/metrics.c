@@ -1,4 +1,6 @@
-/* Trainer set-up, metrics, validation, the online filter, checkpoints and resume. */
+/* What a step reports: its metrics row in metrics.jsonl (written whole or not at all) and its
+ * progress line, validation during training, and the per-prompt solved counts of the online
+ * filter. */
 #include "or1/core.h"
 #include "or1/io.h"
 #include "or1/reward_sandbox.h"
