@@ -1,5 +1,6 @@
-/* Batch statistics of one training step for the metrics row (the batch
- * metrics of the recipe's trainer). */
+/* Statistics of one training step for the metrics row: the batch's (the batch metrics of the
+ * recipe's trainer), and the loss statistics that add up over micro-batches and ranks
+ * (OR1_LOSS_SUMS). */
 #include "internal.h"
 #include "or1/algo.h"
 
