@@ -36,7 +36,7 @@ from verl.workers.config import ActorConfig, PolicyLossConfig  # noqa: E402
 from or1test import files, ref  # noqa: E402
 from or1test.check import Checker  # noqa: E402
 import test_algo  # noqa: E402
-from test_grad import GRAD_ELEM, GRAD_NORMWISE, STAT_TOL  # noqa: E402
+from test_grad import STAT_TOL, check_grads  # noqa: E402
 from test_variants import BASE, CASES, LENGTHS, run_grad  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
@@ -168,19 +168,6 @@ ROLLOUT = [dict(rollout_is="tis", rollout_is_high=2.0), dict(rollout_is="tis", r
            dict(rollout_is="mis-geo", rollout_is_low=0.7, rollout_is_high=1.5)]
 
 
-def check_grads(chk, what, got, want):
-    """or1's gradients (read from its safetensors) against verl's, tolerances of test_grad."""
-    chk.ok(set(got) == set(want), f"{what}: names differ: {sorted(set(got) ^ set(want))}")
-    for name in sorted(set(got) & set(want)):
-        w = want[name]
-        if not chk.ok(bool(torch.isfinite(w).all()), f"{what}: the peer's gradient {name} is not finite"):
-            continue
-        scale = max(float(w.abs().max()), 1e-12)
-        if chk.close(f"{what}: grad {name}", got[name], w, GRAD_ELEM * scale):
-            rel = float((got[name] - w).norm() / max(float(w.norm()), 1e-30))
-            chk.ok(rel <= GRAD_NORMWISE, f"{what}: grad {name} norm-wise error {rel:.3g}")
-
-
 def loss_cases(chk, or1, tmp):
     """Every comparable loss case of test_variants, CLIP_COV_ALL and ROLLOUT; returns the count."""
     model_dir = os.path.join(tmp, "m")
@@ -204,7 +191,7 @@ def loss_case(chk, or1, tmp, model_dir, bpath, hf, batch, settings):
     got = run_grad(chk, or1, tmp, model_dir, bpath, kw, what)
     if not got:
         return 0
-    stats, grads = got
+    stats = got[0]
     loss, pg_loss, ent, metrics, want = verl_loss(hf, batch, kw)
     chk.close(f"{what}: loss", stats["loss"], loss, STAT_TOL * max(1.0, abs(loss)))
     chk.close(f"{what}: entropy", stats["entropy"], ent, STAT_TOL * max(1.0, abs(ent)))
@@ -218,7 +205,7 @@ def loss_case(chk, or1, tmp, model_dir, bpath, hf, batch, settings):
         chk.close(f"{what}: cov_selected_frac", stats["cov_selected_frac"], metrics["actor/pg_clipfrac"], 1e-9)
     if kw.get("rollout_is", "none") != "none":
         chk.ok(0 < stats["is_masked_frac"] < 1 or kw["rollout_is"] == "tis", f"{what}: nothing or all masked")
-    check_grads(chk, what, grads, want)
+    check_grads(chk, what, os.path.join(tmp, "g.safetensors"), want)
     return 1
 
 
@@ -305,7 +292,7 @@ def trl_cases(chk, or1, tmp, model_dir, tok_dir):
         want = {name: p.grad.detach().clone() for name, p in trainer.model.named_parameters()}
         value = float(loss.detach())
         chk.close(f"{what}: loss", got[0]["loss"], value, STAT_TOL * max(1.0, abs(value)))
-        check_grads(chk, what, got[1], want)
+        check_grads(chk, what, os.path.join(tmp, "g.safetensors"), want)
         n += 1
     return n
 

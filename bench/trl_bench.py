@@ -18,28 +18,22 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from or1test import proc  # noqa: E402
+
 BOXED = re.compile(r"\\boxed\{([^}]*)\}")
 TAG = "trl_bench:"  # marks the child's result lines among what TRL prints
-
-
-def sh(cmd, **kw):
-    """Runs a command, failing with its stderr."""
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        sys.exit(f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} failed ({p.returncode}): {p.stderr[-2000:]}")
-    return p.stdout
 
 
 def measured(cmd, env=None):
     """Runs cmd under GNU time: (stdout, peak RSS in MiB, wall seconds)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
         start = time.perf_counter()
-        out = sh(["/usr/bin/time", "-o", t.name, "-f", "%M"] + cmd, env=env)
+        out = proc.run(["/usr/bin/time", "-o", t.name, "-f", "%M"] + cmd, env=env).stdout
         wall = time.perf_counter() - start
         return out, int(t.read().split()[-1]) / 1024, wall
 
@@ -47,14 +41,13 @@ def measured(cmd, env=None):
 def prompts(or1, model, tmp, n):
     """n rows of the demo task: [(prompt text as the chat template renders it, gold)]."""
     rows = os.path.join(tmp, "rows.jsonl")
-    sh([or1, "gen-arith", "--n", str(n), "--seed", "11", "--out", rows])
+    proc.run([or1, "gen-arith", "--n", n, "--seed", 11, "--out", rows])
     data = [json.loads(line) for line in open(rows)]
     msgs = os.path.join(tmp, "msgs.jsonl")
     with open(msgs, "w") as f:
         for r in data:
             f.write(json.dumps({"messages": r["prompt"]}) + "\n")
-    out = sh([or1, "chat", "--tokenizer", model, "--input", msgs])
-    texts = [json.loads(line)["text"] for line in out.splitlines()]
+    texts = [r["text"] for r in proc.json_lines(proc.run([or1, "chat", "--tokenizer", model, "--input", msgs]).stdout)]
     golds = [json.loads(r["reward_model"]["ground_truth"])[0] for r in data]
     return rows, list(zip(texts, golds))
 
@@ -173,8 +166,7 @@ def run_or1_generate(a, tmp, pairs):
     out, rss, wall = measured([a.or1, "generate", "--model", a.model, "--input", path, "--n", str(a.n),
                                "--max-new-tokens", str(a.length), "--temperature", "1", "--seed", "1",
                                "--threads", str(a.threads)])
-    # split at newlines only: a sampled text may hold U+2028, which str.splitlines also splits at
-    tokens = sum(len(json.loads(line)["response_ids"]) for line in out.split("\n") if line)
+    tokens = sum(len(r["response_ids"]) for r in proc.json_lines(out))
     return wall, tokens, rss
 
 
@@ -190,7 +182,7 @@ def wide_model(or1, base, tmp):
     cfg = dict(json.load(open(os.path.join(base, "config.json"))), **WIDE)
     path = os.path.join(tmp, "wide.json")
     json.dump(cfg, open(path, "w"))
-    sh([or1, "init", "--config", path, "--out", out, "--seed", "1"])
+    proc.run([or1, "init", "--config", path, "--out", out, "--seed", 1])
     for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
         with open(os.path.join(base, name), "rb") as src, open(os.path.join(out, name), "wb") as dst:
             dst.write(src.read())
@@ -203,7 +195,7 @@ def child(a, mode, tmp):
            "--out", os.path.join(tmp, "trl-out")]
     for k in ("threads", "prompts", "n", "length", "steps"):
         cmd += [f"--{k}", str(getattr(a, k))]
-    out, rss, wall = measured(cmd, env=dict(os.environ, TOKENIZERS_PARALLELISM="false"))
+    out, rss, wall = measured(cmd, env={"TOKENIZERS_PARALLELISM": "false"})
     return [json.loads(line[len(TAG):]) for line in out.splitlines() if line.startswith(TAG)], rss, wall
 
 

@@ -19,10 +19,10 @@
 typedef struct cJSON cJSON;
 
 /* ---- Registries --------------------------------------------------------------------------
- * Every enumerated setting is one table of rows X(ENUM, "name", third): the enum, the names
+ * Every enumerated setting is one table of rows X(ENUM, "name", function): the enum, the names
  * that its or1_*_parse accepts and or1_*_name returns, and the choices that the config schema
- * and the or1 flags list are all made from the rows, so a new mode is its row (and, where the
- * third column names a function, that function). */
+ * and the or1 flags list are all made from the rows, so a new mode is its row and, where the
+ * table names one, its function (the column is empty where the callers dispatch on the enum). */
 #define OR1_ROW_NAME(e, name, x) name,
 #define OR1_ROW_BAR(e, name, x) "|" name
 #define OR1_ROW_SPACED(e, name, x) " | " name
@@ -52,12 +52,12 @@ void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *
  *   RLOO             s - mean of the other samples of g    or1_rloo_advantages
  *   RPP_BASELINE     s - mean_g, whitened over the batch   or1_rpp_baseline_advantages
  *   GRPO_BATCH_STD  (s - mean_g) / (std_batch + eps)       or1_grpo_batch_std_advantages */
-#define OR1_ADV_ESTIMATORS(X)                                                      \
-    X(GRPO, "grpo", "(s - mean_g) / (std_g + eps)")                                \
-    X(DRGRPO, "drgrpo", "s - mean_g")                                              \
-    X(RLOO, "rloo", "s - mean of the group's other samples")                       \
-    X(RPP_BASELINE, "reinforce++-baseline", "s - mean_g, whitened over the batch") \
-    X(GRPO_BATCH_STD, "grpo-batch-std", "(s - mean_g) / (std_batch + eps)")
+#define OR1_ADV_ESTIMATORS(X)                 \
+    X(GRPO, "grpo", )                         \
+    X(DRGRPO, "drgrpo", )                     \
+    X(RLOO, "rloo", )                         \
+    X(RPP_BASELINE, "reinforce++-baseline", ) \
+    X(GRPO_BATCH_STD, "grpo-batch-std", )
 #define OR1_ADV_ROW_ENUM(e, name, x) OR1_ADV_##e,
 typedef enum { OR1_ADV_ESTIMATORS(OR1_ADV_ROW_ENUM) } or1_adv_estimator;
 
@@ -103,10 +103,10 @@ void or1_outcome_advantages(or1_adv_estimator est, const float *scores, const in
  *   AFTER  ("Adv-Mask-After"): advantages (and the rejection test) use every response of the
  *          group, truncated included; then truncated responses get A = 0 and are masked out of
  *          the loss and of T_k, as for BEFORE. */
-#define OR1_TRUNC_MASKS(X)                                      \
-    X(NONE, "none", "truncated responses count as any other")   \
-    X(BEFORE, "before", "masked before the advantages")         \
-    X(AFTER, "after", "masked after the advantages")
+#define OR1_TRUNC_MASKS(X) \
+    X(NONE, "none", )      \
+    X(BEFORE, "before", )  \
+    X(AFTER, "after", )
 #define OR1_TRUNC_ROW_ENUM(e, name, x) OR1_TRUNC_##e,
 typedef enum { OR1_TRUNC_MASKS(OR1_TRUNC_ROW_ENUM) } or1_trunc_mask;
 
@@ -216,17 +216,17 @@ void or1_step_advantages(const or1_adv_cfg *cfg, const float *scores, const int3
 
 /* ---- Adaptive entropy control (Skywork-OR1 core_algos.py EntController) ----------------- */
 
-#define OR1_ENTROPY_MODES(X)                                    \
-    X(ADAPTIVE, "adaptive", "eq. (3.2): the controller moves c") \
-    X(CONSTANT, "constant", "alpha = entropy.initial")           \
-    X(OFF, "off", "no entropy bonus")
+#define OR1_ENTROPY_MODES(X)  \
+    X(ADAPTIVE, "adaptive", ) \
+    X(CONSTANT, "constant", ) \
+    X(OFF, "off", )
 #define OR1_ENT_ROW_ENUM(e, name, x) OR1_ENT_##e,
 typedef enum { OR1_ENTROPY_MODES(OR1_ENT_ROW_ENUM) } or1_entropy_mode;
 /* When the adaptive controller moves: once per step from the step's entropy (the paper), or
  * after every mini-batch from that mini-batch's entropy (entropy.update: minibatch). */
-#define OR1_ENTROPY_CADENCES(X)                               \
-    X(PER_STEP, "step", "once per step (the paper)")          \
-    X(PER_MINIBATCH, "minibatch", "after each mini-batch")
+#define OR1_ENTROPY_CADENCES(X)     \
+    X(PER_STEP, "step", )           \
+    X(PER_MINIBATCH, "minibatch", )
 typedef enum { OR1_ENTROPY_CADENCES(OR1_ENT_ROW_ENUM) } or1_entropy_cadence;
 
 typedef struct {
@@ -357,11 +357,11 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
  *   MIS_GEO: MIS on the sequence's geometric-mean ratio exp(mean_t log r_t): every token of a
  *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric").
  * The weight multiplies the policy-gradient term of eq. (3.1). */
-#define OR1_ROLLOUT_IS_MODES(X)                         \
-    X(NONE, "none", "no correction")                    \
-    X(TIS, "tis", "min(r, high)")                       \
-    X(MIS, "mis", "1 when low <= r <= high, else 0")    \
-    X(MIS_GEO, "mis-geo", "MIS on the sequence's geometric-mean ratio")
+#define OR1_ROLLOUT_IS_MODES(X) \
+    X(NONE, "none", )           \
+    X(TIS, "tis", )             \
+    X(MIS, "mis", )             \
+    X(MIS_GEO, "mis-geo", )
 #define OR1_IS_ROW_ENUM(e, name, x) OR1_IS_##e,
 typedef enum { OR1_ROLLOUT_IS_MODES(OR1_IS_ROW_ENUM) } or1_rollout_is_mode;
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define BIG 1e9
+#define BIG OR1_BIG
 /* Each row: the key, the or1_train_config field its value fills (FIELD) or NO_FIELD (lists and
  * enumerations, filled by hand), the default as YAML text, the range, the help. */
 #define FIELD(f) ((long)offsetof(or1_train_config, f))
@@ -21,8 +21,6 @@
 #define INT_KEY(p, f, d, lo, hi, h) {p, OR1_YAML_INT, d, lo, hi, h, NULL, f}
 #define NUM_KEY(p, f, d, lo, hi, h) {p, OR1_YAML_DOUBLE, d, lo, hi, h, NULL, f}
 #define BOOL_KEY(p, f, d, h) {p, OR1_YAML_BOOL, d, 0, 0, h, NULL, f}
-/* A macro's value as the schema's default text. */
-#define TEXT(x) OR1_TEXT(x)
 #define STR_KEY(p, f, d, h) {p, OR1_YAML_STRING, d, 0, 0, h, NULL, f}
 #define PATH_KEY(p, f, d, h) {p, OR1_YAML_PATH, d, 0, 0, h, NULL, f}
 #define LIST_KEY(p, f, type, d, lo, hi, h) {p, type, d, lo, hi, h, NULL, f}
@@ -31,7 +29,7 @@
 /* A row of the loss options (or1/algo.h) in its config section: its key, with or1 grad's flag
  * named in the help. */
 #define OPTION_KEY(section, key, flag, field, def, lo, hi, help) \
-    NUM_KEY(key, FIELD(section.field), TEXT(def), lo, hi, help " (or1 grad --" flag ")"),
+    NUM_KEY(key, FIELD(section.field), OR1_TEXT(def), lo, hi, help " (or1 grad --" flag ")"),
 #define CLIP_KEY(key, flag, field, type, def, lo, hi, help) OPTION_KEY(train, key, flag, field, def, lo, hi, help)
 #define CORRECTION_KEY(key, flag, field, type, def, lo, hi, help) \
     OPTION_KEY(correction, key, flag, field, def, lo, hi, help)
@@ -76,11 +74,11 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("train.grad_clip", FIELD(train.grad_clip), "1.0", 0, BIG, "global gradient-norm clip; 0: off"),
     OR1_CLIP_OPTIONS(CLIP_KEY)
     CHOICE_KEY("entropy.mode", NO_FIELD, "adaptive", OR1_ENTROPY_MODES, "the entropy bonus: eq. (3.2)'s controller, a constant, or none"),
-    NUM_KEY("entropy.target", FIELD(entropy.target), TEXT(OR1_ENT_TARGET), 0, BIG, "tgt-ent"),
-    NUM_KEY("entropy.delta", FIELD(entropy.delta), TEXT(OR1_ENT_DELTA), 0, 1, "coefficient step per training step"),
-    NUM_KEY("entropy.c_min", FIELD(entropy.c_min), TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
-    NUM_KEY("entropy.c_max", FIELD(entropy.c_max), TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
-    NUM_KEY("entropy.initial", FIELD(entropy.initial), TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
+    NUM_KEY("entropy.target", FIELD(entropy.target), OR1_TEXT(OR1_ENT_TARGET), 0, BIG, "tgt-ent"),
+    NUM_KEY("entropy.delta", FIELD(entropy.delta), OR1_TEXT(OR1_ENT_DELTA), 0, 1, "coefficient step per training step"),
+    NUM_KEY("entropy.c_min", FIELD(entropy.c_min), OR1_TEXT(OR1_ENT_C_MIN), 0, 1, "lower clip of the coefficient"),
+    NUM_KEY("entropy.c_max", FIELD(entropy.c_max), OR1_TEXT(OR1_ENT_C_MAX), 0, 1, "upper clip of the coefficient"),
+    NUM_KEY("entropy.initial", FIELD(entropy.initial), OR1_TEXT(OR1_ENT_INITIAL), 0, 1, "c_0 (adaptive) or the coefficient (constant)"),
     CHOICE_KEY("entropy.update", NO_FIELD, "step", OR1_ENTROPY_CADENCES,
                "adaptive: the controller moves once per step (the paper) or after each mini-batch, from its entropy"),
     BOOL_KEY("kl.enabled", FIELD(kl.enabled), "false", "KL loss to a frozen reference"),
