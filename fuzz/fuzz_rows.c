@@ -1,7 +1,7 @@
 /* Fuzz target: the JSONL rows each command reads. The first byte picks the reader, the rest is
  * the input file: the tokenize, detokenize, chat and verify-math commands themselves; the
  * prompt/response rows of generate and sft (text or ids) and the id, advantage and log-prob
- * fields of logprobs and grad; the dataset rows of train, eval and difficulty (shape check,
+ * fields of logprobs and grad (its response mask too); the dataset rows of train, eval and difficulty (shape check,
  * chat template and prompt-length filter). The tokenizer is the demo model's. */
 #include "fuzz.h"
 
@@ -44,6 +44,7 @@ static void model_rows(const char *input, const or1_tokenizer *tok) {
         if (cli_row_ids(row, "prompt", tok, vocab, r.where, &ids, &n) == 0) free(ids);
         if (cli_row_ids(row, "response", tok, vocab, r.where, &ids, &n) == 0) free(ids);
         if (or1_json_int_array(row, "ids", 0, vocab - 1, &ids, &n, r.where) == 0) free(ids);
+        if (or1_json_int_array(row, "response_mask", 0, 1, &ids, &n, r.where) == 0) free(ids);
         if (or1_json_float_array(row, "old_logprobs", &lp, &n, r.where) == 0) free(lp);
         or1_json_num(row, "advantage", &adv, r.where);
         cJSON_Delete(row);

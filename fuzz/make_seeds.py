@@ -215,7 +215,8 @@ def seeds_rows():
         c = json.loads(line)
         put("rows", f"verify_math{i}", "\x03" + json.dumps({"response": c["response"], "gold": c["gold"]}) + "\n")
     put("rows", "model_rows", "\x04" + '{"prompt": "3+4=", "response": "7<|endoftext|>"}\n'
-        '{"prompt_ids": [1, 2], "response_ids": [3], "ids": [5, 6, 7], "advantage": 0.5, "old_logprobs": [-0.1]}\n')
+        '{"prompt_ids": [1, 2], "response_ids": [3], "ids": [5, 6, 7], "advantage": 0.5, "old_logprobs": [-0.1], '
+        '"response_mask": [1]}\n')
     data = jsonl(src("data", "deepscaler_first500.jsonl"), 3) + jsonl(src("data", "aime24.jsonl"), 2)
     put("rows", "dataset", "\x05" + "\n".join(data) + "\n")
     put("rows", "dataset_filtered", "\x06" + "\n".join(data) + "\n")

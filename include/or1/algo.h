@@ -369,15 +369,18 @@ int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *wh
 const char *or1_rollout_is_name(or1_rollout_is_mode m);
 double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp);
 /* MIS_GEO's weight of a whole sequence of n tokens: 1 when low <= exp(mean_t (old - rollout))
- * <= high, else 0 (1 for n = 0). */
-double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n);
+ * <= high, else 0 (1 for no token); the mean over the tokens mask keeps (NULL: all). */
+double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n,
+                                 const uint8_t *mask);
 
 /* DeepSeek-V3.2's off-policy sequence mask (arXiv 2512.02556, its eq. for M_i,t): a sequence
  * with A < 0 whose mean log(pi_behaviour / pi_theta) over its n tokens exceeds delta is
  * dropped from the policy-gradient term:
  *   M_i = 0 if A_i < 0 and (1/|o_i|) sum_t log(pi_old(o_t) / pi_theta(o_t)) > delta, else 1,
- * pi_old being the policy that sampled o_i (the sampler's log-probs). True when masked. */
-bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta);
+ * pi_old being the policy that sampled o_i (the sampler's log-probs), |o_i| the tokens mask keeps
+ * (NULL: all). True when masked. */
+bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, const uint8_t *mask, float adv,
+                              double delta);
 
 /* Sums measuring the mismatch over tokens: |train - rollout| log-prob (sum and max), the
  * k3 estimate of KL(rollout || train), exp(d) - 1 - d with d = train - rollout, and the sums
@@ -584,7 +587,18 @@ typedef struct {
     float adv;
     const float *old_logp, *ref_logp, *rollout_logp;
     uint64_t id; /* the sample's index in its step (or batch file): keys its Clip-Cov draws */
+    /* 1 for each response token the policy sampled, 0 for one it did not (a tool's output, a
+     * template's glue): a 0 token is context only, with no term, weight, statistic or count in
+     * the loss, as if absent from the response (verl's response_mask). NULL: every token is 1. */
+    const uint8_t *mask;
 } or1_sample;
+
+/* Whether response token j of x is trained (its mask is 1). */
+static inline bool or1_sample_trains(const or1_sample *x, int j) { return !x->mask || x->mask[j]; }
+/* L_i of x: its trained response tokens. */
+int or1_sample_len(const or1_sample *x);
+/* Adds x to a mini-batch's normalisers (its trained tokens to T; to N when it has one). */
+void or1_loss_norm_add(or1_loss_norm *norm, const or1_sample *x);
 
 /* The statistic of sequence x (logp: its current log-probs) that c->mode's term reads, for a
  * sequence-level mode (GSPO: the mean log(pi/pi_old)); 0 for a token-level one. */

@@ -67,13 +67,21 @@ static double cispo_term(const or1_loss_cfg *c, const pg_token *t, double *g, bo
 }
 static const pg_mode pg_cispo = {cispo_term, NULL};
 
-/* The mean log(pi/pi_old) of one sequence (0 without old log-probs), GSPO's log s_i. */
+/* The mean of a[j] - b[j] over the tokens mask keeps (NULL: all); *kept counts them. */
+static double masked_mean_diff(const float *a, const float *b, int n, const uint8_t *mask, int *kept) {
+    double sum = 0.0;
+    *kept = 0;
+    for (int j = 0; j < n; j++)
+        if (!mask || mask[j]) sum += (double)a[j] - (double)b[j], ++*kept;
+    return *kept ? sum / *kept : 0.0;
+}
+
+/* The mean log(pi/pi_old) of one sequence's trained tokens (0 without old log-probs or such a
+ * token), GSPO's log s_i. */
 static double seq_log_ratio(const or1_loss_cfg *c, const or1_sample *x, const float *logp) {
     (void)c;
-    if (!x->old_logp || x->n_resp == 0) return 0.0;
-    double sum = 0.0;
-    for (int j = 0; j < x->n_resp; j++) sum += (double)logp[j] - (double)x->old_logp[j];
-    return sum / (double)x->n_resp;
+    int kept;
+    return x->old_logp ? masked_mean_diff(logp, x->old_logp, x->n_resp, x->mask, &kept) : 0.0;
 }
 
 /* GSPO (arXiv 2507.18071 eq. (7)-(10); verl compute_policy_loss_gspo): the token ratio
@@ -127,12 +135,15 @@ static double gmpo_clip(const or1_loss_cfg *c, double lr, double adv) {
     return 0.0;
 }
 
-/* GMPO's log r_i: the mean of the sequence's clipped token log-ratios (0 without old log-probs). */
+/* GMPO's log r_i: the mean of the clipped log-ratios of the sequence's trained tokens (0 without
+ * old log-probs or such a token). */
 static double gmpo_seq(const or1_loss_cfg *c, const or1_sample *x, const float *logp) {
-    if (!x->old_logp || x->n_resp == 0) return 0.0;
+    int len = or1_sample_len(x);
+    if (!x->old_logp || len == 0) return 0.0;
     double sum = 0.0;
-    for (int j = 0; j < x->n_resp; j++) sum += gmpo_clip(c, (double)logp[j] - (double)x->old_logp[j], x->adv);
-    return sum / (double)x->n_resp;
+    for (int j = 0; j < x->n_resp; j++)
+        if (or1_sample_trains(x, j)) sum += gmpo_clip(c, (double)logp[j] - (double)x->old_logp[j], x->adv);
+    return sum / (double)len;
 }
 
 /* GMPO (Zhao et al. 2025, arXiv 2507.20673): -A r_i on every token of the sequence, r_i =
@@ -222,24 +233,45 @@ double or1_agg_token_weight(or1_loss_agg agg, int len, const or1_loss_norm *norm
 }
 
 
+/* L_i: the response tokens the mask keeps. */
+int or1_sample_len(const or1_sample *x) {
+    if (!x->mask) return x->n_resp;
+    int n = 0;
+    for (int j = 0; j < x->n_resp; j++) n += x->mask[j] != 0;
+    return n;
+}
+
+/* T and N of a mini-batch grow by x's trained tokens (and by x when it has any). */
+void or1_loss_norm_add(or1_loss_norm *norm, const or1_sample *x) {
+    int len = or1_sample_len(x);
+    norm->tokens += len;
+    norm->seqs += len > 0;
+}
+
 /* Eq. (3.1) token by token: the policy-gradient term, entropy bonus, optional KL; gradients
- * weighted as cfg->agg aggregates them over the mini-batch (GSPO's term seq-mean-token-mean). */
+ * weighted as cfg->agg aggregates them over the mini-batch (GSPO's term seq-mean-token-mean).
+ * A token the mask drops gets no term, no gradient and no place in the statistics. */
 void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const float *ent, const uint8_t *sel,
                             const or1_loss_norm *norm, const or1_loss_cfg *cfg, float *g_logp, float *g_entropy,
                             or1_loss_stats *st) {
     for (int i = 0, k = 0; i < n; i++) {
         const or1_sample *x = &s[i];
-        double w = or1_agg_token_weight(cfg->agg, x->n_resp, norm, cfg->scale);
-        double w_pg = or1_pg_seq_level(cfg) ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, x->n_resp, norm, 0) : w;
+        int len = or1_sample_len(x);
+        double w = or1_agg_token_weight(cfg->agg, len, norm, cfg->scale);
+        double w_pg = or1_pg_seq_level(cfg) ? or1_agg_token_weight(OR1_AGG_SEQ_MEAN_TOKEN_MEAN, len, norm, 0) : w;
         double seq = or1_pg_seq_stat(cfg, x, logp + k);
         const float *behaviour = x->rollout_logp ? x->rollout_logp : x->old_logp;
         bool dropped = cfg->offpolicy_mask && behaviour &&
-                       or1_offpolicy_seq_masked(behaviour, logp + k, x->n_resp, x->adv, cfg->offpolicy_delta);
+                       or1_offpolicy_seq_masked(behaviour, logp + k, x->n_resp, x->mask, x->adv, cfg->offpolicy_delta);
         double seq_is = cfg->is == OR1_IS_MIS_GEO && x->rollout_logp
                             ? or1_rollout_is_seq_weight(cfg->is_low, cfg->is_high, x->old_logp ? x->old_logp : logp + k,
-                                                        x->rollout_logp, x->n_resp)
+                                                        x->rollout_logp, x->n_resp, x->mask)
                             : 1.0;
         for (int j = 0; j < x->n_resp; j++, k++) {
+            if (!or1_sample_trains(x, j)) {
+                g_logp[k] = g_entropy[k] = 0.0f;
+                continue;
+            }
             float old = x->old_logp ? x->old_logp[j] : logp[k], dlp;
             bool clipped;
             uint8_t f = sel ? sel[k] : 0;
@@ -291,20 +323,19 @@ double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, 
 }
 
 /* The geometric mean of the sequence's ratios, exp(mean log r), inside [low, high] or not. */
-double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n) {
-    if (n <= 0) return 1.0;
-    double sum = 0.0;
-    for (int j = 0; j < n; j++) sum += (double)old_logp[j] - (double)rollout_logp[j];
-    double r = exp(sum / n);
-    return r >= low && r <= high ? 1.0 : 0.0;
+double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n,
+                                 const uint8_t *mask) {
+    int kept;
+    double r = exp(masked_mean_diff(old_logp, rollout_logp, n, mask, &kept));
+    return kept == 0 || (r >= low && r <= high) ? 1.0 : 0.0;
 }
 
 /* DeepSeek-V3.2's M_i: negative advantage and a mean log ratio behaviour/current above delta. */
-bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, float adv, double delta) {
-    if (!(adv < 0) || n <= 0) return false;
-    double sum = 0.0;
-    for (int j = 0; j < n; j++) sum += (double)behaviour_logp[j] - (double)logp[j];
-    return sum / n > delta;
+bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, const uint8_t *mask, float adv,
+                              double delta) {
+    int kept;
+    double mean = masked_mean_diff(behaviour_logp, logp, n, mask, &kept);
+    return adv < 0 && kept > 0 && mean > delta;
 }
 
 /* One token's |difference| and k3 term, d = train - rollout: exp(d) - 1 - d >= 0. */

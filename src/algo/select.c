@@ -63,6 +63,7 @@ static void clip_cov_select(const or1_sample *s, int n, const float *logp, const
     size_t m = 0;
     for (int i = 0, t = 0; i < n; i++)
         for (int j = 0; j < s[i].n_resp; j++, t++) {
+            if (!or1_sample_trains(&s[i], j)) continue;
             double lr = s[i].old_logp ? (double)logp[t] - (double)s[i].old_logp[j] : 0.0, g;
             bool clipped;
             or1_clip_cov_token(exp(lr), s[i].adv, 1.0 - c->clip_low, 1.0 + c->clip_high, false, &g, &clipped);
@@ -82,6 +83,7 @@ static void kl_cov_select(const or1_sample *s, int n, const float *logp, const o
     size_t m = 0;
     for (int i = 0, t = 0; i < n; i++)
         for (int j = 0; j < s[i].n_resp; j++, t++) {
+            if (!or1_sample_trains(&s[i], j)) continue;
             uint64_t cov = or1_float_key((float)or1_cov_token(logp[t], mean[0], s[i].adv, mean[1]));
             key[m] = cov << 32 | or1_rand_u64(c->seed, s[i].id, (uint64_t)j) >> 32;
             idx[m++] = (size_t)t;
@@ -90,26 +92,29 @@ static void kl_cov_select(const or1_sample *s, int n, const float *logp, const o
     mark_largest(key, idx, m, want > 1 ? want : 1, c->reduce, OR1_SEL_COV_KL, flags);
 }
 
-/* The 80/20 rule: tokens below the ceil(rho T)-th largest entropy lose their pg term (the
- * 1e-9 keeps a product like 0.7 * 10 from rounding up past an integer). */
-static void entropy_select(size_t m, const float *ent, const or1_loss_cfg *c, double T, uint64_t *key,
-                           uint8_t *flags) {
-    for (size_t t = 0; t < m; t++) key[t] = or1_float_key(ent[t]);
+/* The 80/20 rule: trained tokens below the ceil(rho T)-th largest entropy lose their pg term
+ * (the 1e-9 keeps a product like 0.7 * 10 from rounding up past an integer). */
+static void entropy_select(const or1_sample *s, int n, const float *ent, const or1_loss_cfg *c, double T,
+                           uint64_t *key, size_t *idx, uint8_t *flags) {
+    size_t m = 0;
+    for (int i = 0, t = 0; i < n; i++)
+        for (int j = 0; j < s[i].n_resp; j++, t++)
+            if (or1_sample_trains(&s[i], j)) key[m] = or1_float_key(ent[t]), idx[m++] = (size_t)t;
     long want = (long)ceil(c->top_entropy * T - 1e-9);
     uint64_t k = or1_kth_largest_key(key, m, want > 1 ? want : 1, c->reduce);
-    for (size_t t = 0; t < m; t++)
-        if (key[t] < k) flags[t] |= OR1_SEL_LOW_ENTROPY;
+    for (size_t i = 0; i < m; i++)
+        if (key[i] < k) flags[idx[i]] |= OR1_SEL_LOW_ENTROPY;
 }
 
-/* Means of log-prob and advantage over the mini-batch's tokens (on every rank), then each
- * configured selection. */
+/* Means of log-prob and advantage over the mini-batch's trained tokens (on every rank), then
+ * each configured selection (a token the mask drops is never chosen and never counted). */
 void or1_select_tokens(const or1_sample *s, int n, const float *logp, const float *ent, const or1_loss_cfg *cfg,
                        uint8_t *flags) {
     size_t m = 0;
     double sums[3] = {0, 0, 0};
     for (int i = 0, t = 0; i < n; i++)
-        for (int j = 0; j < s[i].n_resp; j++, t++) sums[0] += logp[t], sums[1] += s[i].adv, m++;
-    sums[2] = (double)m;
+        for (int j = 0; j < s[i].n_resp; j++, t++, m++)
+            if (or1_sample_trains(&s[i], j)) sums[0] += logp[t], sums[1] += s[i].adv, sums[2]++;
     reduce(cfg->reduce, sums, 3);
     memset(flags, 0, m);
     if (sums[2] == 0) return;
@@ -118,7 +123,7 @@ void or1_select_tokens(const or1_sample *s, int n, const float *logp, const floa
     size_t *idx = or1_malloc((m + 1) * sizeof *idx);
     if (cfg->mode == OR1_PG_CLIP_COV) clip_cov_select(s, n, logp, cfg, mean, T, key, idx, flags);
     if (cfg->mode == OR1_PG_KL_COV) kl_cov_select(s, n, logp, cfg, mean, T, key, idx, flags);
-    if (cfg->top_entropy > 0 && cfg->top_entropy < 1) entropy_select(m, ent, cfg, T, key, flags);
+    if (cfg->top_entropy > 0 && cfg->top_entropy < 1) entropy_select(s, n, ent, cfg, T, key, idx, flags);
     free(idx);
     free(key);
 }

@@ -139,8 +139,9 @@ const cli_command cli_cmd_logprobs = CLI_COMMAND(
 typedef struct {
     or1_sample *s;
     int n, cap;
-    long tokens, packed, seqs; /* response tokens, all tokens, sequences with a response token */
-    int max_resp;              /* the longest response */
+    or1_loss_norm norm; /* trained response tokens, sequences with one */
+    long packed;        /* all tokens */
+    int max_resp;       /* the most trained tokens of one response */
 } sample_list;
 
 /* Frees the samples' arrays. */
@@ -150,6 +151,7 @@ static void sample_list_free(sample_list *l) {
         free((void *)l->s[i].resp);
         free((void *)l->s[i].old_logp);
         free((void *)l->s[i].rollout_logp);
+        free((void *)l->s[i].mask);
     }
     free(l->s);
 }
@@ -168,11 +170,31 @@ static int optional_logprobs(const cJSON *row, const char *key, size_t n_resp, c
     return or1_fail("%s: \"%s\" has %zu values for %zu response tokens", where, key, n, n_resp);
 }
 
+/* The optional "response_mask": one 0 or 1 per response token (0: not sampled by the policy,
+ * no loss term); *out stays NULL when the key is absent or null. */
+static int optional_mask(const cJSON *row, size_t n_resp, const char *where, uint8_t **out) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(row, "response_mask");
+    int32_t *v = NULL;
+    size_t n = 0;
+    *out = NULL;
+    if (!o || cJSON_IsNull(o)) return 0;
+    if (or1_json_int_array(row, "response_mask", 0, 1, &v, &n, where)) return -1;
+    if (n != n_resp) {
+        free(v);
+        return or1_fail("%s: \"response_mask\" has %zu values for %zu response tokens", where, n, n_resp);
+    }
+    *out = or1_malloc(n);
+    for (size_t j = 0; j < n; j++) (*out)[j] = (uint8_t)v[j];
+    free(v);
+    return 0;
+}
+
 /* Parses one batch line into a sample, validating ids, lengths and numbers. */
 static int parse_sample(const cJSON *row, int vocab, const char *where, or1_sample *s) {
     memset(s, 0, sizeof *s);
     int32_t *p = NULL, *r = NULL;
     float *old = NULL, *rollout = NULL;
+    uint8_t *mask = NULL;
     size_t np = 0, nr = 0;
     double adv;
     if (or1_json_int_array(row, "prompt_ids", 0, vocab - 1, &p, &np, where)) goto fail;
@@ -183,9 +205,9 @@ static int parse_sample(const cJSON *row, int vocab, const char *where, or1_samp
         goto fail;
     }
     if (optional_logprobs(row, "old_logprobs", nr, where, &old) ||
-        optional_logprobs(row, "rollout_logprobs", nr, where, &rollout))
+        optional_logprobs(row, "rollout_logprobs", nr, where, &rollout) || optional_mask(row, nr, where, &mask))
         goto fail;
-    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout, 0};
+    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout, 0, mask};
     return 0;
 fail:
     free(p);
@@ -211,15 +233,16 @@ static int read_batch(const char *path, int vocab, sample_list *l) {
         cJSON_Delete(row);
         if (rc) break;
         l->s[l->n].id = (uint64_t)l->n;
-        l->tokens += l->s[l->n].n_resp;
-        l->seqs += l->s[l->n].n_resp > 0;
-        if (l->s[l->n].n_resp > l->max_resp) l->max_resp = l->s[l->n].n_resp;
+        or1_loss_norm_add(&l->norm, &l->s[l->n]);
+        int len = or1_sample_len(&l->s[l->n]);
+        if (len > l->max_resp) l->max_resp = len;
         l->packed += l->s[l->n].n_prompt + l->s[l->n].n_resp;
         l->n++;
     }
     or1_jsonl_close(&r);
     if (rc < 0) return -1;
     if (l->n == 0) return or1_fail("%s: no samples", path);
+    if (l->norm.tokens == 0) return or1_fail("%s: no trained response token (every response_mask value is 0)", path);
     return 0;
 }
 
@@ -242,7 +265,7 @@ typedef struct {
 /* The flags of `or1 grad`. */
 static const cli_flag_spec grad_flag_table[] = {
     FLAG_NEED("model", "checkpoint folder (config.json + model.safetensors)"),
-    FLAG_NEED("batch", "JSONL samples {prompt_ids, response_ids, advantage, old_logprobs?, rollout_logprobs?}"),
+    FLAG_NEED("batch", "JSONL samples {prompt_ids, response_ids, advantage, old_logprobs?, rollout_logprobs?, response_mask?}"),
     FLAG_PATH("out", NULL, "write the gradient of every parameter (safetensors)"),
     FLAG_PATH("save", NULL, "with --step: save the stepped model and optimizer state here"),
     FLAG_SWITCH("step", "take one AdamW step (continuing the model folder's optimizer state)"),
@@ -332,10 +355,9 @@ static int grad_step(cli_model *cm, const grad_opts *o) {
 /* The batch's gradient, from zero, on the model's device. */
 static int batch_grad(cli_model *cm, const sample_list *l, const grad_opts *o, or1_loss_stats *st) {
     or1_dmodel_zero_grad(cm->dm);
-    or1_loss_norm norm = {l->tokens, l->seqs};
     or1_loss_cfg lc = o->loss;
     if (lc.scale == 0) lc.scale = l->max_resp;
-    return or1_policy_grad(cm->dm, l->s, l->n, &norm, (int)o->micro_tokens, &lc, st);
+    return or1_policy_grad(cm->dm, l->s, l->n, &l->norm, (int)o->micro_tokens, &lc, st);
 }
 
 /* Times forward+backward over the batch: one warm-up, then iters timed runs. */
@@ -347,7 +369,7 @@ static int grad_bench(cli_model *cm, const sample_list *l, const grad_opts *o) {
         if (batch_grad(cm, l, o, &st)) return -1;
     double dt = (or1_now() - t0) / (double)o->bench_iters;
     printf("{\"tokens\":%ld,\"response_tokens\":%ld,\"seconds_per_iter\":%.6f,\"tokens_per_s\":%.1f,\"threads\":%d}\n",
-           l->packed, l->tokens, dt, (double)l->packed / dt, or1_threads());
+           l->packed, l->norm.tokens, dt, (double)l->packed / dt, or1_threads());
     return 0;
 }
 

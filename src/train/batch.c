@@ -165,7 +165,7 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
             const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
             const float *rollout = b->c[i].logprobs, *old = b->old_logp ? b->old_logp[i] : rollout;
             (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], old,
-                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout, (uint64_t)i};
+                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout, (uint64_t)i, NULL};
         }
     free(groups);
     return k;
@@ -182,7 +182,7 @@ static int batch_logprobs(step_batch *b, trainer *t, or1_dmodel *dm, int micro_t
     for (size_t i = 0; i < b->n_samples; i++) {
         if (!b->owned[i] || !b->in_loss[i]) continue;
         const or1_data_row *r = or1_data_row_at(t->data, b->row[i / (size_t)b->M]);
-        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL, NULL, (uint64_t)i};
+        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL, NULL, (uint64_t)i, NULL};
         (*out)[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
         owner[k++] = i;
     }

@@ -672,6 +672,27 @@ def old_logprobs_too_long(b):
 
 
 @case("batch")
+def response_mask_too_short(b):
+    """A response mask one value shorter than the response."""
+    r = row(b, 1, response_mask=[1] * (len(b.batch[1]["response_ids"]) - 1))
+    return b.grad_args([b.batch[0], r]), None, BATCH + ("response_mask", ":2")
+
+
+@case("batch")
+def response_mask_not_binary(b):
+    """A response mask value of 2."""
+    r = row(b, 0, response_mask=[1] * (len(b.batch[0]["response_ids"]) - 1) + [2])
+    return b.grad_args([r]), None, BATCH + ("response_mask",)
+
+
+@case("batch")
+def response_mask_all_zero(b):
+    """Every response token masked out: nothing to train."""
+    rows = [row(b, k, response_mask=[0] * len(b.batch[k]["response_ids"])) for k in range(2)]
+    return b.grad_args(rows), None, BATCH + ("response_mask",)
+
+
+@case("batch")
 def empty_response(b):
     """An empty response."""
     return b.grad_args([row(b, 0, response_ids=[], old_logprobs=[])]), None, \

@@ -33,7 +33,8 @@ FLAGS = {"temperature": "--temperature", "ent_coef": "--entropy-coef", "clip_low
          "cispo_low": "--cispo-clip-low", "cispo_high": "--cispo-clip-high", "clip_cov_ratio": "--clip-cov-ratio",
          "clip_cov_lb": "--clip-cov-lb", "clip_cov_ub": "--clip-cov-ub", "kl_cov_ratio": "--kl-cov-ratio",
          "ppo_kl_coef": "--ppo-kl-coef", "top_entropy": "--top-entropy-quantile", "seed": "--seed",
-         "rollout_is": "--rollout-is", "rollout_is_low": "--rollout-is-low", "rollout_is_high": "--rollout-is-high"}
+         "rollout_is": "--rollout-is", "rollout_is_low": "--rollout-is-low", "rollout_is_high": "--rollout-is-high",
+         "offpolicy_delta": "--offpolicy-delta"}
 SELECTION_STATS = ("cov_selected_frac", "low_entropy_frac")
 # The margin a selection needs from its thresholds: far above the float32 error of the
 # covariances and entropies, so the float64 reference and or1 choose the same tokens.

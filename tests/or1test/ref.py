@@ -467,12 +467,14 @@ def covariances(logps, advs):
     return list(torch.split(cov, [x.numel() for x in logps]))
 
 
-def clip_cov_drawn(covs, wins, ratio, lb, ub, seed):
+def clip_cov_drawn(covs, wins, ratio, lb, ub, seed, positions=None):
     """Clip-Cov's I_clip (verl compute_policy_loss_clip_cov over the whole batch): candidates
     have no PPO clip and lb < Cov < ub; max(1, int(ratio T)) of them are drawn, here the ones
-    with the largest key or1_rand_u64(seed, row, token) (a uniform draw, reproducible)."""
+    with the largest key or1_rand_u64(seed, row, token) (a uniform draw, reproducible); token
+    is the position in the response (positions[row][j] for the j-th kept token, when given)."""
     tokens = sum(c.numel() for c in covs)
-    cands = [(rand_u64(seed, i, j), i, j) for i, (c, w) in enumerate(zip(covs, wins))
+    cands = [(rand_u64(seed, i, positions[i][j] if positions else j), i, j)
+             for i, (c, w) in enumerate(zip(covs, wins))
              for j in range(c.numel()) if not w[j] and lb < float(c[j]) < ub]
     want = max(int(ratio * tokens), 1)
     drawn = [torch.zeros(c.numel(), dtype=torch.bool) for c in covs]
@@ -561,24 +563,24 @@ def nearest_rank(x, q):
     return v[k - 1].item()
 
 
-def offpolicy_dropped(row, logp, old, delta):
+def offpolicy_dropped(adv, logp, behaviour, delta):
     """DeepSeek-V3.2's off-policy sequence mask: A < 0 and the mean of log(pi_old / pi_theta)
-    over the row's tokens above delta, pi_old the sampling policy (rollout_logprobs, else
-    old_logprobs). None: off."""
-    if delta is None or float(row["advantage"]) >= 0:
+    over the row's tokens above delta, pi_old the sampling policy (`behaviour`: the row's
+    rollout_logprobs, else its old_logprobs). None: off."""
+    if delta is None or adv >= 0 or behaviour.numel() == 0:
         return False
-    behaviour = torch.as_tensor(row["rollout_logprobs"]) if "rollout_logprobs" in row else old
     return float((behaviour - logp.detach()).mean()) > delta
 
 
-def select_terms(terms, wins, logps, olds, advs, ents, mode, kw):
+def select_terms(terms, wins, logps, olds, advs, ents, mode, kw, positions=None):
     """Clip-Cov, KL-Cov and the 80/20 rule over the whole batch: the per-row terms and clip
     flags after them, and the per-row count of Clip-Cov / KL-Cov tokens and low-entropy ones."""
     n_sel = [torch.zeros(t.numel(), dtype=torch.bool) for t in terms]
     if mode in ("clip-cov", "kl-cov"):
         covs = covariances(logps, advs)
     if mode == "clip-cov":
-        n_sel, _ = clip_cov_drawn(covs, wins, kw["clip_cov_ratio"], kw["clip_cov_lb"], kw["clip_cov_ub"], kw["seed"])
+        n_sel, _ = clip_cov_drawn(covs, wins, kw["clip_cov_ratio"], kw["clip_cov_lb"], kw["clip_cov_ub"], kw["seed"],
+                                  positions)
         terms = [torch.where(d, torch.zeros_like(t), t) for d, t in zip(n_sel, terms)]
     if mode == "kl-cov":
         n_sel = kl_cov_selected(covs, kw["kl_cov_ratio"])
@@ -605,24 +607,32 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
     alpha * entropy, each token's surrogate weighted by the rollout correction when rows carry
     rollout_logprobs. `mode` picks the policy-gradient term and `agg` how the terms add up
     (GSPO's term always seq-mean-token-mean, the entropy always `agg`); agg_scale 0 is the
-    longest response of the batch.
+    longest response of the batch. A row's response_mask drops its 0 tokens before anything
+    else: they stay in the forward pass as context but are absent from every term, mean and
+    count, as if the response did not hold them.
 
     Returns the scalar loss tensor and the printed statistics (pg_loss, entropy, tokens,
     clip_frac, and with rollout log-probs the mismatch and the weights) as floats."""
     terms, ents, clips, weights, lps, rolls, logps, olds, advs, is_w = [], [], [], [], [], [], [], [], [], []
+    behaviours, positions = [], []
     for row in batch:
         prompt, resp = row["prompt_ids"], row["response_ids"]
         ids = prompt + resp
         logits = forward_logits(p, cfg, ids)[len(prompt) - 1:len(ids) - 1]
         logp, ent = token_logprobs(logits, resp, temperature)
-        old = (torch.as_tensor(row["old_logprobs"], dtype=logp.dtype)
+        keep = torch.as_tensor(row.get("response_mask", [1] * len(resp))) != 0
+        logp, ent = logp[keep], ent[keep]
+        positions.append(torch.nonzero(keep).flatten().tolist())
+        old = (torch.as_tensor(row["old_logprobs"], dtype=logp.dtype)[keep]
                if "old_logprobs" in row else logp.detach())
         kw = dict(clip_low=clip_low, clip_high=clip_high, clip_c=clip_c, gspo_low=gspo_low, gspo_high=gspo_high,
                   cispo_low=cispo_low, cispo_high=cispo_high)
         term, wins = pg_term(logp, old, float(row["advantage"]), mode if mode not in ("clip-cov", "kl-cov") else "ppo", kw)
         w = torch.ones_like(logp)
+        behaviours.append(old)
         if "rollout_logprobs" in row:
-            rollout = torch.as_tensor(row["rollout_logprobs"], dtype=logp.dtype)
+            rollout = torch.as_tensor(row["rollout_logprobs"], dtype=logp.dtype)[keep]
+            behaviours[-1] = rollout
             w = rollout_is_weight(old, rollout, rollout_is, rollout_is_low, rollout_is_high)
             weights.append(w)
             lps.append(logp)
@@ -636,9 +646,9 @@ def grpo_loss(p, cfg, batch, temperature=1.0, clip_low=0.2, clip_high=0.2, ent_c
         advs.append(float(row["advantage"]))
     kw.update(clip_cov_ratio=clip_cov_ratio, clip_cov_lb=clip_cov_lb, clip_cov_ub=clip_cov_ub,
               kl_cov_ratio=kl_cov_ratio, ppo_kl_coef=ppo_kl_coef, top_entropy=top_entropy, seed=seed)
-    terms, clips, n_sel, low = select_terms(terms, clips, logps, olds, advs, ents, mode, kw)
+    terms, clips, n_sel, low = select_terms(terms, clips, logps, olds, advs, ents, mode, kw, positions)
     terms = [t * w for t, w in zip(terms, is_w)]
-    dropped = [offpolicy_dropped(row, lp, old, offpolicy_delta) for row, lp, old in zip(batch, logps, olds)]
+    dropped = [offpolicy_dropped(adv, lp, b, offpolicy_delta) for adv, lp, b in zip(advs, logps, behaviours)]
     terms = [torch.zeros_like(t) if d else t for t, d in zip(terms, dropped)]
     pg, ent, clip = torch.cat(terms), torch.cat(ents), torch.cat(clips)
     tokens = pg.numel()
