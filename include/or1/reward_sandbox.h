@@ -48,6 +48,9 @@ typedef struct {
      * returning nonzero ends the run at once with status OR1_RUN_STOPPED. */
     int (*on_chan)(void *ctx, const char *data, size_t len);
     void *on_chan_ctx;
+    /* Optional (0 = none): a descriptor that, once readable, ends the run at once with status
+     * OR1_RUN_STOPPED; one pipe can cancel every run that watches it. */
+    int cancel_fd;
 } or1_sandbox_spec;
 
 /* How a run ended, most specific first. */
@@ -58,7 +61,7 @@ typedef enum {
     OR1_RUN_WALL_LIMIT,
     OR1_RUN_OUTPUT_LIMIT,
     OR1_RUN_MEMORY_LIMIT, /* the tree's memory cgroup ran out (the OOM killer acted) */
-    OR1_RUN_STOPPED,      /* ended because on_chan asked */
+    OR1_RUN_STOPPED,      /* ended because on_chan asked or cancel_fd became readable */
 } or1_run_status;
 
 typedef struct {

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char python[] = "/usr/bin/python3";
+/* See sandbox_internal.h. */
+const char or1_sandbox_python[] = "/usr/bin/python3";
 
 /* See sandbox.h. */
 const char *or1_code_verdict_name(or1_code_verdict v) {
@@ -27,7 +28,8 @@ static int run_checker(const or1_code_tests *t, size_t i, const char *out, const
         {"output.txt", out, strlen(out)},
         {"expected.txt", t->outputs[i], strlen(t->outputs[i])},
     };
-    const char *argv[] = {python, "-s", "-B", "checker.py", "input.txt", "output.txt", "expected.txt", NULL};
+    const char *argv[] = {or1_sandbox_python, "-s", "-B", "checker.py", "input.txt", "output.txt", "expected.txt",
+                          NULL};
     or1_sandbox_spec spec = {.argv = argv, .files = files, .n_files = 4, .limits = *lim};
     or1_sandbox_result r;
     if (or1_sandbox_run(&spec, &r) != 0) return or1_fail_ctx("checker");
@@ -208,8 +210,8 @@ static int run_batch(const or1_code_job *job, const char *code, const or1_sandbo
     snprintf(cpu, sizeof cpu, "%.3f", lim->cpu_s);
     snprintf(wall, sizeof wall, "%.3f", lim->wall_s);
     snprintf(cap, sizeof cap, "%zu", lim->output_bytes);
-    const char *argv[] = {python, "-s", "-B", "-c", or1_code_driver_py, "batch", kind_name(t->kind), "solution.py",
-                          nbuf, cpu, wall, cap, t->kind == OR1_TESTS_CALL ? t->fn_name : NULL, NULL};
+    const char *argv[] = {or1_sandbox_python, "-s", "-B", "-c", or1_code_driver_py, "batch", kind_name(t->kind),
+                          "solution.py", nbuf, cpu, wall, cap, t->kind == OR1_TESTS_CALL ? t->fn_name : NULL, NULL};
     /* The harness process itself: its start-up, plus every test's worst case. */
     or1_sandbox_limits outer = *lim;
     outer.cpu_s = (double)n * (lim->cpu_s + 1.0) + 30.0;

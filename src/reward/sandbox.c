@@ -442,20 +442,24 @@ static const char *step_name(int step) {
     return step >= 0 && step < (int)(sizeof names / sizeof names[0]) ? names[step] : "?";
 }
 
-/* Polls the pipes until the child exits (and its pipes drain) or a limit ends it. */
-static void monitor(pid_t pid, int pidfd, sink *sinks, int n_sinks, const or1_sandbox_limits *l,
+/* Polls the pipes until the child exits (and its pipes drain), a limit ends it or the spec's
+ * cancel descriptor (watched until the run is ending) becomes readable. */
+static void monitor(pid_t pid, int pidfd, sink *sinks, int n_sinks, const or1_sandbox_spec *spec,
                     double t0, or1_run_status *why, bool *limit_hit) {
+    const or1_sandbox_limits *l = &spec->limits;
     bool exited = false;
     double drain_until = 0;
     for (;;) {
-        struct pollfd pf[4];
-        int np = 0, map[4];
+        struct pollfd pf[5];
+        int np = 0, map[5];
         for (int i = 0; i < n_sinks; i++)
             if (sinks[i].fd >= 0) {
                 pf[np] = (struct pollfd){sinks[i].fd, POLLIN, 0};
                 map[np++] = i;
             }
         if (!exited) pf[np++] = (struct pollfd){pidfd, POLLIN, 0};
+        if (!exited && !*limit_hit && spec->cancel_fd > 0)
+            pf[np++] = (struct pollfd){spec->cancel_fd, POLLIN, 0};
         if (np == 0) break;
         double now = or1_now();
         double until = exited ? drain_until : t0 + l->wall_s;
@@ -471,6 +475,13 @@ static void monitor(pid_t pid, int pidfd, sink *sinks, int n_sinks, const or1_sa
         if (r < 0 && errno != EINTR) break;
         for (int k = 0; k < np && r > 0; k++) {
             if (!pf[k].revents) continue;
+            if (spec->cancel_fd > 0 && pf[k].fd == spec->cancel_fd) {
+                *why = OR1_RUN_STOPPED;
+                *limit_hit = true;
+                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
+                continue;
+            }
             if (!exited && pf[k].fd == pidfd) {
                 exited = true;
                 /* Descendants outside a pid namespace may hold the pipes: give them a moment. */
@@ -577,7 +588,7 @@ int or1_sandbox_run(const or1_sandbox_spec *spec, or1_sandbox_result *res) {
     or1_run_status why = OR1_RUN_EXITED;
     bool limit_hit = false;
     if (pidfd >= 0) {
-        monitor(pid, pidfd, sinks, 3, &spec->limits, t0, &why, &limit_hit);
+        monitor(pid, pidfd, sinks, 3, spec, t0, &why, &limit_hit);
         close(pidfd);
     } else {
         or1_fail("sandbox: pidfd_open: %s", strerror(errno));

@@ -31,6 +31,9 @@ or1_cgroup *or1_cgroup_get(unsigned slot, const or1_sandbox_limits *l);
 bool or1_cgroup_oom(const or1_cgroup *cg);
 void or1_cgroup_put(or1_cgroup *cg);
 
+/* The interpreter every sandboxed Python program runs under (defined in code_verify.c). */
+extern const char or1_sandbox_python[];
+
 /* The Python harness that wraps untrusted code (code_driver.py, compiled in). */
 extern const char or1_code_driver_py[];
 
