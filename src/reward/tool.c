@@ -23,7 +23,8 @@
 
 /* Runs cell.py as a notebook cell: the last expression's value is printed if not None, and an
  * uncaught exception prints its traceback's last frames, from the cell's first frame on (the
- * wrapper's own are left out), with the cell's source lines. */
+ * wrapper's own are left out), with the cell's source lines; sys.exit with a failure status
+ * says so, as a notebook does. */
 static const char wrapper_py[] =
     "import ast, linecache, os, sys, traceback\n"
     "src = open('cell.py', encoding='utf-8', errors='replace').read()\n"
@@ -41,8 +42,10 @@ static const char wrapper_py[] =
     "    run()\n"
     "except MemoryError:\n"
     "    os._exit(" STR(MEMORY_EXIT) ")\n"
-    "except SystemExit:\n"
-    "    raise\n"
+    "except SystemExit as e:\n"
+    "    if e.code is not None and e.code != 0:\n"
+    "        sys.stderr.write('SystemExit: %s\\n' % (e.code,))\n"
+    "    sys.exit(e.code if e.code is None or isinstance(e.code, int) else 1)\n"
     "except BaseException as e:\n"
     "    tb = e.__traceback__\n"
     "    while tb is not None and tb.tb_frame.f_code.co_filename != '<cell>':\n"
@@ -148,6 +151,34 @@ static size_t utf8_cut(const char *s, size_t len, size_t max) {
     return k;
 }
 
+/* Where the last `keep` bytes of s begin, moved forward to a line's start when the tail holds
+ * one, else to a UTF-8 character's. */
+static size_t tail_start(const char *s, size_t len, size_t keep) {
+    size_t i = len - keep;
+    if (i == 0 || s[i - 1] == '\n') return i;
+    const char *nl = memchr(s + i, '\n', len - i);
+    if (nl && nl + 1 < s + len) return (size_t)(nl + 1 - s);
+    while (i < len && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
+    return i;
+}
+
+/* The smaller of two sizes. */
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+/* Stdout's head and stderr's tail within max bytes with the marker between them: each side gets
+ * what it needs up to half of max and what the other leaves, so a traceback's last lines stay. */
+static void add_cut(text *t, const or1_sandbox_result *r, size_t max) {
+    size_t err_keep = min_size(r->err_len, max - min_size(r->out_len, max / 2));
+    size_t out_keep = min_size(r->out_len, max - err_keep);
+    text_add(t, r->out, utf8_cut(r->out, r->out_len, out_keep));
+    if (r->status == OR1_RUN_OUTPUT_LIMIT)
+        text_line(t, "... [output truncated: more than %zu bytes; the code was stopped]", r->out_len + r->err_len);
+    else
+        text_line(t, "... [output truncated: %zu bytes in all]", r->out_len + r->err_len);
+    size_t from = tail_start(r->err, r->err_len, err_keep);
+    text_add(t, r->err + from, r->err_len - from);
+}
+
 /* How a run ended, as the model's tool sees it; `cut`: the text was truncated. */
 static or1_tool_status call_status(const or1_sandbox_result *r, bool cut) {
     switch (r->status) {
@@ -165,20 +196,17 @@ static or1_tool_status call_status(const or1_sandbox_result *r, bool cut) {
     return OR1_TOOL_ERROR;
 }
 
-/* The model's text: stdout then stderr cut to the limit with a marker, then a line naming the
+/* The model's text: stdout then stderr, cut to the limit with a marker, then a line naming the
  * limit that ended the run, if one did. */
 static void call_text(const or1_sandbox_result *r, const or1_tool_limits *lim, or1_tool_result *res) {
     text t = {0};
-    text_add(&t, r->out, r->out_len);
-    text_add(&t, r->err, r->err_len);
-    size_t all = t.len;
-    bool cut = all > lim->max_output_bytes || r->status == OR1_RUN_OUTPUT_LIMIT;
-    t.len = utf8_cut(t.s, t.len, lim->max_output_bytes);
-    t.s[t.len] = '\0';
-    if (r->status == OR1_RUN_OUTPUT_LIMIT)
-        text_line(&t, "... [output truncated: more than %zu bytes; the code was stopped]", r->out_len);
-    else if (cut)
-        text_line(&t, "... [output truncated: %zu bytes in all]", all);
+    bool cut = r->out_len + r->err_len > lim->max_output_bytes || r->status == OR1_RUN_OUTPUT_LIMIT;
+    if (cut) {
+        add_cut(&t, r, lim->max_output_bytes);
+    } else {
+        text_add(&t, r->out, r->out_len);
+        text_add(&t, r->err, r->err_len);
+    }
     res->status = call_status(r, cut);
     if (r->status == OR1_RUN_CPU_LIMIT)
         text_line(&t, "TimeoutError: the code ran past its %g s CPU time limit", lim->cpu_s);

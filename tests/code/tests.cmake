@@ -13,6 +13,16 @@ add_test(NAME reward_status_broken_sandbox COMMAND test_reward broken-sandbox)
 set_tests_properties(reward_status_broken_sandbox PROPERTIES
                      ENVIRONMENT "OR1_SANDBOX_ISOLATION=rlimits;TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/no-such-dir")
 
+# The tool executor: ordinary and hostile calls on two workers, cancelling, a broken sandbox.
+add_executable(test_tool ${CMAKE_CURRENT_LIST_DIR}/test_tool.c)
+target_link_libraries(test_tool PRIVATE or1lib)
+add_test(NAME code_tool COMMAND test_tool ok)
+add_test(NAME code_tool_broken_sandbox COMMAND test_tool broken-sandbox)
+set_tests_properties(code_tool_broken_sandbox PROPERTIES
+                     ENVIRONMENT "OR1_SANDBOX_ISOLATION=rlimits;TMPDIR=${CMAKE_CURRENT_BINARY_DIR}/no-such-dir")
+# It counts the host's leftover processes of its own: nothing else may run sandboxes meanwhile.
+set_tests_properties(code_tool code_tool_broken_sandbox PROPERTIES RUN_SERIAL TRUE)
+
 foreach(mode root userns rlimits)
   or1_python_test(code_hostile_${mode} ${CMAKE_CURRENT_LIST_DIR}/check_verdicts.py $<TARGET_FILE:or1>
                   ${CMAKE_CURRENT_LIST_DIR}/hostile.jsonl ${mode} ENV OR1_CODE_DEBUG=1)
