@@ -106,6 +106,8 @@ void or1_json_write_floats(FILE *f, const float *x, size_t n);
 size_t or1_first_nonfinite(const float *x, size_t n);
 /* Writes an int32 array as a JSON array. */
 void or1_json_write_ints(FILE *f, const int32_t *x, size_t n);
+/* Writes a byte array (a mask) as a JSON array of numbers. */
+void or1_json_write_u8s(FILE *f, const uint8_t *x, size_t n);
 /* Writes a JSON string literal with escapes. */
 void or1_json_write_string(FILE *f, const char *s);
 

@@ -259,7 +259,9 @@ int or1_dmodel_prefill(or1_dmodel *dm, const or1_batch *b, const int32_t *kv_row
 /* One decode step for R rows (host arrays): row r embeds tokens[r] at position pos[r],
  * stores its key and value at pool row kv_rows[r], attends over its prompt's seg[4r+1] keys
  * (block ids at blocks[seg[4r]]) then its own seg[4r+3] (block ids at blocks[seg[4r+2]]) of
- * blocks[0..n_table), and leaves its final hidden state in state `state + r`. */
+ * blocks[0..n_table), and leaves its final hidden state in state `state + r`. In each layer
+ * every row's key and value is stored before any row attends, so rows of one sequence at
+ * consecutive positions extend it in one pass, each attending to the rows before it. */
 int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_t *pos, const int32_t *kv_rows,
                       const int32_t *seg, const int32_t *blocks, int n_table, int state);
 /* Logits of the hidden states states[0..A) and one draw per row (host arrays). */

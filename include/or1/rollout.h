@@ -35,17 +35,43 @@ typedef struct {
 typedef struct {
     int32_t *ids;    /* generated tokens, the stop token included */
     float *logprobs; /* log-prob of each generated token at the request's temperature, before
-                        top-p/top-k truncation (greedy: at temperature 1) */
+                        top-p/top-k truncation (greedy: at temperature 1); 0 for a tool's token */
+    uint8_t *mask;   /* with tools: 1 for each sampled token, 0 for each a tool's reply appended;
+                        NULL without tools */
     int n;
-    bool stopped; /* finish reason: true = stop token, false = length */
+    int tool_calls; /* tool calls the sample made */
+    bool stopped;   /* finish reason: true = stop token, false = length */
 } or1_completion;
+
+/* A tool's reply to a sample's call: tokens to append to the sample (prefilled, not sampled). */
+typedef struct {
+    int request, sample;
+    const int32_t *ids;
+    int n;
+} or1_tool_reply;
+
+/* Tool-integrated rollouts: the engine asks `call` after every sampled token that does not end
+ * the sample whether its tokens now end a tool call; when they do, the hook has started the call
+ * (it returns 1) and the sample waits, its decode slot given to another sample while its keys and
+ * values stay in the pool. `collect` hands over finished calls (waiting up to wait_s seconds for
+ * the first when wait_s > 0; the replies' ids stay valid until the next collect); each reply's
+ * tokens are appended to its sample, run through the model in one pass with the next decode step
+ * (an extend: the new rows attend to the sample's pool rows and to each other), and the sample
+ * goes on sampling until it stops, calls again or reaches max_new_tokens, tool tokens included.
+ * Both return -1 on error. */
+typedef struct {
+    int (*call)(void *ctx, int request, int sample, const int32_t *ids, int n);
+    int (*collect)(void *ctx, double wait_s, or1_tool_reply *out, int max);
+    void *ctx;
+} or1_tool_hooks;
 
 /* What a run of the engine did, for reports. */
 typedef struct {
     int slots;         /* sequences decoded together */
     int blocks;        /* KV pool blocks (of block_rows rows each) */
     int block_rows;
-    long preemptions;  /* sequences stopped to free blocks and started again later */
+    long preemptions;  /* sequences whose blocks were taken back, to be run through again later */
+    long tool_calls;
 } or1_engine_stats;
 
 typedef struct {
@@ -56,6 +82,7 @@ typedef struct {
     void *ctx;
     bool progress; /* a progress bar on stderr */
     or1_engine_stats *stats; /* filled in when not NULL */
+    const or1_tool_hooks *tools; /* NULL: single-turn */
 } or1_engine_cfg;
 
 /* Generates every sample of every request into out[offset(i) + j] (request-major, where

@@ -18,7 +18,9 @@
 #include "or1/reward.h"
 #include "or1/data.h"
 #include "or1/dist.h"
+#include "or1/reward_tool.h"
 #include "or1/rollout.h"
+#include "or1/tokenizer.h"
 
 typedef struct or1_sandbox_pool or1_sandbox_pool;
 
@@ -242,6 +244,39 @@ int or1_micro_batch_end(const or1_sample *s, int n, int i0, int micro_tokens);
  * with or without samples). Adds this call's sums into *st. */
 int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_norm *norm, int micro_tokens,
                     const or1_loss_cfg *cfg, or1_loss_stats *st);
+
+/* ---- Tool-integrated rollouts --------------------------------------------------------------- */
+
+/* The rollout engine's tool hooks (or1_tool_hooks) for Python code: a sample's text opening a
+ * block with OR1_TOOL_CALL_OPEN and closing it with OR1_TOOL_CALL_CLOSE is a call; its code runs
+ * in the sandbox (or1_tool_exec) while the other samples go on, and the reply appended to the
+ * sample is OR1_TOOL_REPLY_OPEN, the tool's text (stdout, stderr, a truncation marker or an
+ * error line; see reward_tool.h), OR1_TOOL_REPLY_CLOSE, tokenized with special tokens read as
+ * plain text. After max_turns calls a sample's blocks are not run. */
+#define OR1_TOOL_CALL_OPEN "```python\n"
+#define OR1_TOOL_CALL_CLOSE "\n```"
+#define OR1_TOOL_REPLY_OPEN "```output\n"
+#define OR1_TOOL_REPLY_CLOSE "```\n"
+
+typedef struct {
+    int max_turns;          /* calls per sample */
+    or1_tool_limits limits; /* of each call */
+    int workers;            /* calls run at once (<= 0: one per core) */
+} or1_tools_cfg;
+
+/* What the calls of a rollout did. */
+typedef struct {
+    long calls, errors, timeouts, failures; /* failures: the sandbox could not run the call */
+    double seconds;                         /* in the sandbox, summed over calls */
+} or1_tools_stats;
+
+typedef struct or1_tools or1_tools;
+
+/* Tools for the n requests' samples (their n_samples), decoding and encoding with tok. */
+or1_tools *or1_tools_new(const or1_tools_cfg *cfg, const or1_tokenizer *tok, const or1_request *reqs, int n);
+const or1_tool_hooks *or1_tools_hooks(or1_tools *t);
+or1_tools_stats or1_tools_stats_of(const or1_tools *t);
+void or1_tools_free(or1_tools *t);
 
 /* ---- Supervised fine-tuning ---------------------------------------------------------------- */
 

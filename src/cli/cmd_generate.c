@@ -5,6 +5,7 @@
 #include "or1/io.h"
 #include "or1/rollout.h"
 #include "or1/tokenizer.h"
+#include "or1/train.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -34,6 +35,10 @@ static void print_sample(const printer *p, int req, int sample, const or1_comple
     fputs(",\"logprobs\":", stdout);
     or1_json_write_floats(stdout, c->logprobs, (size_t)c->n);
     printf(",\"finish_reason\":\"%s\"", c->stopped ? "stop" : "length");
+    if (c->mask) {
+        printf(",\"tool_calls\":%d,\"response_mask\":", c->tool_calls);
+        or1_json_write_u8s(stdout, c->mask, (size_t)c->n);
+    }
     char *text;
     size_t len;
     if (p->tok && or1_tokenizer_decode(p->tok, c->ids, (size_t)c->n, false, &text, &len) == 0) {
@@ -141,9 +146,9 @@ static int read_requests(const char *path, const request_reader *q, const or1_mo
     return rc < 0 ? -1 : 0;
 }
 
-/* Runs the engine and prints in order. */
+/* Runs the engine (with tools when tools is set) and prints in order. */
 static int generate(or1_dmodel *dm, request_list *l, const or1_sampling *s, int64_t n, const or1_engine_cfg *base,
-                    const or1_tokenizer *tok) {
+                    const or1_tokenizer *tok, const or1_tools_cfg *tools) {
     printer p = {.reqs = l, .tok = tok};
     p.first = or1_malloc((size_t)(l->n + 1) * sizeof *p.first);
     for (int i = 0; i < l->n; i++) {
@@ -158,7 +163,15 @@ static int generate(or1_dmodel *dm, request_list *l, const or1_sampling *s, int6
     or1_engine_cfg cfg = *base;
     cfg.on_done = on_done;
     cfg.ctx = &p;
-    int rc = or1_generate(dm, l->r, l->n, &cfg, p.out);
+    or1_tools *tt = tools ? or1_tools_new(tools, tok, l->r, l->n) : NULL;
+    if (tt) cfg.tools = or1_tools_hooks(tt);
+    int rc = tools && !tt ? -1 : or1_generate(dm, l->r, l->n, &cfg, p.out);
+    if (rc == 0 && tt) {
+        or1_tools_stats ts = or1_tools_stats_of(tt);
+        fprintf(stderr, "generate: %ld tool calls, %ld errors, %ld timeouts, %ld sandbox failures, %.2f s in tools\n",
+                ts.calls, ts.errors, ts.timeouts, ts.failures, ts.seconds);
+    }
+    or1_tools_free(tt);
     or1_completions_free(p.out, (int)p.total);
     free(p.out);
     free(p.ready);
@@ -178,8 +191,28 @@ static const cli_flag_spec generate_flags[] = {
     FLAG_CHAT_KWARGS,
     FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences decoded together (continuous batching)"),
     FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),
+    FLAG_INT("tools", "0", 0, 1000, "tool calls per sample: a ```python block the model closes runs in the sandbox and "
+                                  "its output is appended as ```output (0: off; needs a tokenizer)"),
+    FLAG_NUM("tool-timeout", "5", 0.01, 3600, "CPU seconds of each tool call (wall clock: twice that)"),
+    FLAG_INT("tool-output-bytes", "1024", 1, 1 << 24, "a tool's output beyond this is cut, with a marker"),
+    FLAG_INT("tool-memory-mb", "1024", 16, 1 << 20, "memory of each tool call, MiB"),
     FLAG_DEVICE,
 };
+
+/* The tool flags: NULL cfg when --tools is 0. */
+static int tool_flags(cli_args *a, const or1_tokenizer *tok, or1_tools_cfg *cfg, bool *on) {
+    int64_t turns, out_bytes, mem_mb;
+    double timeout;
+    cli_int(a, "tools", &turns);
+    cli_double(a, "tool-timeout", &timeout);
+    cli_int(a, "tool-output-bytes", &out_bytes);
+    cli_int(a, "tool-memory-mb", &mem_mb);
+    *on = turns > 0;
+    if (*on && !tok) return or1_fail("generate: --tools needs a tokenizer (--tokenizer, or one in the model folder)");
+    or1_tool_limits lim = {timeout, 2 * timeout, (size_t)mem_mb << 20, (size_t)out_bytes};
+    *cfg = (or1_tools_cfg){(int)turns, lim, 0};
+    return 0;
+}
 
 /* The model's generation_config.json sampling settings for the flags not given, as vLLM
  * applies them by default; says which it took. */
@@ -221,13 +254,16 @@ static int cmd_generate(cli_args *a) {
     request_list l = {0};
     request_reader q = {NULL, cli_str(a, "chat-template"), {0}, m->cfg.vocab};
     int rc = 1, n_stop = 0;
+    or1_tools_cfg tools;
+    bool tools_on = false;
     if (model_sampling(a, dir, &s) == 0 && stop_flag(a, m->cfg.vocab, &stop, &n_stop) == 0 &&
         cli_chat_vars(a, &q.vars) == 0 && cli_model_tokenizer(cli_str(a, "tokenizer"), dir, &tok) == 0 &&
-        (q.tok = tok, cli_check_unused(a) == 0) && read_requests(input, &q, &m->cfg, s.max_new_tokens, &l) == 0) {
+        (q.tok = tok, tool_flags(a, tok, &tools, &tools_on) == 0) && cli_check_unused(a) == 0 &&
+        read_requests(input, &q, &m->cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_stats st = {0};
         or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .progress = true, .stats = &st};
-        rc = generate(cm.dm, &l, &s, n, &cfg, tok) ? 1 : 0;
+        rc = generate(cm.dm, &l, &s, n, &cfg, tok, tools_on ? &tools : NULL) ? 1 : 0;
         if (rc == 0)
             fprintf(stderr, "generate: %d slots, KV pool of %d blocks of %d tokens, %ld preemptions\n", st.slots,
                     st.blocks, st.block_rows, st.preemptions);

@@ -289,6 +289,13 @@ void or1_json_write_ints(FILE *f, const int32_t *x, size_t n) {
     fputc(']', f);
 }
 
+/* Bytes as a JSON array of numbers. */
+void or1_json_write_u8s(FILE *f, const uint8_t *x, size_t n) {
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) fprintf(f, i ? ",%u" : "%u", (unsigned)x[i]);
+    fputc(']', f);
+}
+
 /* A JSON string literal; control characters escaped, UTF-8 passed through. */
 void or1_json_write_string(FILE *f, const char *s) {
     fputc('"', f);

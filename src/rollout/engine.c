@@ -1,16 +1,23 @@
 /* The rollout engine, written once over a model on any backend: prompt prefill once per
  * request, batched decode over slots, continuous refill of finished slots, per-sample
- * counter-based sampling, and a paged KV cache. The backend holds the KV pool and the hidden
- * states; the host keeps the schedule, the block tables, token ids and log-probs.
+ * counter-based sampling, a paged KV cache, and samples that pause on a tool call. The backend
+ * holds the KV pool and the hidden states; the host keeps the schedule, the block tables, token
+ * ids and log-probs.
+ *
+ * A sample's tokens are fed (their keys and values written to the pool) by decode steps: a
+ * decoding sample feeds its newest token, one row; a sample with more tokens than it has fed (a
+ * tool's reply appended, or one whose blocks were taken back) feeds several rows of one step, up
+ * to the step's row budget, each row attending to the sample's pool rows and the rows before it.
+ * A sample draws its next token once every token it holds is fed.
  *
  * Paging: the pool is cut into blocks of KV_BLOCK rows. A prompt's keys and values take the
  * blocks its length needs, shared by its samples; a sample takes a block each time its own
  * tokens fill the last one, and gives them all back when it ends. So the number of live
- * sequences follows their actual lengths, not the longest possible. The pool always keeps
- * room for every live prompt plus one sequence at full length; when a growing sequence finds
- * the pool empty, the most recently admitted other sequence is preempted: its blocks return
- * to the pool and it starts again later from its first token. Its draws are counter-based
- * and every decode kernel computes each row on its own, so it regenerates the same tokens. */
+ * sequences follows their actual lengths, not the longest possible. The pool always keeps room
+ * for every live prompt plus one sequence at full length; when a growing sequence finds the pool
+ * empty, a waiting sample's blocks, else the most recently admitted other sequence's, are taken
+ * back: it keeps its tokens and feeds them again later. Its draws are counter-based and every
+ * decode kernel computes each row on its own, so it goes on exactly as it would have. */
 #include "or1/core.h"
 #include "or1/rollout.h"
 
@@ -30,33 +37,39 @@ typedef struct {
     int n_blocks;
 } prefix;
 
-/* One decoding sequence and its own blocks. */
+/* Where a sample is in its life. */
+typedef enum { SEQ_NEW, SEQ_QUEUED, SEQ_ACTIVE, SEQ_TOOL, SEQ_DONE } seq_state;
+
+/* One sample: its tokens (in out), how many are fed, its own blocks and its prompt's region. */
 typedef struct {
-    int req, sample, prefix, n_gen; /* req < 0: free */
+    int req, sample, prefix; /* prefix: the region of its prompt, -1 before admission */
+    int n_gen, n_fed;        /* tokens held (sampled and appended), tokens with keys in the pool */
     or1_completion *out;
     int32_t *blocks;
     int n_blocks;
-    long admitted; /* admission order: preemption takes the latest */
-} slot;
-
-/* A sample waiting to run: a preempted one, to start again. */
-typedef struct {
-    int req, sample;
-} pending;
+    long admitted;           /* admission order: taking back blocks starts with the latest */
+    seq_state state;
+    int feed;                /* rows this step feeds; row: the first of them */
+    int row;
+} seq;
 
 /* Everything the engine allocates once, sized from the config and the requests. */
 typedef struct {
     or1_dmodel *dm;
     const or1_model_config *c;
     const or1_request *reqs;
+    const or1_tool_hooks *tools;
     int n_reqs, n_slots, n_prefix, pcap, ncap, pblocks, sblocks;
+    long n_seqs;
     prefix *pre;
-    slot *slots;
+    seq *seqs;
+    int *slots; /* the sample in each slot, -1: free */
     int32_t *free_blocks; /* a stack of free block ids */
     int n_free, n_blocks;
-    pending *retry; /* preempted samples, oldest first */
-    int n_retry;
-    long admissions, preemptions;
+    long *queue; /* samples ready to take a slot again (back from a tool or taken back), oldest first */
+    long n_queue, next_new; /* next_new: the first sample never admitted */
+    long admissions, preemptions, tool_calls, waiting; /* waiting: samples on a tool now */
+    or1_tool_reply *replies;
     /* host: the decode step's rows, block table, the model's hidden states to sample (states 0
      * to n_prefix-1 are the prefixes', then one per decode row), sampling settings, draws */
     int32_t *tokens, *pos, *kv_rows, *seg, *row_slot, *idx, *next, *table, *prompt_rows;
@@ -83,7 +96,8 @@ static const char *human_bytes(double b, char *buf, size_t cap) {
 }
 
 /* Picks the slot count whose live prompts and one full-length sequence fit the KV budget,
- * and the pool: the budget's blocks, no more than every slot at full length could use. */
+ * and the pool: the budget's blocks, no more than every slot at full length could use (with
+ * tools, every sample: those waiting on a tool keep their blocks). */
 static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
     double budget = (cfg->kv_cache_gb > 0 ? cfg->kv_cache_gb : 8.0) * 1073741824.0;
     double block_bytes = 4.0 * kv_floats(e->c, KV_BLOCK);
@@ -100,7 +114,8 @@ static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
     }
     e->n_slots = s;
     e->n_prefix = s + 1; /* live prompts: those of active slots plus the one being admitted */
-    double most = (double)e->n_prefix * e->pblocks + (double)s * e->sblocks, fit = budget / block_bytes;
+    double holders = cfg->tools ? (double)total : (double)s;
+    double most = (double)e->n_prefix * e->pblocks + holders * e->sblocks, fit = budget / block_bytes;
     e->n_blocks = (int)(fit < most ? fit : most);
     return 0;
 }
@@ -134,30 +149,36 @@ static int check_requests(engine *e) {
     return 0;
 }
 
-/* Sizes the model's paged pool and workspace, and allocates slots, block lists and step
- * buffers in one go. */
-static int engine_alloc(engine *e) {
-    size_t S = (size_t)e->n_slots, P = (size_t)e->n_prefix;
+/* Sizes the model's paged pool and workspace, and allocates samples, block lists and step
+ * buffers in one go. Rows of one sample share its block-table entries, so the table never needs
+ * more than one prompt and one sample's blocks per slot. */
+static int engine_alloc(engine *e, or1_completion *out) {
+    size_t S = (size_t)e->n_slots, P = (size_t)e->n_prefix, N = (size_t)e->n_seqs;
     int table_cap = e->n_slots * (e->pblocks + e->sblocks);
     if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_slots, e->pcap, e->pcap + e->ncap, table_cap,
                                   e->n_prefix + e->n_slots))
         return -1;
-    int32_t *lists = or1_malloc((P * (size_t)e->pblocks + S * (size_t)e->sblocks + (size_t)e->n_blocks + 1) *
+    int32_t *lists = or1_malloc((P * (size_t)e->pblocks + N * (size_t)e->sblocks + (size_t)e->n_blocks + 1) *
                                 sizeof *lists);
     e->pre = or1_calloc(P, sizeof *e->pre);
     for (size_t i = 0; i < P; i++) e->pre[i] = (prefix){-1, 0, lists + i * (size_t)e->pblocks, 0};
-    e->slots = or1_calloc(S, sizeof *e->slots);
-    for (size_t i = 0; i < S; i++)
-        e->slots[i] = (slot){.req = -1, .blocks = lists + P * (size_t)e->pblocks + i * (size_t)e->sblocks};
-    e->free_blocks = lists + P * (size_t)e->pblocks + S * (size_t)e->sblocks;
+    e->seqs = or1_calloc(N, sizeof *e->seqs);
+    for (int i = 0, q = 0; i < e->n_reqs; i++)
+        for (int j = 0; j < e->reqs[i].n_samples; j++, q++)
+            e->seqs[q] = (seq){.req = i, .sample = j, .prefix = -1, .out = &out[q],
+                               .blocks = lists + P * (size_t)e->pblocks + (size_t)q * (size_t)e->sblocks};
+    e->free_blocks = lists + P * (size_t)e->pblocks + N * (size_t)e->sblocks;
     for (int b = 0; b < e->n_blocks; b++) e->free_blocks[b] = e->n_blocks - 1 - b; /* block 0 on top */
     e->n_free = e->n_blocks;
+    e->slots = or1_malloc(S * sizeof *e->slots);
+    for (size_t i = 0; i < S; i++) e->slots[i] = -1;
+    e->queue = or1_malloc(N * sizeof *e->queue);
+    e->replies = or1_malloc(N * sizeof *e->replies);
     e->tokens = or1_malloc((10 * S + (size_t)table_cap + (size_t)e->pcap) * sizeof(int32_t));
     e->pos = e->tokens + S, e->kv_rows = e->pos + S, e->seg = e->kv_rows + S, e->row_slot = e->seg + 4 * S;
     e->idx = e->row_slot + S, e->next = e->idx + S, e->table = e->next + S, e->prompt_rows = e->table + table_cap;
     e->logp = or1_malloc(S * sizeof(float));
     e->rows = or1_malloc(S * sizeof *e->rows);
-    e->retry = or1_malloc(S * sizeof *e->retry);
     return 0;
 }
 
@@ -166,11 +187,13 @@ static void engine_free(engine *e) {
     or1_dmodel_decode_release(e->dm);
     if (e->pre) free(e->pre[0].blocks); /* the one allocation behind every block list */
     free(e->pre);
+    free(e->seqs);
     free(e->slots);
+    free(e->queue);
+    free(e->replies);
     free(e->tokens);
     free(e->logp);
     free(e->rows);
-    free(e->retry);
 }
 
 /* A block from the pool, or -1 when it is empty. */
@@ -225,72 +248,118 @@ static void release_prefix(engine *e, int k) {
     p->req = -1;
 }
 
-/* Stops slot i and queues its sample to start again (its prompt stays resident). */
-static void preempt(engine *e, int i) {
-    slot *s = &e->slots[i];
-    give_blocks(e, s->blocks, s->n_blocks);
-    e->retry[e->n_retry++] = (pending){s->req, s->sample};
-    s->out->n = 0;
-    s->n_blocks = 0;
-    s->req = -1;
+/* Takes back sample q's blocks: it keeps its tokens and feeds them all again later. */
+static void drop_blocks(engine *e, seq *q) {
+    give_blocks(e, q->blocks, q->n_blocks);
+    q->n_blocks = q->n_fed = q->feed = 0;
     e->preemptions++;
 }
 
-/* The most recently admitted active slot other than `keep`, or -1. */
-static int latest_other(const engine *e, int keep) {
-    int best = -1;
-    for (int i = 0; i < e->n_slots; i++)
-        if (i != keep && e->slots[i].req >= 0 && (best < 0 || e->slots[i].admitted > e->slots[best].admitted))
-            best = i;
-    return best;
+/* Puts sample q at the back of the queue for a slot. */
+static void enqueue(engine *e, seq *q) {
+    q->state = SEQ_QUEUED;
+    e->queue[e->n_queue++] = q - e->seqs;
 }
 
-/* Gives every sequence about to write a key and value past its last block a new block,
- * oldest sequences first, preempting the latest admitted ones while the pool is empty. */
+/* Frees blocks for the sample in slot `keep`: from the latest admitted sample that waits (on a
+ * tool or for a slot) and holds blocks, else by stopping the latest admitted other slot (its
+ * sample queued to go on later). */
+static int preempt_one(engine *e, int keep) {
+    seq *best = NULL;
+    for (long q = 0; q < e->n_seqs; q++) {
+        seq *x = &e->seqs[q];
+        if ((x->state == SEQ_TOOL || x->state == SEQ_QUEUED) && x->n_blocks > 0 &&
+            (!best || x->admitted > best->admitted))
+            best = x;
+    }
+    if (best) {
+        drop_blocks(e, best);
+        return 0;
+    }
+    int victim = -1;
+    for (int i = 0; i < e->n_slots; i++)
+        if (i != keep && e->slots[i] >= 0 &&
+            (victim < 0 || e->seqs[e->slots[i]].admitted > e->seqs[e->slots[victim]].admitted))
+            victim = i;
+    if (victim < 0) return or1_fail("generate: the KV pool cannot hold one sequence (internal error)");
+    seq *x = &e->seqs[e->slots[victim]];
+    drop_blocks(e, x);
+    e->slots[victim] = -1;
+    enqueue(e, x);
+    return 0;
+}
+
+/* Rows each active sample feeds this step, within the workspace's rows: one for every sample
+ * with unfed tokens first, then the rest of the budget to the longest-waiting feeds, in slot
+ * order. */
+static void plan_feeds(engine *e) {
+    int budget = e->n_slots;
+    for (int i = 0; i < e->n_slots; i++) {
+        if (e->slots[i] < 0) continue;
+        seq *q = &e->seqs[e->slots[i]];
+        q->feed = q->n_gen > q->n_fed ? 1 : 0;
+        budget -= q->feed;
+    }
+    for (int i = 0; i < e->n_slots && budget > 0; i++) {
+        if (e->slots[i] < 0) continue;
+        seq *q = &e->seqs[e->slots[i]];
+        int more = q->n_gen - q->n_fed - q->feed;
+        if (more > budget) more = budget;
+        if (more > 0) q->feed += more, budget -= more;
+    }
+}
+
+/* Gives every active sample the blocks this step's rows write to, oldest admitted first,
+ * taking blocks back (preempt_one) while the pool is empty. */
 static int grow_blocks(engine *e) {
     for (;;) {
         int pick = -1; /* the oldest active slot that needs a block */
         for (int i = 0; i < e->n_slots; i++) {
-            slot *s = &e->slots[i];
-            if (s->req < 0 || s->n_gen == 0 || (s->n_gen - 1) / KV_BLOCK < s->n_blocks) continue;
-            if (pick < 0 || s->admitted < e->slots[pick].admitted) pick = i;
+            if (e->slots[i] < 0) continue;
+            const seq *q = &e->seqs[e->slots[i]];
+            if (q->feed == 0 || blocks_for(q->n_fed + q->feed) <= q->n_blocks) continue;
+            if (pick < 0 || q->admitted < e->seqs[e->slots[pick]].admitted) pick = i;
         }
         if (pick < 0) return 0;
-        while (e->n_free == 0) {
-            int victim = latest_other(e, pick);
-            if (victim < 0) return or1_fail("generate: the KV pool cannot hold one sequence (internal error)");
-            preempt(e, victim);
-        }
-        slot *s = &e->slots[pick];
-        s->blocks[s->n_blocks++] = take_block(e);
+        while (e->n_free == 0)
+            if (preempt_one(e, pick)) return -1;
+        seq *q = &e->seqs[e->slots[pick]];
+        q->blocks[q->n_blocks++] = take_block(e);
     }
 }
 
-/* Runs every active slot with at least one generated token through the model (its newest
- * token's key and value go to its own blocks); their hidden states land after the prefixes'. */
+/* Runs every active sample's unfed tokens planned for this step through the model (their keys
+ * and values go to its own blocks); their hidden states land after the prefixes'. */
 static int decode_step(engine *e) {
+    plan_feeds(e);
     if (grow_blocks(e)) return -1;
     int R = 0, n_table = 0;
     for (int i = 0; i < e->n_slots; i++) {
-        slot *s = &e->slots[i];
-        if (s->req < 0 || s->n_gen == 0) continue;
-        const prefix *p = &e->pre[s->prefix];
-        int n_prompt = e->reqs[s->req].n_prompt;
-        e->row_slot[R] = i;
-        e->tokens[R] = s->out->ids[s->n_gen - 1];
-        e->pos[R] = n_prompt + s->n_gen - 1;
-        e->kv_rows[R] = block_row(s->blocks, s->n_gen - 1);
-        int32_t *g = e->seg + 4 * R;
-        g[0] = n_table, g[1] = n_prompt;
+        if (e->slots[i] < 0) continue;
+        seq *q = &e->seqs[e->slots[i]];
+        if (q->feed == 0) continue;
+        const prefix *p = &e->pre[q->prefix];
+        int n_prompt = e->reqs[q->req].n_prompt, pt = n_table;
         memcpy(e->table + n_table, p->blocks, (size_t)p->n_blocks * sizeof *e->table);
         n_table += p->n_blocks;
-        g[2] = n_table, g[3] = s->n_gen;
-        memcpy(e->table + n_table, s->blocks, (size_t)s->n_blocks * sizeof *e->table);
-        n_table += s->n_blocks;
-        R++;
+        int ot = n_table;
+        memcpy(e->table + n_table, q->blocks, (size_t)q->n_blocks * sizeof *e->table);
+        n_table += q->n_blocks;
+        q->row = R;
+        for (int t = q->n_fed; t < q->n_fed + q->feed; t++, R++) {
+            e->tokens[R] = q->out->ids[t];
+            e->pos[R] = n_prompt + t;
+            e->kv_rows[R] = block_row(q->blocks, t);
+            int32_t *g = e->seg + 4 * R;
+            g[0] = pt, g[1] = n_prompt, g[2] = ot, g[3] = t + 1;
+        }
     }
     if (R == 0) return 0;
-    return or1_dmodel_decode(e->dm, R, e->tokens, e->pos, e->kv_rows, e->seg, e->table, n_table, e->n_prefix);
+    if (or1_dmodel_decode(e->dm, R, e->tokens, e->pos, e->kv_rows, e->seg, e->table, n_table, e->n_prefix))
+        return -1;
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i] >= 0) e->seqs[e->slots[i]].n_fed += e->seqs[e->slots[i]].feed;
+    return 0;
 }
 
 /* A model EOS id or one of the request's stop ids. */
@@ -302,30 +371,36 @@ bool or1_is_stop(const or1_model_config *c, const or1_sampling *s, int32_t tok) 
     return false;
 }
 
-/* Samples the next token of every active slot, each from its own counters: a slot's hidden
- * state is its decode row, or its prompt's when it has generated nothing yet. */
+/* Whether active sample q draws this step: every token it holds is fed (none yet: its
+ * prompt's state gives the first). */
+static bool draws(const seq *q) { return q->n_gen == 0 || (q->feed > 0 && q->n_fed == q->n_gen); }
+
+/* Samples the next token of every active sample that draws, each from its own counters: its
+ * hidden state is its last fed row's, or its prompt's when it holds no token yet. */
 static int sample_all(engine *e) {
-    int A = 0, R = 0;
+    int A = 0;
     for (int i = 0; i < e->n_slots; i++) {
-        slot *s = &e->slots[i];
-        if (s->req < 0) continue;
-        bool decoded = s->n_gen > 0;
-        e->idx[A] = decoded ? e->n_prefix + R++ : s->prefix;
-        e->rows[A] = sample_row(&e->reqs[s->req].s);
-        e->rows[A].stream = s->sample, e->rows[A].counter = s->n_gen;
+        if (e->slots[i] < 0) continue;
+        const seq *q = &e->seqs[e->slots[i]];
+        if (!draws(q)) continue;
+        e->idx[A] = q->n_gen == 0 ? q->prefix : e->n_prefix + q->row + q->feed - 1;
+        e->rows[A] = sample_row(&e->reqs[q->req].s);
+        e->rows[A].stream = q->sample, e->rows[A].counter = q->n_gen;
         e->row_slot[A++] = i;
     }
     if (A == 0) return 0;
     if (or1_dmodel_sample(e->dm, A, e->idx, e->rows, e->next, e->logp)) return -1;
     for (int a = 0; a < A; a++) {
-        slot *s = &e->slots[e->row_slot[a]];
+        seq *q = &e->seqs[e->slots[e->row_slot[a]]];
         if (isnan(e->logp[a]))
             return or1_fail("rollout: request %d, sample %d, token %d: the logits are not finite (NaN or infinite "
                             "weights or activations); stopping instead of sampling from them",
-                            s->req, (int)s->sample, s->n_gen);
-        s->out->ids[s->n_gen] = e->next[a];
-        s->out->logprobs[s->n_gen] = e->logp[a];
-        s->n_gen++;
+                            q->req, q->sample, q->n_gen);
+        q->out->ids[q->n_gen] = e->next[a];
+        q->out->logprobs[q->n_gen] = e->logp[a];
+        if (q->out->mask) q->out->mask[q->n_gen] = 1;
+        q->n_gen++;
+        q->feed = -1; /* drew this step: retire_or_call looks at it */
     }
     return 0;
 }
@@ -347,98 +422,164 @@ static void bar_clear(engine *e) {
     e->bar_shown = false;
 }
 
-/* Retires finished slots (stop token or length), reporting each completion. */
-static long retire(engine *e, const or1_engine_cfg *cfg, long *tokens) {
+/* Ends sample q (stop token or length): reports it and gives back its blocks and its share of
+ * its prompt. */
+static void finish(engine *e, const or1_engine_cfg *cfg, seq *q, bool stopped, long *tokens) {
+    q->out->n = q->n_gen;
+    q->out->stopped = stopped;
+    *tokens += q->n_gen;
+    if (cfg->on_done) {
+        bar_clear(e);
+        cfg->on_done(cfg->ctx, q->req, q->sample, q->out);
+    }
+    give_blocks(e, q->blocks, q->n_blocks);
+    q->n_blocks = 0;
+    release_prefix(e, q->prefix);
+    q->state = SEQ_DONE;
+}
+
+/* After the draws: a sample whose token stops it or fills its budget ends; one whose tokens now
+ * end a tool call gives up its slot and waits. Returns the samples ended, or -1. */
+static long retire_or_call(engine *e, const or1_engine_cfg *cfg, long *tokens) {
     long done = 0;
     for (int i = 0; i < e->n_slots; i++) {
-        slot *s = &e->slots[i];
-        if (s->req < 0 || s->n_gen == 0) continue;
-        const or1_request *r = &e->reqs[s->req];
-        bool stop = or1_is_stop(e->c, &r->s, s->out->ids[s->n_gen - 1]);
-        if (!stop && s->n_gen < r->s.max_new_tokens) continue;
-        s->out->n = s->n_gen;
-        s->out->stopped = stop;
-        *tokens += s->n_gen;
-        if (cfg->on_done) {
-            bar_clear(e);
-            cfg->on_done(cfg->ctx, s->req, s->sample, s->out);
+        if (e->slots[i] < 0) continue;
+        seq *q = &e->seqs[e->slots[i]];
+        if (q->feed != -1) continue;
+        q->feed = 0;
+        const or1_request *r = &e->reqs[q->req];
+        bool stop = or1_is_stop(e->c, &r->s, q->out->ids[q->n_gen - 1]);
+        if (stop || q->n_gen >= r->s.max_new_tokens) {
+            finish(e, cfg, q, stop, tokens);
+            e->slots[i] = -1;
+            done++;
+            continue;
         }
-        give_blocks(e, s->blocks, s->n_blocks);
-        s->n_blocks = 0;
-        release_prefix(e, s->prefix);
-        s->req = -1;
-        done++;
+        if (!e->tools) continue;
+        int rc = e->tools->call(e->tools->ctx, q->req, q->sample, q->out->ids, q->n_gen);
+        if (rc < 0) return -1;
+        if (rc == 0) continue;
+        q->state = SEQ_TOOL;
+        q->out->tool_calls++;
+        e->tool_calls++, e->waiting++;
+        e->slots[i] = -1;
     }
     return done;
 }
 
-/* Starts sample (req, j) in free slot i, its prompt resident in region k. */
-static void start(engine *e, int i, int req, int j, int k, or1_completion *out) {
-    slot *s = &e->slots[i];
-    *s = (slot){req, j, k, 0, out, s->blocks, 0, e->admissions++};
+/* Appends finished tool calls' replies to their samples (within max_new_tokens: a sample the
+ * reply fills ends at its length) and queues them for a slot; wait_s as in or1_tool_hooks.
+ * Returns the samples ended, or -1. */
+static long take_replies(engine *e, const or1_engine_cfg *cfg, double wait_s, long *tokens) {
+    int n = e->tools->collect(e->tools->ctx, wait_s, e->replies, (int)e->n_seqs);
+    if (n < 0) return -1;
+    long done = 0;
+    for (int k = 0; k < n; k++) {
+        const or1_tool_reply *r = &e->replies[k];
+        long q = -1;
+        for (long x = 0; x < e->n_seqs && q < 0; x++)
+            if (e->seqs[x].req == r->request && e->seqs[x].sample == r->sample) q = x;
+        if (q < 0 || e->seqs[q].state != SEQ_TOOL || r->n < 0)
+            return or1_fail("generate: a tool reply for request %d, sample %d, which waits on no tool", r->request,
+                            r->sample);
+        seq *s = &e->seqs[q];
+        e->waiting--;
+        int room = e->reqs[s->req].s.max_new_tokens - s->n_gen, m = r->n < room ? r->n : room;
+        for (int t = 0; t < m; t++, s->n_gen++) {
+            s->out->ids[s->n_gen] = r->ids[t];
+            s->out->logprobs[s->n_gen] = 0.0f;
+            s->out->mask[s->n_gen] = 0;
+        }
+        if (s->n_gen >= e->reqs[s->req].s.max_new_tokens) {
+            finish(e, cfg, s, false, tokens);
+            done++;
+        } else {
+            enqueue(e, s);
+        }
+    }
+    return done;
 }
 
-/* Puts waiting samples into free slots: preempted ones first (their prompts are resident),
- * then new ones in order while their prompts fit. */
-static int admit(engine *e, or1_completion *out, const long *first, int *next_req, int *next_sample) {
+/* Puts waiting samples into free slots: queued ones first (their prompts are resident), then
+ * new ones in order while their prompts fit. */
+static int admit(engine *e) {
     for (int i = 0; i < e->n_slots; i++) {
-        if (e->slots[i].req >= 0) continue;
-        if (e->n_retry > 0) {
-            pending p = e->retry[0];
-            memmove(e->retry, e->retry + 1, (size_t)--e->n_retry * sizeof *e->retry);
-            start(e, i, p.req, p.sample, resident_prefix(e, p.req), &out[first[p.req] + p.sample]);
-            continue;
+        if (e->slots[i] >= 0) continue;
+        long q;
+        if (e->n_queue > 0) {
+            q = e->queue[0];
+            memmove(e->queue, e->queue + 1, (size_t)--e->n_queue * sizeof *e->queue);
+        } else {
+            if (e->next_new >= e->n_seqs) return 0;
+            q = e->next_new;
+            int k = acquire_prefix(e, e->seqs[q].req);
+            if (k == -2) return 0; /* no room for its prompt yet: wait for sequences to end */
+            if (k < 0) return -1;
+            e->seqs[q].prefix = k;
+            e->next_new++;
         }
-        if (*next_req >= e->n_reqs) return 0;
-        int k = acquire_prefix(e, *next_req);
-        if (k == -2) return 0; /* no room for its prompt yet: wait for sequences to end */
-        if (k < 0) return -1;
-        start(e, i, *next_req, *next_sample, k, &out[first[*next_req] + *next_sample]);
-        if (++*next_sample == e->reqs[*next_req].n_samples) *next_sample = 0, ++*next_req;
+        e->seqs[q].state = SEQ_ACTIVE;
+        e->seqs[q].admitted = e->admissions++;
+        e->slots[i] = (int)q;
     }
     return 0;
 }
 
-/* The continuous-batching loop: admit waiting samples into free slots, decode, sample, retire. */
-static int run(engine *e, const or1_engine_cfg *cfg, or1_completion *out, long total) {
-    int next_req = 0, next_sample = 0;
-    long done = 0, tokens = 0, *first = or1_malloc(((size_t)e->n_reqs + 1) * sizeof *first);
-    first[0] = 0; /* out index of each request's first sample */
-    for (int i = 0; i < e->n_reqs; i++) first[i + 1] = first[i] + e->reqs[i].n_samples;
+/* Whether any slot holds a sample. */
+static bool any_active(const engine *e) {
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i] >= 0) return true;
+    return false;
+}
+
+/* One turn of the loop: take finished tool calls, admit, then decode, sample and retire; with
+ * no sample able to run, wait for a tool instead. Returns the samples ended, or -1. */
+static long turn(engine *e, const or1_engine_cfg *cfg, long *tokens) {
+    long done = 0;
+    if (e->waiting > 0 && (done = take_replies(e, cfg, 0, tokens)) < 0) return -1;
+    if (admit(e)) return -1;
+    if (!any_active(e)) {
+        if (e->waiting == 0) return or1_fail("generate: no sample can run (internal error)");
+        long d = take_replies(e, cfg, 1.0, tokens);
+        return d < 0 ? -1 : done + d;
+    }
+    if (decode_step(e) || sample_all(e)) return -1;
+    long d = retire_or_call(e, cfg, tokens);
+    return d < 0 ? -1 : done + d;
+}
+
+/* The continuous-batching loop until every sample has ended. */
+static int run(engine *e, const or1_engine_cfg *cfg) {
+    long done = 0, tokens = 0;
     double t0 = or1_now();
     bool bar = cfg->progress && isatty(2);
-    int rc = 0;
-    while (rc == 0 && done < total) {
-        rc = admit(e, out, first, &next_req, &next_sample);
-        if (rc == 0) rc = decode_step(e);
-        if (rc == 0) rc = sample_all(e);
-        if (rc == 0) done += retire(e, cfg, &tokens);
-        if (bar) progress(e, done, total, tokens, t0);
+    while (done < e->n_seqs) {
+        long d = turn(e, cfg, &tokens);
+        if (d < 0) break;
+        done += d;
+        if (bar) progress(e, done, e->n_seqs, tokens, t0);
     }
     if (e->bar_shown) fputc('\n', stderr); /* the bar's last state stays, on a line of its own */
     e->bar_shown = false;
-    free(first);
-    return rc;
+    return done < e->n_seqs ? -1 : 0;
 }
 
 /* Validates, sizes the cache, allocates outputs and runs the engine. */
 int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg, or1_completion *out) {
-    engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n};
-    long total = 0;
+    engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n, .tools = cfg->tools};
     if (check_requests(&e)) return -1;
-    for (int i = 0; i < n; i++) total += reqs[i].n_samples;
-    if (total == 0) return 0;
-    if (plan_slots(&e, cfg, total)) return -1;
+    for (int i = 0; i < n; i++) e.n_seqs += reqs[i].n_samples;
+    if (e.n_seqs == 0) return 0;
+    if (plan_slots(&e, cfg, e.n_seqs)) return -1;
     for (int i = 0, k = 0; i < n; i++)
         for (int j = 0; j < reqs[i].n_samples; j++, k++) {
-            out[k].ids = or1_malloc((size_t)reqs[i].s.max_new_tokens * sizeof(int32_t));
-            out[k].logprobs = or1_malloc((size_t)reqs[i].s.max_new_tokens * sizeof(float));
-            out[k].n = 0;
-            out[k].stopped = false;
+            size_t m = (size_t)reqs[i].s.max_new_tokens;
+            out[k] = (or1_completion){or1_malloc(m * sizeof(int32_t)), or1_malloc(m * sizeof(float)),
+                                      cfg->tools ? or1_malloc(m) : NULL, 0, 0, false};
         }
-    int rc = engine_alloc(&e);
-    if (rc == 0) rc = run(&e, cfg, out, total);
-    if (cfg->stats) *cfg->stats = (or1_engine_stats){e.n_slots, e.n_blocks, KV_BLOCK, e.preemptions};
+    int rc = engine_alloc(&e, out);
+    if (rc == 0) rc = run(&e, cfg);
+    if (cfg->stats) *cfg->stats = (or1_engine_stats){e.n_slots, e.n_blocks, KV_BLOCK, e.preemptions, e.tool_calls};
     engine_free(&e);
     return rc;
 }
@@ -448,5 +589,6 @@ void or1_completions_free(or1_completion *c, int n) {
     for (int i = 0; i < n; i++) {
         free(c[i].ids);
         free(c[i].logprobs);
+        free(c[i].mask);
     }
 }

@@ -30,3 +30,13 @@ add_executable(test_rollout_sample ${CMAKE_CURRENT_LIST_DIR}/test_sample.c)
 target_link_libraries(test_rollout_sample PRIVATE or1lib)
 add_test(NAME rollout_sampler COMMAND test_rollout_sample)
 set_tests_properties(rollout_sampler PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+
+# Samples that pause on a tool call: the extend after a reply against a single-turn prefill.
+add_executable(test_rollout_tool_engine ${CMAKE_CURRENT_LIST_DIR}/test_tool_engine.c)
+target_link_libraries(test_rollout_tool_engine PRIVATE or1lib)
+add_test(NAME rollout_tool_engine COMMAND test_rollout_tool_engine)
+set_tests_properties(rollout_tool_engine PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+
+# or1 generate --tools with the real sandbox: calls, hostile ones contained, the turn budget.
+or1_rollout_test(tools test_tools.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(rollout_tools PROPERTIES RUN_SERIAL TRUE)
