@@ -27,7 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { KV_BLOCK = 16 };
+/* KV_BLOCK: rows of a pool block. EXTEND_ROWS: rows a decode step holds beyond one per slot,
+ * so that a reply or a taken-back sample is fed in long runs even when every slot decodes. */
+enum { KV_BLOCK = 16, EXTEND_ROWS = 64 };
 
 /* A prompt's blocks and the hidden state that gives its first token (row `index` of the
  * engine's hidden buffer); refs counts its samples not yet finished. */
@@ -59,7 +61,7 @@ typedef struct {
     const or1_model_config *c;
     const or1_request *reqs;
     const or1_tool_hooks *tools;
-    int n_reqs, n_slots, n_prefix, pcap, ncap, pblocks, sblocks;
+    int n_reqs, n_slots, n_rows, n_prefix, pcap, ncap, pblocks, sblocks; /* n_rows: a step's rows at most */
     long n_seqs;
     prefix *pre;
     seq *seqs;
@@ -153,10 +155,11 @@ static int check_requests(engine *e) {
  * buffers in one go. Rows of one sample share its block-table entries, so the table never needs
  * more than one prompt and one sample's blocks per slot. */
 static int engine_alloc(engine *e, or1_completion *out) {
-    size_t S = (size_t)e->n_slots, P = (size_t)e->n_prefix, N = (size_t)e->n_seqs;
+    e->n_rows = e->n_slots + EXTEND_ROWS;
+    size_t S = (size_t)e->n_slots, R = (size_t)e->n_rows, P = (size_t)e->n_prefix, N = (size_t)e->n_seqs;
     int table_cap = e->n_slots * (e->pblocks + e->sblocks);
-    if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_slots, e->pcap, e->pcap + e->ncap, table_cap,
-                                  e->n_prefix + e->n_slots))
+    if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_rows, e->pcap, e->pcap + e->ncap, table_cap,
+                                  e->n_prefix + e->n_rows))
         return -1;
     int32_t *lists = or1_malloc((P * (size_t)e->pblocks + N * (size_t)e->sblocks + (size_t)e->n_blocks + 1) *
                                 sizeof *lists);
@@ -174,8 +177,8 @@ static int engine_alloc(engine *e, or1_completion *out) {
     for (size_t i = 0; i < S; i++) e->slots[i] = -1;
     e->queue = or1_malloc(N * sizeof *e->queue);
     e->replies = or1_malloc(N * sizeof *e->replies);
-    e->tokens = or1_malloc((10 * S + (size_t)table_cap + (size_t)e->pcap) * sizeof(int32_t));
-    e->pos = e->tokens + S, e->kv_rows = e->pos + S, e->seg = e->kv_rows + S, e->row_slot = e->seg + 4 * S;
+    e->tokens = or1_malloc((7 * R + 3 * S + (size_t)table_cap + (size_t)e->pcap) * sizeof(int32_t));
+    e->pos = e->tokens + R, e->kv_rows = e->pos + R, e->seg = e->kv_rows + R, e->row_slot = e->seg + 4 * R;
     e->idx = e->row_slot + S, e->next = e->idx + S, e->table = e->next + S, e->prompt_rows = e->table + table_cap;
     e->logp = or1_malloc(S * sizeof(float));
     e->rows = or1_malloc(S * sizeof *e->rows);
@@ -290,10 +293,9 @@ static int preempt_one(engine *e, int keep) {
 }
 
 /* Rows each active sample feeds this step, within the workspace's rows: one for every sample
- * with unfed tokens first, then the rest of the budget to the longest-waiting feeds, in slot
- * order. */
+ * with unfed tokens first, then the rest of the budget to longer feeds, in slot order. */
 static void plan_feeds(engine *e) {
-    int budget = e->n_slots;
+    int budget = e->n_rows;
     for (int i = 0; i < e->n_slots; i++) {
         if (e->slots[i] < 0) continue;
         seq *q = &e->seqs[e->slots[i]];

@@ -2,8 +2,8 @@
  * API, or1_dmodel, over both) on random weights: log-probs, entropies and every parameter's
  * gradient for a packed batch of three sequences, one AdamW step, and the rollout engine
  * (shared prompts, continuous batching; each sampled token's log-prob against the CPU head
- * over the whole sequence, and greedy tokens against the CPU's argmax), and the GPU sampler's
- * top-k / top-p truncation).
+ * over the whole sequence, and greedy tokens against the CPU's argmax), samples paused on a
+ * tool call and extended with its reply, and the GPU sampler's top-k / top-p truncation).
  * Tolerances, on errors scaled by each tensor's largest magnitude:
  *   fp32: log-probs / entropies 1e-4, gradients 1e-3, AdamW parameters 1e-5, decode 1e-4;
  *   bf16 matmuls: log-probs / entropies 3e-2, gradients 1e-1 (8-bit mantissas through
@@ -196,6 +196,84 @@ static void check_generate(const or1_model_config *c, float temperature) {
     pair_close(&P);
 }
 
+/* Tool hooks for check_tools: a call after a sample's second token, answered at the next
+ * collection by 20 ids (more than a step's rows, so the reply is fed over several steps). */
+enum { TOOL_SAMPLES = 6, TOOL_REPLY = 20 };
+typedef struct {
+    int pending[TOOL_SAMPLES][2], n_pending;
+    int32_t ids[TOOL_REPLY];
+} tool_ctx;
+
+/* A call when the sample holds exactly two tokens (its first two draws). */
+static int tool_call(void *p, int req, int sample, const int32_t *ids, int n) {
+    tool_ctx *t = p;
+    (void)ids;
+    if (n != 2) return 0;
+    t->pending[t->n_pending][0] = req, t->pending[t->n_pending][1] = sample;
+    t->n_pending++;
+    return 1;
+}
+
+/* Every pending call's reply. */
+static int tool_collect(void *p, double wait_s, or1_tool_reply *out, int max) {
+    tool_ctx *t = p;
+    (void)wait_s;
+    int k = 0;
+    for (; k < t->n_pending && k < max; k++)
+        out[k] = (or1_tool_reply){t->pending[k][0], t->pending[k][1], t->ids, TOOL_REPLY};
+    t->n_pending = 0;
+    return k;
+}
+
+/* The engine with tool calls on the GPU: each sample pauses after two tokens and takes a
+ * 20-token reply, fed through the paged pool in a few multi-row steps; then every sampled
+ * token's log-prob (mask 1) against the CPU's forward over the whole sequence, and the replies
+ * (mask 0) where they belong. */
+static void check_tools(const or1_model_config *c) {
+    enum { REQS = 3, M = 2, STEPS = 30 };
+    pair P;
+    pair_open(&P, c, 15, OR1_CUDA_FP32);
+    or1_dmodel *dc = P.dc, *dg = P.dg;
+    tool_ctx t = {.n_pending = 0};
+    for (int i = 0; i < TOOL_REPLY; i++) t.ids[i] = (int32_t)(or1_rand_u64(12, 0, (uint64_t)i) % c->vocab);
+    or1_tool_hooks hooks = {tool_call, tool_collect, &t};
+    int32_t prompts[REQS][8];
+    or1_request reqs[REQS];
+    for (int r = 0; r < REQS; r++) {
+        for (int i = 0; i < 8; i++) prompts[r][i] = (int32_t)(or1_rand_u64(10, (uint64_t)r, (uint64_t)i) % c->vocab);
+        reqs[r] = (or1_request){prompts[r], 3 + 2 * r, M, {0.8f, 1.0f, 0, STEPS, (uint64_t)r, NULL, 0}};
+    }
+    or1_completion out[REQS * M];
+    memset(out, 0, sizeof out);
+    or1_engine_cfg ec = {.max_slots = 2, .kv_cache_gb = 1, .tools = &hooks};
+    int rc = !dg || or1_generate(dg, reqs, REQS, &ec, out);
+    CHECK(!rc, "tools: generate: %s", or1_error());
+    for (int k = 0; k < REQS * M && !rc; k++) {
+        int r = k / M, n = out[k].n, np = reqs[r].n_prompt;
+        CHECK(out[k].tool_calls == 1 && n == STEPS && !memcmp(out[k].ids + 2, t.ids, sizeof t.ids) &&
+                  !out[k].mask[2] && !out[k].mask[2 + TOOL_REPLY - 1] && out[k].mask[1] && out[k].mask[2 + TOOL_REPLY],
+              "tools: request %d sample %d: %d calls, %d tokens, the reply not at tokens 2-21", r, k % M,
+              out[k].tool_calls, n);
+        int32_t seq[8 + STEPS];
+        memcpy(seq, prompts[r], (size_t)np * sizeof *seq);
+        memcpy(seq + np, out[k].ids, (size_t)n * sizeof *seq);
+        or1_seq q = {seq, np + n, np};
+        or1_batch b;
+        or1_batch_pack(&b, &q, 1);
+        float want[STEPS], went[STEPS], got[STEPS];
+        bool ok = !or1_dmodel_forward(dc, &b, false) && !or1_dmodel_head(dc, &b, 0.8f, want, went);
+        int m = 0;
+        for (int s = 0; s < n; s++)
+            if (out[k].mask[s]) got[m] = out[k].logprobs[s], want[m++] = want[s];
+        char name[96];
+        snprintf(name, sizeof name, "tools logp request %d sample %d", r, k % M);
+        if (CHECK(ok, "%s: %s", name, or1_error())) expect_close(name, got, want, (size_t)m, 1e-4);
+        or1_batch_free(&b);
+    }
+    or1_completions_free(out, REQS * M);
+    pair_close(&P);
+}
+
 /* Truncation on the GPU sampler: at temperature 0.8, top-k 1 and top-p 1e-6 each leave only
  * the most likely token, so both must give the CPU engine's greedy tokens (but at near-ties). */
 static void check_truncation(const or1_model_config *c) {
@@ -246,6 +324,7 @@ int main(void) {
         check_generate(&c, 0);
         check_generate(&c, 0.8f);
         check_truncation(&c);
+        check_tools(&c);
     }
     return check_report();
 }
