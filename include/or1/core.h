@@ -27,6 +27,14 @@ void *or1_malloc(size_t n);
 void *or1_calloc(size_t count, size_t size);
 void *or1_realloc(void *p, size_t n);
 char *or1_strdup(const char *s);
+
+/* A growing byte buffer, kept NUL-terminated (s is NULL until the first append; free(s)). */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} or1_text;
+/* Appends n bytes of b, doubling the room when it runs out. */
+void or1_text_add(or1_text *t, const void *b, size_t n);
 /* 64-byte aligned allocation for numeric buffers, zero-filled; free with free(). */
 float *or1_alloc_floats(size_t n);
 

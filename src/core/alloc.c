@@ -45,6 +45,17 @@ char *or1_strdup(const char *s) {
     return d;
 }
 
+/* See core.h. */
+void or1_text_add(or1_text *t, const void *b, size_t n) {
+    if (t->len + n + 1 > t->cap) {
+        t->cap = 2 * (t->len + n + 1);
+        t->s = or1_realloc(t->s, t->cap);
+    }
+    if (n) memcpy(t->s + t->len, b, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
 /* Zeroed, 64-byte aligned float buffer (cache-line and AVX-512 friendly). */
 float *or1_alloc_floats(size_t n) {
     if (n > SIZE_MAX / sizeof(float) - 64) out_of_memory(SIZE_MAX);

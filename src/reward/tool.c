@@ -113,34 +113,17 @@ static node *fifo_pop(fifo *f) {
     return n;
 }
 
-/* A growing text buffer. */
-typedef struct {
-    char *s;
-    size_t len, alloc;
-} text;
-
-/* Appends n bytes. */
-static void text_add(text *t, const char *s, size_t n) {
-    if (t->len + n + 1 > t->alloc) {
-        t->alloc = 2 * (t->len + n + 1);
-        t->s = or1_realloc(t->s, t->alloc);
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
 /* Appends a formatted line, first ending the text's last line if it is open. */
-static void text_line(text *t, const char *fmt, ...) OR1_PRINTF(2, 3);
-static void text_line(text *t, const char *fmt, ...) {
+static void text_line(or1_text *t, const char *fmt, ...) OR1_PRINTF(2, 3);
+static void text_line(or1_text *t, const char *fmt, ...) {
     char line[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (t->len > 0 && t->s[t->len - 1] != '\n') text_add(t, "\n", 1);
-    text_add(t, line, n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-    text_add(t, "\n", 1);
+    if (t->len > 0 && t->s[t->len - 1] != '\n') or1_text_add(t, "\n", 1);
+    or1_text_add(t, line, n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    or1_text_add(t, "\n", 1);
 }
 
 /* The longest prefix of s no longer than max that does not split a UTF-8 character. */
@@ -167,16 +150,16 @@ static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 /* Stdout's head and stderr's tail within max bytes with the marker between them: each side gets
  * what it needs up to half of max and what the other leaves, so a traceback's last lines stay. */
-static void add_cut(text *t, const or1_sandbox_result *r, size_t max) {
+static void add_cut(or1_text *t, const or1_sandbox_result *r, size_t max) {
     size_t err_keep = min_size(r->err_len, max - min_size(r->out_len, max / 2));
     size_t out_keep = min_size(r->out_len, max - err_keep);
-    text_add(t, r->out, utf8_cut(r->out, r->out_len, out_keep));
+    or1_text_add(t, r->out, utf8_cut(r->out, r->out_len, out_keep));
     if (r->status == OR1_RUN_OUTPUT_LIMIT)
         text_line(t, "... [output truncated: more than %zu bytes; the code was stopped]", r->out_len + r->err_len);
     else
         text_line(t, "... [output truncated: %zu bytes in all]", r->out_len + r->err_len);
     size_t from = tail_start(r->err, r->err_len, err_keep);
-    text_add(t, r->err + from, r->err_len - from);
+    or1_text_add(t, r->err + from, r->err_len - from);
 }
 
 /* How a run ended, as the model's tool sees it; `cut`: the text was truncated. */
@@ -199,13 +182,13 @@ static or1_tool_status call_status(const or1_sandbox_result *r, bool cut) {
 /* The model's text: stdout then stderr, cut to the limit with a marker, then a line naming the
  * limit that ended the run, if one did. */
 static void call_text(const or1_sandbox_result *r, const or1_tool_limits *lim, or1_tool_result *res) {
-    text t = {0};
+    or1_text t = {0};
     bool cut = r->out_len + r->err_len > lim->max_output_bytes || r->status == OR1_RUN_OUTPUT_LIMIT;
     if (cut) {
         add_cut(&t, r, lim->max_output_bytes);
     } else {
-        text_add(&t, r->out, r->out_len);
-        text_add(&t, r->err, r->err_len);
+        or1_text_add(&t, r->out, r->out_len);
+        or1_text_add(&t, r->err, r->err_len);
     }
     res->status = call_status(r, cut);
     if (r->status == OR1_RUN_CPU_LIMIT)
@@ -234,7 +217,7 @@ static void run_call(const or1_tool_exec *x, const char *code, or1_tool_result *
     or1_sandbox_spec spec = {.argv = argv, .files = &file, .n_files = 1, .limits = lim, .cancel_fd = x->cancel[0]};
     or1_sandbox_result r;
     if (or1_sandbox_run(&spec, &r) != 0) {
-        text t = {0};
+        or1_text t = {0};
         text_line(&t, "SandboxError: the code could not be run: %s", or1_error());
         res->status = OR1_TOOL_SANDBOX_FAILED;
         res->text = t.s;

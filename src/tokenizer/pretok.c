@@ -93,31 +93,14 @@ static bool unknown_to_reference(int32_t cp) {
     return false;
 }
 
-/* A growable byte buffer. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-} bytes;
-
-/* Appends n bytes and keeps the buffer NUL-terminated, as utf8proc's results are. */
-static void bytes_put(bytes *b, const void *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = or1_realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
 /* Appends s[0, n) mapped by utf8proc with options opt; -1 on a library error (which cannot
  * happen on validated UTF-8). */
-static int map_into(bytes *b, const char *s, size_t n, int opt) {
+static int map_into(or1_text *b, const char *s, size_t n, int opt) {
     if (n == 0) return 0;
     utf8proc_uint8_t *dst = NULL;
     utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
                                       (utf8proc_option_t)opt);
-    if (r >= 0) bytes_put(b, dst, (size_t)r);
+    if (r >= 0) or1_text_add(b, dst, (size_t)r);
     free(dst);
     return r < 0 ? -1 : 0;
 }
@@ -132,7 +115,7 @@ static char *unicode_form(const char *s, size_t n, tok_norm form, size_t *out_le
     if (form == NORM_NFC || form == NORM_NFKC) opt |= UTF8PROC_COMPOSE;
     else opt |= UTF8PROC_DECOMPOSE;
     if (form == NORM_NFKC || form == NORM_NFKD) opt |= UTF8PROC_COMPAT;
-    bytes b = {0};
+    or1_text b = {0};
     size_t start = 0;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0;) {
@@ -140,18 +123,18 @@ static char *unicode_form(const char *s, size_t n, tok_norm form, size_t *out_le
         int k = tok_utf8_next((const unsigned char *)s + i, &cp);
         if (cp >= 0x7FD && unknown_to_reference(cp)) {
             rc = map_into(&b, s + start, i - start, opt);
-            bytes_put(&b, s + i, (size_t)k);
+            or1_text_add(&b, s + i, (size_t)k);
             start = i + (size_t)k;
         }
         i += (size_t)k;
     }
     if (rc == 0) rc = map_into(&b, s + start, n - start, opt);
     if (rc != 0) {
-        free(b.p);
+        free(b.s);
         return NULL;
     }
-    *out_len = b.n;
-    return b.p;
+    *out_len = b.len;
+    return b.s;
 }
 
 /* Runs the normalizer over valid UTF-8; returns a new buffer, or NULL if the text is

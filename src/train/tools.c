@@ -10,8 +10,8 @@
 
 /* One sample's text, where its next call may start, its calls so far and its last reply. */
 typedef struct {
-    char *text;
-    size_t len, cap, scan; /* scan: a call's opening is looked for from here on */
+    or1_text t;
+    size_t scan; /* a call's opening is looked for from here on */
     int turns, request, sample;
     int32_t *reply;
 } tool_seq;
@@ -29,24 +29,15 @@ struct or1_tools {
     or1_tools_stats stats;
 };
 
-/* Appends n bytes to a sample's text. */
-static void text_add(tool_seq *s, const char *b, size_t n) {
-    if (s->len + n + 1 > s->cap) {
-        s->cap = 2 * (s->len + n + 1);
-        s->text = or1_realloc(s->text, s->cap);
-    }
-    memcpy(s->text + s->len, b, n);
-    s->len += n;
-    s->text[s->len] = '\0';
-}
-
 /* The code of the call the text now closes (NULL if it closes none): the first opening after
  * s->scan and the first closing after it (sharing the opening's newline allowed: empty code). */
 static char *closed_call(const tool_seq *s) {
-    const char *open = memmem(s->text + s->scan, s->len - s->scan, OR1_TOOL_CALL_OPEN, strlen(OR1_TOOL_CALL_OPEN));
+    const char *text = s->t.s, *end = text + s->t.len;
+    if (!text) return NULL;
+    const char *open = memmem(text + s->scan, s->t.len - s->scan, OR1_TOOL_CALL_OPEN, strlen(OR1_TOOL_CALL_OPEN));
     if (!open) return NULL;
     const char *code = open + strlen(OR1_TOOL_CALL_OPEN), *from = code - 1;
-    const char *close = memmem(from, (size_t)(s->text + s->len - from), OR1_TOOL_CALL_CLOSE,
+    const char *close = memmem(from, (size_t)(end - from), OR1_TOOL_CALL_CLOSE,
                                strlen(OR1_TOOL_CALL_CLOSE));
     if (!close) return NULL;
     size_t n = close > code ? (size_t)(close - code) : 0;
@@ -65,7 +56,7 @@ static int on_token(void *ctx, int request, int sample, const int32_t *ids, int 
     size_t len;
     const char *b = or1_tokenizer_token_bytes(t->tok, ids[n - 1], &len);
     if (!b) return or1_fail("tools: token id %d outside the tokenizer's vocabulary", ids[n - 1]);
-    text_add(s, b, len);
+    or1_text_add(&s->t, b, len);
     if (s->turns >= t->cfg.max_turns) return 0;
     char *code = closed_call(s);
     if (!code) return 0;
@@ -78,12 +69,12 @@ static int on_token(void *ctx, int request, int sample, const int32_t *ids, int 
 }
 
 /* The reply's text around the tool's: on a line of its own, the tool's text ending its line. */
-static void reply_text(const tool_seq *s, const or1_tool_result *r, tool_seq *out) {
-    if (s->len > 0 && s->text[s->len - 1] != '\n') text_add(out, "\n", 1);
-    text_add(out, OR1_TOOL_REPLY_OPEN, strlen(OR1_TOOL_REPLY_OPEN));
-    text_add(out, r->text, r->text_len);
-    if (r->text_len > 0 && r->text[r->text_len - 1] != '\n') text_add(out, "\n", 1);
-    text_add(out, OR1_TOOL_REPLY_CLOSE, strlen(OR1_TOOL_REPLY_CLOSE));
+static void reply_text(const tool_seq *s, const or1_tool_result *r, or1_text *out) {
+    if (s->t.len > 0 && s->t.s[s->t.len - 1] != '\n') or1_text_add(out, "\n", 1);
+    or1_text_add(out, OR1_TOOL_REPLY_OPEN, strlen(OR1_TOOL_REPLY_OPEN));
+    or1_text_add(out, r->text, r->text_len);
+    if (r->text_len > 0 && r->text[r->text_len - 1] != '\n') or1_text_add(out, "\n", 1);
+    or1_text_add(out, OR1_TOOL_REPLY_CLOSE, strlen(OR1_TOOL_REPLY_CLOSE));
 }
 
 /* Counts what a call did. */
@@ -96,19 +87,20 @@ static void count(or1_tools_stats *st, const or1_tool_result *r) {
 
 /* Turns one finished call into the reply the engine appends (its ids kept with the sample). */
 static int make_reply(or1_tools *t, const or1_tool_result *r, or1_tool_reply *out) {
-    tool_seq *s = &t->seqs[r->tag], reply = {0};
+    tool_seq *s = &t->seqs[r->tag];
+    or1_text reply = {0};
     count(&t->stats, r);
     reply_text(s, r, &reply);
     free(s->reply);
     s->reply = NULL;
     size_t n = 0;
-    int rc = or1_tokenizer_encode(t->tok, reply.text, reply.len, OR1_TOK_SPLIT_SPECIAL, &s->reply, &n);
+    int rc = or1_tokenizer_encode(t->tok, reply.s, reply.len, OR1_TOK_SPLIT_SPECIAL, &s->reply, &n);
     if (rc == 0) {
-        text_add(s, reply.text, reply.len);
-        s->scan = s->len;
+        or1_text_add(&s->t, reply.s, reply.len);
+        s->scan = s->t.len;
         *out = (or1_tool_reply){s->request, s->sample, s->reply, (int)n};
     }
-    free(reply.text);
+    free(reply.s);
     return rc;
 }
 
@@ -151,7 +143,7 @@ void or1_tools_free(or1_tools *t) {
     if (!t) return;
     or1_tool_exec_free(t->exec);
     for (long q = 0; q < t->n_seqs; q++) {
-        free(t->seqs[q].text);
+        free(t->seqs[q].t.s);
         free(t->seqs[q].reply);
     }
     free(t->seqs);
