@@ -230,7 +230,7 @@ static int tool_collect(void *p, double wait_s, or1_tool_reply *out, int max) {
  * token's log-prob (mask 1) against the CPU's forward over the whole sequence, and the replies
  * (mask 0) where they belong. */
 static void check_tools(const or1_model_config *c) {
-    enum { REQS = 3, M = 2, STEPS = 30 };
+    enum { REQS = 3, M = 2, STEPS = 25 };
     pair P;
     pair_open(&P, c, 15, OR1_CUDA_FP32);
     or1_dmodel *dc = P.dc, *dg = P.dg;
