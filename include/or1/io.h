@@ -110,5 +110,7 @@ void or1_json_write_ints(FILE *f, const int32_t *x, size_t n);
 void or1_json_write_u8s(FILE *f, const uint8_t *x, size_t n);
 /* Writes a JSON string literal with escapes. */
 void or1_json_write_string(FILE *f, const char *s);
+/* The same for n bytes that may hold a NUL (written as \u0000, as decoded text can hold one). */
+void or1_json_write_string_n(FILE *f, const char *s, size_t n);
 
 #endif

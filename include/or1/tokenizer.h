@@ -51,6 +51,11 @@ int or1_tokenizer_read_text(or1_jsonl_reader *r, const char *key, char **text, s
 int or1_tokenizer_decode(const or1_tokenizer *t, const int32_t *ids, size_t n, bool skip_special,
                          char **text, size_t *len);
 
+/* A new NUL-terminated copy of n bytes with every ill-formed UTF-8 sequence replaced by U+FFFD
+ * (as decode repairs its output), its length in *out_len: text from outside (a tool's output)
+ * made fit to encode. */
+char *or1_utf8_lossy(const char *b, size_t n, size_t *out_len);
+
 /* The raw bytes one token stands for (not NUL-terminated; may be part of a character), or
  * NULL for an id out of range. For streaming detokenization. */
 const char *or1_tokenizer_token_bytes(const or1_tokenizer *t, int32_t id, size_t *len);

@@ -43,7 +43,7 @@ static void print_sample(const printer *p, int req, int sample, const or1_comple
     size_t len;
     if (p->tok && or1_tokenizer_decode(p->tok, c->ids, (size_t)c->n, false, &text, &len) == 0) {
         fputs(",\"text\":", stdout);
-        or1_json_write_string(stdout, text);
+        or1_json_write_string_n(stdout, text, len);
         free(text);
     }
     fputs("}\n", stdout);

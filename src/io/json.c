@@ -297,9 +297,12 @@ void or1_json_write_u8s(FILE *f, const uint8_t *x, size_t n) {
 }
 
 /* A JSON string literal; control characters escaped, UTF-8 passed through. */
-void or1_json_write_string(FILE *f, const char *s) {
+void or1_json_write_string(FILE *f, const char *s) { or1_json_write_string_n(f, s, strlen(s)); }
+
+/* n bytes as a JSON string literal: as or1_json_write_string, a NUL byte written as \u0000. */
+void or1_json_write_string_n(FILE *f, const char *s, size_t n) {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
         switch (*p) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;

@@ -91,8 +91,8 @@ static long utf8_char_len(const unsigned char *s, size_t len, size_t i) {
     return k == need ? (long)(need + 1) : -(long)(k + 1);
 }
 
-/* Copies bytes into out, replacing each maximal ill-formed subsequence by U+FFFD. */
-static char *utf8_lossy(const char *b, size_t n, size_t *out_len) {
+/* See tokenizer.h: each maximal ill-formed subsequence becomes U+FFFD. */
+char *or1_utf8_lossy(const char *b, size_t n, size_t *out_len) {
     char *o = or1_malloc(n * 3 + 1);
     size_t w = 0;
     for (size_t i = 0; i < n;) {
@@ -128,7 +128,7 @@ int or1_tokenizer_decode(const or1_tokenizer *t, const int32_t *ids, size_t n, b
         memcpy(b + w, t->pool + t->tok_off[ids[i]], t->tok_len[ids[i]]);
         w += t->tok_len[ids[i]];
     }
-    *text = utf8_lossy(b, w, len);
+    *text = or1_utf8_lossy(b, w, len);
     free(b);
     return 0;
 }

@@ -93,14 +93,16 @@ static int make_reply(or1_tools *t, const or1_tool_result *r, or1_tool_reply *ou
     reply_text(s, r, &reply);
     free(s->reply);
     s->reply = NULL;
-    size_t n = 0;
-    int rc = or1_tokenizer_encode(t->tok, reply.s, reply.len, OR1_TOK_SPLIT_SPECIAL, &s->reply, &n);
+    size_t n = 0, len;
+    char *text = or1_utf8_lossy(reply.s, reply.len, &len); /* a program may print any bytes */
+    free(reply.s);
+    int rc = or1_tokenizer_encode(t->tok, text, len, OR1_TOK_SPLIT_SPECIAL, &s->reply, &n);
     if (rc == 0) {
-        or1_text_add(&s->t, reply.s, reply.len);
+        or1_text_add(&s->t, text, len);
         s->scan = s->t.len;
         *out = (or1_tool_reply){s->request, s->sample, s->reply, (int)n};
     }
-    free(reply.s);
+    free(text);
     return rc;
 }
 

@@ -9,7 +9,8 @@ hot, lm_head a successor matrix), so greedy decoding writes prompt -> "```python
 -> "\\n```". The engine must pause the sample there, run the program in the sandbox, append
 "```output\\n<what it printed>```\\n" as prefilled tokens (response_mask 0, log-prob 0) and go on:
 the reply's last token leads to the closing word, then to EOS. Programs: an ordinary print, a
-raise, an endless loop, a fork bomb, a memory bomb and a network connection; each must be
+raise, an endless loop, a fork bomb, a memory bomb, a network connection and bytes that are
+not UTF-8 (they reach the model as U+FFFD); each must be
 contained (the run ends in time, the reply names what happened) and the sample must go on to its
 closing word. A model that calls again after every reply checks the turn budget (--tools 2:
 two calls run, the third block is left as text). Without a tokenizer, --tools is refused.
@@ -36,6 +37,7 @@ PROGRAMS = [
     ("fork bomb", "import os\nwhile True:\n    os.fork()", "Error", 60),
     ("memory bomb", "x = bytearray(8 << 30)", "MemoryError", 30),
     ("network", "import socket\nsocket.create_connection(('1.1.1.1', 53), 3)\nprint('connected')", "Error", 30),
+    ("bytes", "import sys\nsys.stdout.buffer.write(b'\\xff\\xc3 ok\\x00\\n')", "\ufffd\ufffd ok\x00\n", 30),
 ]
 FLAGS = ["--temperature", 0, "--max-new-tokens", 800, "--tool-timeout", 2, "--tool-memory-mb", 256,
          "--tool-output-bytes", 160, "--threads", 2]
