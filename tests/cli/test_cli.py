@@ -27,7 +27,7 @@ FLAGS = {
     "logprobs": ["model", "input", "temperature", "device", "precision"],
     "init": ["config", "out", "seed", "std", "save-dtype"],
     "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "chat-template", "chat-template-kwargs", "max-slots",
-                 "kv-cache-gb", "device", "precision"],
+                 "kv-cache-gb", "tools", "tool-timeout", "tool-output-bytes", "tool-memory-mb", "device", "precision"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
     "eval": EVAL,
     "difficulty": [*EVAL, "out", "in-place", "name"],
