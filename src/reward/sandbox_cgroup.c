@@ -25,10 +25,13 @@ static bool available;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 static void own_group(const char *controller, char *out, size_t cap);
+static void empty_group_dir(const char *dir);
 
-/* Removes groups left by an or1 process that died without its exit handler (killed). */
+/* Removes groups left by an or1 process that died without its exit handler (killed): the pids
+ * group first, killing what still runs in it (a grandchild the parent-death signal never
+ * reached), then the others, which are empty once it is. */
 static void sweep_stale(void) {
-    for (int i = 0; i < OR1_CGROUP_N; i++) {
+    for (int i = OR1_CGROUP_N - 1; i >= 0; i--) {
         char own[512], parent[768];
         own_group(controllers[i], own, sizeof own);
         snprintf(parent, sizeof parent, "%s/%s%s", root, controllers[i], own);
@@ -41,6 +44,7 @@ static void sweep_stale(void) {
             if (kill(pid, 0) == 0 || errno != ESRCH) continue;
             char dir[1024];
             snprintf(dir, sizeof dir, "%s/%s", parent, e->d_name);
+            if (strcmp(controllers[i], "pids") == 0) empty_group_dir(dir);
             rmdir(dir); /* fails, harmlessly, while anything still runs in it */
         }
         if (d) closedir(d);

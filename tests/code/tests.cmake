@@ -34,6 +34,10 @@ endforeach()
 or1_python_test(code_load ${CMAKE_CURRENT_LIST_DIR}/load.py $<TARGET_FILE:or1> ${CMAKE_CURRENT_LIST_DIR}/hostile.jsonl)
 set_tests_properties(code_load PROPERTIES RUN_SERIAL TRUE)
 
+# a killed or1's sandboxed grandchildren and control groups, cleaned by the next or1
+or1_python_test(code_killed ${CMAKE_CURRENT_LIST_DIR}/killed.py $<TARGET_FILE:or1>)
+set_tests_properties(code_killed PROPERTIES RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
 or1_python_test(code_real_problems ${CMAKE_CURRENT_LIST_DIR}/real_problems.py $<TARGET_FILE:or1>
                 ${CMAKE_SOURCE_DIR}/data)
 set_tests_properties(code_real_problems PROPERTIES RUN_SERIAL TRUE)
