@@ -15,8 +15,8 @@
  * tokens fill the last one, and gives them all back when it ends. So the number of live
  * sequences follows their actual lengths, not the longest possible. The pool always keeps room
  * for every live prompt plus one sequence at full length; when a growing sequence finds the pool
- * empty, a waiting sample's blocks, else the most recently admitted other sequence's, are taken
- * back: it keeps its tokens and feeds them again later. Its draws are counter-based and every
+ * empty, a waiting sample's blocks, else those of the running sample admitted last (the grower
+ * itself when it is), are taken back: it keeps its tokens and feeds them again later. Its draws are counter-based and every
  * decode kernel computes each row on its own, so it goes on exactly as it would have. */
 #include "or1/core.h"
 #include "or1/rollout.h"
@@ -49,7 +49,7 @@ typedef struct {
     or1_completion *out;
     int32_t *blocks;
     int n_blocks;
-    long admitted;           /* admission order: taking back blocks starts with the latest */
+    long admitted;           /* first admission (-1 before): the lower, the higher its priority */
     seq_state state;
     int feed;                /* rows this step feeds; row: the first of them */
     int row;
@@ -168,7 +168,7 @@ static int engine_alloc(engine *e, or1_completion *out) {
     e->seqs = or1_calloc(N, sizeof *e->seqs);
     for (int i = 0, q = 0; i < e->n_reqs; i++)
         for (int j = 0; j < e->reqs[i].n_samples; j++, q++)
-            e->seqs[q] = (seq){.req = i, .sample = j, .prefix = -1, .out = &out[q],
+            e->seqs[q] = (seq){.req = i, .sample = j, .prefix = -1, .out = &out[q], .admitted = -1,
                                .blocks = lists + P * (size_t)e->pblocks + (size_t)q * (size_t)e->sblocks};
     e->free_blocks = lists + P * (size_t)e->pblocks + N * (size_t)e->sblocks;
     for (int b = 0; b < e->n_blocks; b++) e->free_blocks[b] = e->n_blocks - 1 - b; /* block 0 on top */
@@ -265,8 +265,9 @@ static void enqueue(engine *e, seq *q) {
 }
 
 /* Frees blocks for the sample in slot `keep`: from the latest admitted sample that waits (on a
- * tool or for a slot) and holds blocks, else by stopping the latest admitted other slot (its
- * sample queued to go on later). */
+ * tool or for a slot) and holds blocks, else by stopping the latest admitted running sample,
+ * `keep` itself when it is the latest (queued to go on later). Priority stays with the first
+ * admission, so the earliest samples always progress and two cannot keep stopping each other. */
 static int preempt_one(engine *e, int keep) {
     seq *best = NULL;
     for (long q = 0; q < e->n_seqs; q++) {
@@ -279,12 +280,14 @@ static int preempt_one(engine *e, int keep) {
         drop_blocks(e, best);
         return 0;
     }
-    int victim = -1;
+    int victim = -1, running = 0;
     for (int i = 0; i < e->n_slots; i++)
-        if (i != keep && e->slots[i] >= 0 &&
-            (victim < 0 || e->seqs[e->slots[i]].admitted > e->seqs[e->slots[victim]].admitted))
-            victim = i;
-    if (victim < 0) return or1_fail("generate: the KV pool cannot hold one sequence (internal error)");
+        if (e->slots[i] >= 0) {
+            running++;
+            if (victim < 0 || e->seqs[e->slots[i]].admitted > e->seqs[e->slots[victim]].admitted) victim = i;
+        }
+    if (running == 1 && victim == keep)
+        return or1_fail("generate: the KV pool cannot hold one sequence (internal error)");
     seq *x = &e->seqs[e->slots[victim]];
     drop_blocks(e, x);
     e->slots[victim] = -1;
@@ -312,7 +315,8 @@ static void plan_feeds(engine *e) {
 }
 
 /* Gives every active sample the blocks this step's rows write to, oldest admitted first,
- * taking blocks back (preempt_one) while the pool is empty. */
+ * taking blocks back (preempt_one) while the pool is empty; after each, the neediest sample is
+ * picked again (the one that was may have been stopped). */
 static int grow_blocks(engine *e) {
     for (;;) {
         int pick = -1; /* the oldest active slot that needs a block */
@@ -323,8 +327,10 @@ static int grow_blocks(engine *e) {
             if (pick < 0 || q->admitted < e->seqs[e->slots[pick]].admitted) pick = i;
         }
         if (pick < 0) return 0;
-        while (e->n_free == 0)
+        if (e->n_free == 0) {
             if (preempt_one(e, pick)) return -1;
+            continue;
+        }
         seq *q = &e->seqs[e->slots[pick]];
         q->blocks[q->n_blocks++] = take_block(e);
     }
@@ -521,7 +527,7 @@ static int admit(engine *e) {
             e->next_new++;
         }
         e->seqs[q].state = SEQ_ACTIVE;
-        e->seqs[q].admitted = e->admissions++;
+        if (e->seqs[q].admitted < 0) e->seqs[q].admitted = e->admissions++;
         e->slots[i] = (int)q;
     }
     return 0;

@@ -198,7 +198,7 @@ static void check_generate(const or1_model_config *c, float temperature) {
 
 /* Tool hooks for check_tools: a call after a sample's second token, answered at the next
  * collection by 20 ids (more than a step's rows, so the reply is fed over several steps). */
-enum { TOOL_SAMPLES = 6, TOOL_REPLY = 20 };
+enum { TOOL_SAMPLES = 4, TOOL_REPLY = 20 };
 typedef struct {
     int pending[TOOL_SAMPLES][2], n_pending;
     int32_t ids[TOOL_REPLY];
@@ -230,7 +230,7 @@ static int tool_collect(void *p, double wait_s, or1_tool_reply *out, int max) {
  * token's log-prob (mask 1) against the CPU's forward over the whole sequence, and the replies
  * (mask 0) where they belong. */
 static void check_tools(const or1_model_config *c) {
-    enum { REQS = 3, M = 2, STEPS = 25 };
+    enum { REQS = 2, M = 2, STEPS = 24 };
     pair P;
     pair_open(&P, c, 15, OR1_CUDA_FP32);
     or1_dmodel *dc = P.dc, *dg = P.dg;
