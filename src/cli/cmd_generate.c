@@ -199,7 +199,7 @@ static const cli_flag_spec generate_flags[] = {
     FLAG_DEVICE,
 };
 
-/* The tool flags: NULL cfg when --tools is 0. */
+/* The tool flags into cfg; *on is false when --tools is 0 (refused without a tokenizer). */
 static int tool_flags(cli_args *a, const or1_tokenizer *tok, or1_tools_cfg *cfg, bool *on) {
     int64_t turns, out_bytes, mem_mb;
     double timeout;
