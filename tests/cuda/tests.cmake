@@ -65,4 +65,7 @@ foreach(variant emu emu_reverse gpu)
   or1_python_test(cuda_train${tag} ${CMAKE_CURRENT_LIST_DIR}/test_train.py ${or1} ${CMAKE_BINARY_DIR}/train_fixture
                   ${CMAKE_BINARY_DIR}/cuda_train${tag} TIMEOUT 900 ENV OMP_NUM_THREADS=2 ${env})
   set_tests_properties(cuda_train${tag} PROPERTIES FIXTURES_REQUIRED train_models)
+  if(OR1_SANITIZE)
+    set_property(TEST cuda_train${tag} APPEND PROPERTY ENVIRONMENT OR1_CUDA_TRAIN_QUICK=1)
+  endif()
 endforeach()

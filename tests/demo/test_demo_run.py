@@ -22,6 +22,9 @@ def main(or1, root, scratch, quick=False):
     cmd = ["/usr/bin/python3", "demo/demo.py", "--or1", or1, "--runs", scratch, "--name", "short",
            "--set", f"stages.0.steps={half}", "--set", f"stages.1.steps={half}", "--set", f"eval.every={2 * half}",
            "--set", f"checkpoint.every={2 * half}"]
+    if quick:  # a quarter of the prompts and 16 held-out problems: the path, not the learning
+        cmd += ["--held-out", "16"] + [x for i in (0, 1) for x in ("--set", f"stages.{i}.prompts=8",
+                                                                       "--set", f"stages.{i}.mini_batch=8")]
     r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1500)
     if r.returncode != 0:
         sys.exit(f"FAIL: demo exited {r.returncode}: {r.stderr[-3000:]}")
