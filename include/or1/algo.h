@@ -269,8 +269,11 @@ void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double 
 /* The entropy estimate the controller reads: -(token mean of the sampled tokens' log-probs
  * under the pre-update policy) over the used responses (use NULL: all). 0 if no token. */
 double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n);
-/* Its numerator and denominator: sums[0] = -(sum of the log-probs), sums[1] = their count. */
-void or1_entropy_sums(const float *const *logp, const int *len, const bool *use, size_t n, double sums[2]);
+/* Its numerator and denominator: sums[0] = -(sum of the log-probs), sums[1] = their count,
+ * over the tokens the model sampled (mask NULL, or mask[i] NULL: every token of response i;
+ * else those whose mask is 1). */
+void or1_entropy_sums(const float *const *logp, const int *len, const uint8_t *const *mask, const bool *use, size_t n,
+                      double sums[2]);
 /* State as a small JSON object {"coef": c, "enabled": b}, and back (errors name `where`). */
 cJSON *or1_entropy_state_json(const or1_entropy_ctl *s);
 int or1_entropy_state_load(or1_entropy_ctl *s, const cJSON *j, const char *where);

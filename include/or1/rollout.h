@@ -91,6 +91,8 @@ typedef struct {
 int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg,
                  or1_completion *out);
 void or1_completions_free(or1_completion *c, int n);
+/* The tokens of c the model sampled (its mask's ones; all n without tools). */
+int or1_completion_sampled(const or1_completion *c);
 
 /* True if tok ends a sample: one of the model's EOS ids or of the request's stop ids. */
 bool or1_is_stop(const or1_model_config *c, const or1_sampling *s, int32_t tok);

@@ -26,6 +26,53 @@ typedef struct or1_sandbox_pool or1_sandbox_pool;
 
 /* ---- The trainer's configuration --------------------------------------------------------- */
 
+/* The knobs of tool-integrated rollouts (or1_tools_new below), one row each: the trainer's config
+ * key, the flag of `or1 generate` and `or1 eval`, the or1_tools_cfg field, its type (int or
+ * double), default, range and help. */
+#define OR1_TOOL_OPTIONS(X)                                                                                   \
+    X("rollout.tools.max_turns", "tools", max_turns, int, 0, 0, 1000,                                         \
+      "tool calls per sample: a ```python block the model closes runs in the sandbox and its output is "     \
+      "appended as ```output (0: off)")                                                                       \
+    X("rollout.tools.timeout", "tool-timeout", timeout, double, 5, 0.01, 3600,                                \
+      "CPU seconds of each tool call (wall clock: twice that)")                                              \
+    X("rollout.tools.output_bytes", "tool-output-bytes", output_bytes, int, 1024, 1, 16777216,                \
+      "a tool's output beyond this many bytes is cut, with a marker")                                         \
+    X("rollout.tools.memory_mb", "tool-memory-mb", memory_mb, int, 1024, 16, 1048576, "memory of each tool call, MiB")
+#define OR1_TOOL_FIELD(key, flag, field, type, def, lo, hi, help) type field;
+
+typedef struct {
+    OR1_TOOL_OPTIONS(OR1_TOOL_FIELD) /* max_turns (0: no tools), timeout, output_bytes, memory_mb */
+    int workers;                     /* calls run at once (<= 0: one per core) */
+} or1_tools_cfg;
+
+/* The sandbox limits of each call of c: its CPU seconds, twice that of wall clock, its memory
+ * and output. */
+or1_tool_limits or1_tools_limits(const or1_tools_cfg *c);
+
+/* What the calls of a rollout did, one row per count: its type, field (the name it has in
+ * reports) and meaning. */
+#define OR1_TOOLS_STATS(X)                                                  \
+    X(long, calls, "tool calls")                                            \
+    X(long, errors, "calls that raised or ran out of memory")               \
+    X(long, timeouts, "calls stopped at their time limit")                  \
+    X(long, failures, "calls the sandbox could not run")                    \
+    X(double, seconds, "wall seconds in the sandbox, summed over calls")    \
+    X(long, samples_calling, "samples that made at least one call")
+#define OR1_TOOLS_STATS_FIELD(type, field, help) type field;
+#define OR1_TOOLS_STATS_ONE(type, field, help) +1
+enum { OR1_TOOLS_N_STATS = 0 OR1_TOOLS_STATS(OR1_TOOLS_STATS_ONE) };
+typedef struct {
+    OR1_TOOLS_STATS(OR1_TOOLS_STATS_FIELD)
+} or1_tools_stats;
+
+/* Adds s into *into. */
+void or1_tools_stats_add(or1_tools_stats *into, const or1_tools_stats *s);
+/* Sums *s over the ranks of d (every rank must call). */
+void or1_tools_stats_sum(or1_tools_stats *s, const or1_dist *d);
+/* Adds each count to obj as prefix + its name, then calls_per_sample and samples_calling_ratio
+ * over the samples drawn. */
+void or1_tools_stats_json(const or1_tools_stats *s, size_t samples, cJSON *obj, const char *prefix);
+
 /* One stage of the multi-stage schedule (paper §3.2.2, Tables 10-12). */
 typedef struct {
     char *name;
@@ -58,6 +105,7 @@ typedef struct {
         int max_new_tokens;
         int max_slots;      /* sequences decoded together */
         double kv_cache_gb; /* the engine's KV budget */
+        or1_tools_cfg tools;
     } rollout;
     struct {
         int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
@@ -179,17 +227,20 @@ typedef struct {
     or1_completion *c;
     float *scores;
     or1_reward_status *status;
-    float *seconds; /* each reward's verification time (or1_reward.seconds) */
+    float *seconds;        /* each reward's verification time (or1_reward.seconds) */
+    or1_tools_stats tools; /* what the tool calls did (zero without tools) */
     size_t n;
 } or1_scored;
 
-/* Samples M responses for each row (request seed seeds[i]; max_new from s), decodes them and
- * scores them with the row's verifier on a thread that starts on each sample as soon as it
- * is finished. Seconds of generation go to t_rollout; the scoring left after the last sample
- * to t_reward. */
+/* Samples M responses for each row (request seed seeds[i]; max_new from s), with tool calls
+ * where tools is given with max_turns > 0, decodes each response's sampled tokens (a tool's
+ * reply left out) and scores them with the row's verifier on a thread that starts on each
+ * sample as soon as it is finished. Seconds of generation go to t_rollout; the scoring left
+ * after the last sample to t_reward. */
 int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine, or1_sandbox_pool *pool,
-                      double code_timeout, or1_scored *out, double *t_rollout, double *t_reward);
+                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine,
+                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, double code_timeout, or1_scored *out,
+                      double *t_rollout, double *t_reward);
 void or1_scored_free(or1_scored *s);
 
 /* Evaluation settings. */
@@ -200,6 +251,7 @@ typedef struct {
     double kv_cache_gb;
     uint64_t seed;
     double code_timeout;
+    or1_tools_cfg tools; /* max_turns 0: no tools */
 } or1_eval_opts;
 
 /* Samples n responses per row and returns the avg@n / pass@k report (per data_source and
@@ -258,17 +310,7 @@ int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_n
 #define OR1_TOOL_REPLY_OPEN "```output\n"
 #define OR1_TOOL_REPLY_CLOSE "```\n"
 
-typedef struct {
-    int max_turns;          /* calls per sample */
-    or1_tool_limits limits; /* of each call */
-    int workers;            /* calls run at once (<= 0: one per core) */
-} or1_tools_cfg;
 
-/* What the calls of a rollout did. */
-typedef struct {
-    long calls, errors, timeouts, failures; /* failures: the sandbox could not run the call */
-    double seconds;                         /* in the sandbox, summed over calls */
-} or1_tools_stats;
 
 typedef struct or1_tools or1_tools;
 

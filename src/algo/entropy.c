@@ -51,12 +51,14 @@ void or1_entropy_update(or1_entropy_ctl *s, const or1_entropy_params *p, double 
 }
 
 /* The two sums behind the estimate, kept apart so that ranks can add theirs before dividing. */
-void or1_entropy_sums(const float *const *logp, const int *len, const bool *use, size_t n, double sums[2]) {
+void or1_entropy_sums(const float *const *logp, const int *len, const uint8_t *const *mask, const bool *use, size_t n,
+                      double sums[2]) {
     sums[0] = sums[1] = 0.0;
     for (size_t i = 0; i < n; i++) {
         if (use && !use[i]) continue;
-        for (int t = 0; t < len[i]; t++) sums[0] -= logp[i][t];
-        sums[1] += len[i];
+        const uint8_t *m = mask ? mask[i] : NULL;
+        for (int t = 0; t < len[i]; t++)
+            if (!m || m[t]) sums[0] -= logp[i][t], sums[1] += 1;
     }
 }
 
@@ -64,7 +66,7 @@ void or1_entropy_sums(const float *const *logp, const int *len, const bool *use,
  * (the controller's input in Skywork-OR1's dp_actor.py / ray_trainer.py). */
 double or1_entropy_estimate(const float *const *logp, const int *len, const bool *use, size_t n) {
     double s[2];
-    or1_entropy_sums(logp, len, use, n, s);
+    or1_entropy_sums(logp, len, NULL, use, n, s);
     return s[1] > 0 ? s[0] / s[1] : 0.0;
 }
 

@@ -14,6 +14,7 @@
 #include "or1/rollout.h"
 #include "or1/io_safetensors.h"
 #include "or1/tokenizer.h"
+#include "or1/train.h"
 
 /* What a flag takes. One table of these per command drives both the parser and the help, so
  * the two cannot disagree. */
@@ -155,6 +156,12 @@ int cli_chat_vars(cli_args *a, or1_chat_vars *v);
  * the row's chat_template_kwargs over them; any other key of the row is refused. */
 int cli_row_chat(const cJSON *row, const char *where, const or1_tokenizer *t, const char *tpl,
                  const or1_chat_vars *defaults, char **text);
+/* A row of OR1_TOOL_OPTIONS (or1/train.h) as a flag of its type, naming its config key. */
+#define TOOL_FLAG(key, flag, field, type, def, lo, hi, help) TOOL_FLAG_##type(flag, OR1_TEXT(def), lo, hi, help " (config " key ")"),
+#define TOOL_FLAG_int FLAG_INT
+#define TOOL_FLAG_double FLAG_NUM
+/* The OR1_TOOL_OPTIONS flags into *c (one worker per core). */
+void cli_tool_flags(cli_args *a, or1_tools_cfg *c);
 #define FLAG_SAVE_DTYPE FLAG_STR("save-dtype", "f32|bf16", "f32", "dtype of the saved weights")
 int cli_save_dtype(cli_args *a, or1_dtype *out);
 

@@ -191,26 +191,15 @@ static const cli_flag_spec generate_flags[] = {
     FLAG_CHAT_KWARGS,
     FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences decoded together (continuous batching)"),
     FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),
-    FLAG_INT("tools", "0", 0, 1000, "tool calls per sample: a ```python block the model closes runs in the sandbox and "
-                                  "its output is appended as ```output (0: off; needs a tokenizer)"),
-    FLAG_NUM("tool-timeout", "5", 0.01, 3600, "CPU seconds of each tool call (wall clock: twice that)"),
-    FLAG_INT("tool-output-bytes", "1024", 1, 1 << 24, "a tool's output beyond this is cut, with a marker"),
-    FLAG_INT("tool-memory-mb", "1024", 16, 1 << 20, "memory of each tool call, MiB"),
+    OR1_TOOL_OPTIONS(TOOL_FLAG)
     FLAG_DEVICE,
 };
 
 /* The tool flags into cfg; *on is false when --tools is 0 (refused without a tokenizer). */
 static int tool_flags(cli_args *a, const or1_tokenizer *tok, or1_tools_cfg *cfg, bool *on) {
-    int64_t turns, out_bytes, mem_mb;
-    double timeout;
-    cli_int(a, "tools", &turns);
-    cli_double(a, "tool-timeout", &timeout);
-    cli_int(a, "tool-output-bytes", &out_bytes);
-    cli_int(a, "tool-memory-mb", &mem_mb);
-    *on = turns > 0;
+    cli_tool_flags(a, cfg);
+    *on = cfg->max_turns > 0;
     if (*on && !tok) return or1_fail("generate: --tools needs a tokenizer (--tokenizer, or one in the model folder)");
-    or1_tool_limits lim = {timeout, 2 * timeout, (size_t)mem_mb << 20, (size_t)out_bytes};
-    *cfg = (or1_tools_cfg){(int)turns, lim, 0};
     return 0;
 }
 

@@ -74,7 +74,7 @@ typedef struct {
         FLAG_SAMPLING(n_def, "0", 0, "response length limit (tokens); 0: what the context leaves after the longest prompt"), \
         FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences the engine decodes together"),                         \
         FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),                                           \
-        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), FLAG_DEVICE
+        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), OR1_TOOL_OPTIONS(TOOL_FLAG) FLAG_DEVICE
 
 /* Reads the eval/difficulty flags (defaults from the command's table); -1 on a bad
  * --chat-template-kwargs. */
@@ -95,7 +95,8 @@ static int parse_eval_flags(cli_args *a, eval_flags *f) {
     cli_double(a, "kv-cache-gb", &kv_gb);
     cli_double(a, "code-timeout", &timeout);
     f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, kv_gb, s.seed,
-                           timeout};
+                           timeout, {0}};
+    cli_tool_flags(a, &f->o.tools);
     return cli_chat_vars(a, &f->chat);
 }
 

@@ -33,6 +33,25 @@ void cli_sampling(cli_args *a, or1_sampling *s, int64_t *n) {
     *s = (or1_sampling){(float)t, (float)top_p, (int)top_k, (int)max_new, (uint64_t)seed, NULL, 0};
 }
 
+/* An int flag into *out. */
+static void tool_int(cli_args *a, const char *flag, int *out) {
+    int64_t v = *out;
+    cli_int(a, flag, &v);
+    *out = (int)v;
+}
+
+/* See cli.h: each row read by its type. */
+void cli_tool_flags(cli_args *a, or1_tools_cfg *c) {
+    *c = (or1_tools_cfg){0};
+#define READ_TOOL(key, flag, field, type, def, lo, hi, help) READ_TOOL_##type(a, flag, &c->field);
+#define READ_TOOL_int tool_int
+#define READ_TOOL_double cli_double
+    OR1_TOOL_OPTIONS(READ_TOOL)
+#undef READ_TOOL
+#undef READ_TOOL_int
+#undef READ_TOOL_double
+}
+
 /* --save-dtype f32|bf16 (the table's default f32). */
 int cli_save_dtype(cli_args *a, or1_dtype *out) {
     const char *dt = cli_str(a, "save-dtype");

@@ -593,6 +593,14 @@ int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engin
 }
 
 /* Frees the arrays of n completions. */
+int or1_completion_sampled(const or1_completion *c) {
+    if (!c->mask) return c->n;
+    int k = 0;
+    for (int j = 0; j < c->n; j++) k += c->mask[j] != 0;
+    return k;
+}
+
+/* See rollout.h. */
 void or1_completions_free(or1_completion *c, int n) {
     for (int i = 0; i < n; i++) {
         free(c[i].ids);

@@ -19,6 +19,7 @@ void batch_free(step_batch *b) {
     free(b->row);
     free(b->score);
     free(b->len);
+    free(b->trained);
     free(b->trunc);
     free(b->owned);
     free(b->adv);
@@ -35,6 +36,7 @@ static void batch_grow(step_batch *b, size_t g, int M) {
     b->row = or1_realloc(b->row, cap * sizeof *b->row);
     b->score = or1_realloc(b->score, ns * sizeof *b->score);
     b->len = or1_realloc(b->len, ns * sizeof *b->len);
+    b->trained = or1_realloc(b->trained, ns * sizeof *b->trained);
     b->trunc = or1_realloc(b->trunc, ns * sizeof *b->trunc);
     b->owned = or1_realloc(b->owned, ns * sizeof *b->owned);
     b->adv = or1_realloc(b->adv, ns * sizeof *b->adv);
@@ -50,9 +52,9 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
     b->M = M;
     batch_grow(b, b->n_groups + n, M);
     size_t g0 = b->n_groups, s0 = g0 * (size_t)M, ns = n * (size_t)M;
-    /* per sample: score (0 where the reward failed), length, truncated, reward status; then the
-     * verification seconds and counts of math and code rewards */
-    double *shared = or1_calloc(4 * ns + 4, sizeof *shared), *lat = shared + 4 * ns;
+    /* per sample: score (0 where the reward failed), length, truncated, reward status, sampled
+     * tokens; then the verification seconds and counts of math and code rewards */
+    double *shared = or1_calloc(5 * ns + 4, sizeof *shared), *lat = shared + 5 * ns;
     for (size_t k = 0; k < mine; k++)
         for (int j = 0; j < M; j++) {
             size_t local = k * (size_t)M + (size_t)j, global = pos[k] * (size_t)M + (size_t)j;
@@ -62,16 +64,20 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
             shared[ns + global] = c->n;
             shared[2 * ns + global] = c->stopped ? 0 : 1;
             shared[3 * ns + global] = sc->status[local];
+            shared[4 * ns + global] = or1_completion_sampled(c);
             int code = or1_data_row_at(t->data, ids[pos[k]])->code ? 1 : 0;
             lat[2 * code] += sc->seconds[local], lat[2 * code + 1] += sc->seconds[local] > 0;
         }
-    or1_dist_sum_f64(t->d, shared, 4 * ns + 4);
+    or1_dist_sum_f64(t->d, shared, 5 * ns + 4);
+    or1_tools_stats_sum(&sc->tools, t->d);
+    or1_tools_stats_add(&b->tools, &sc->tools);
     for (int k = 0; k < 2; k++) b->reward_seconds[k] += lat[2 * k], b->reward_count[k] += (long)lat[2 * k + 1];
     for (size_t i = 0; i < ns; i++) {
         int st = (int)shared[3 * ns + i];
         b->score[s0 + i] = st == OR1_REWARD_OK ? (float)shared[i] : NAN;
         if (st > OR1_REWARD_OK && st < OR1_REWARD_N_STATUS) b->reward_errors[st]++;
         b->len[s0 + i] = (int)shared[ns + i];
+        b->trained[s0 + i] = (int)shared[4 * ns + i];
         b->trunc[s0 + i] = shared[2 * ns + i] > 0.5;
         b->owned[s0 + i] = false;
     }
@@ -121,20 +127,22 @@ void batch_finalize(step_batch *b, const trainer *t, size_t need) {
     }
     b->loss_tokens = 0;
     for (size_t i = 0; i < b->n_samples; i++)
-        if (b->in_loss[i]) b->loss_tokens += b->len[i];
+        if (b->in_loss[i]) b->loss_tokens += b->trained[i];
 }
 
 /* or1_entropy_estimate over the samples in the loss on every rank: each rank's sums, added. */
 double batch_entropy_estimate(const step_batch *b, const trainer *t) {
     size_t n = b->n_samples ? b->n_samples : 1;
     const float **logp = or1_calloc(n, sizeof *logp);
+    const uint8_t **mask = or1_calloc(n, sizeof *mask);
     bool *use = or1_calloc(n, sizeof *use);
     for (size_t i = 0; i < b->n_samples; i++) {
         use[i] = b->owned[i] && b->in_loss[i];
-        if (use[i]) logp[i] = b->c[i].logprobs;
+        if (use[i]) logp[i] = b->c[i].logprobs, mask[i] = b->c[i].mask;
     }
     double s[2];
-    or1_entropy_sums(logp, b->len, use, b->n_samples, s);
+    or1_entropy_sums(logp, b->len, mask, use, b->n_samples, s);
+    free(mask);
     free(logp);
     free(use);
     or1_dist_sum_f64(t->d, s, 2);
@@ -159,13 +167,13 @@ int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample 
         for (size_t j = 0; j < M; j++) {
             size_t i = groups[q] * M + j;
             if (!b->in_loss[i]) continue;
-            norm->tokens += b->len[i];
-            norm->seqs += b->len[i] > 0;
+            norm->tokens += b->trained[i];
+            norm->seqs += b->trained[i] > 0;
             if (!b->owned[i]) continue;
             const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
             const float *rollout = b->c[i].logprobs, *old = b->old_logp ? b->old_logp[i] : rollout;
             (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], old,
-                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout, (uint64_t)i, NULL};
+                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout, (uint64_t)i, b->c[i].mask};
         }
     free(groups);
     return k;
@@ -214,7 +222,8 @@ int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens) {
     if (batch_logprobs(b, t, t->dm, micro_tokens, &b->old_logp)) return -1;
     or1_mismatch m = {0};
     for (size_t i = 0; i < b->n_samples; i++)
-        for (int j = 0; b->old_logp[i] && j < b->c[i].n; j++) or1_mismatch_add(&m, b->old_logp[i][j], b->c[i].logprobs[j]);
+        for (int j = 0; b->old_logp[i] && j < b->c[i].n; j++)
+            if (!b->c[i].mask || b->c[i].mask[j]) or1_mismatch_add(&m, b->old_logp[i][j], b->c[i].logprobs[j]);
     mismatch_over_ranks(t, &m);
     b->mismatch = m;
     return 0;

@@ -34,6 +34,11 @@
 #define CORRECTION_KEY(key, flag, field, type, def, lo, hi, help) \
     OPTION_KEY(correction, key, flag, field, def, lo, hi, help)
 #define LOSS_KEY(key, flag, field, type, def, lo, hi, help) OPTION_KEY(loss, key, flag, field, def, lo, hi, help)
+/* A row of the tool options (or1/train.h) as a key of its type, naming the generate flag. */
+#define TOOL_KEY(key, flag, field, type, def, lo, hi, help) \
+    TOOL_KEY_##type(key, FIELD(rollout.tools.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
+#define TOOL_KEY_int INT_KEY
+#define TOOL_KEY_double NUM_KEY
 
 const or1_yaml_key or1_train_schema[] = {
     PATH_KEY("model.path", FIELD(model.path), "", "checkpoint folder (config.json + safetensors); required"),
@@ -58,6 +63,7 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("rollout.max_new_tokens", FIELD(rollout.max_new_tokens), "16384", 1, BIG, "T, response length limit (default of the stages)"),
     INT_KEY("rollout.max_slots", FIELD(rollout.max_slots), "256", 1, 65536, "sequences the rollout engine decodes together"),
     NUM_KEY("rollout.kv_cache_gb", FIELD(rollout.kv_cache_gb), "8", 1e-3, 1e6, "KV cache budget of the rollout engine, GiB"),
+    OR1_TOOL_OPTIONS(TOOL_KEY)
     INT_KEY("train.prompts_per_step", FIELD(train.prompts_per_step), "256", 1, BIG, "N prompts per step (default of the stages)"),
     INT_KEY("train.mini_batch", FIELD(train.mini_batch), "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),
     INT_KEY("train.epochs", FIELD(train.epochs), "1", 1, 1000, "passes over each step's batch (ppo_epochs, N_reuse)"),

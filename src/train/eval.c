@@ -36,17 +36,33 @@ static void stream_push(void *ctx, int req, int sample, const or1_completion *c)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* Decodes (special tokens skipped, as the recipe scores) and scores queue[a..b). */
+/* The text a sample's reward reads: its sampled tokens alone, decoded with special tokens
+ * skipped as the recipe scores (a tool's reply is left out: a program printing a boxed answer
+ * must not answer for the model). "" where the tokens do not decode. */
+static char *sampled_text(const or1_tokenizer *tok, const or1_completion *c) {
+    int32_t *ids = c->ids;
+    size_t n = (size_t)c->n, len;
+    if (c->mask) {
+        ids = or1_malloc(((size_t)c->n + 1) * sizeof *ids), n = 0;
+        for (int j = 0; j < c->n; j++)
+            if (c->mask[j]) ids[n++] = c->ids[j];
+    }
+    char *text = NULL;
+    if (or1_tokenizer_decode(tok, ids, n, true, &text, &len) != 0) text = or1_strdup("");
+    if (ids != c->ids) free(ids);
+    return text;
+}
+
+/* Scores queue[a..b) on their sampled text. */
 static void score_range(reward_stream *r, size_t a, size_t b) {
     size_t n = b - a;
     or1_reward_job *jobs = or1_calloc(n, sizeof *jobs);
     char **texts = or1_calloc(n, sizeof *texts);
     or1_reward *res = or1_calloc(n, sizeof *res);
     for (size_t i = 0; i < n; i++) {
-        size_t k = r->queue[a + i], len;
-        const or1_completion *c = &r->out->c[k];
+        size_t k = r->queue[a + i];
         const or1_data_row *row = r->rows[k / (size_t)r->M];
-        if (or1_tokenizer_decode(r->tok, c->ids, (size_t)c->n, true, &texts[i], &len) != 0) texts[i] = or1_strdup("");
+        texts[i] = sampled_text(r->tok, &r->out->c[k]);
         jobs[i] = (or1_reward_job){row->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[i], row->ground_truth};
     }
     or1_reward_batch(jobs, n, r->pool, r->code_timeout, r->cache, res);
@@ -78,10 +94,11 @@ static void *stream_worker(void *arg) {
     return NULL;
 }
 
-/* One request per row, M samples each; rewards overlap decoding. */
+/* One request per row, M samples each, with tools when asked; rewards overlap decoding. */
 int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine, or1_sandbox_pool *pool,
-                      double code_timeout, or1_scored *out, double *t_rollout, double *t_reward) {
+                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine,
+                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, double code_timeout, or1_scored *out,
+                      double *t_rollout, double *t_reward) {
     memset(out, 0, sizeof *out);
     out->n = n_rows * (size_t)M;
     out->c = or1_calloc(out->n ? out->n : 1, sizeof *out->c);
@@ -108,9 +125,13 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
     }
     or1_engine_cfg cfg = *engine;
     cfg.on_done = stream_push, cfg.ctx = &rs;
+    or1_tools *tt = tools && tools->max_turns > 0 ? or1_tools_new(tools, tok, req, (int)n_rows) : NULL;
+    if (tt) cfg.tools = or1_tools_hooks(tt);
     double t0 = or1_now();
-    int rc = or1_generate(dm, req, (int)n_rows, &cfg, out->c);
+    int rc = tools && tools->max_turns > 0 && !tt ? -1 : or1_generate(dm, req, (int)n_rows, &cfg, out->c);
     double t1 = or1_now();
+    if (tt) out->tools = or1_tools_stats_of(tt);
+    or1_tools_free(tt);
     pthread_mutex_lock(&rs.mu);
     rs.closed = true;
     pthread_cond_signal(&rs.cv);
@@ -136,7 +157,8 @@ void or1_scored_free(or1_scored *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Writes one evaluated sample as a JSON line ("correct" null where the reward failed). */
+/* Writes one evaluated sample as a JSON line ("correct" null where the reward failed; the
+ * response with its tools' replies, and with tools their calls). */
 static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r, size_t row, int j,
                         const or1_completion *c, float score, or1_reward_status st) {
     char *text = NULL;
@@ -148,6 +170,7 @@ static void dump_sample(FILE *f, const or1_tokenizer *tok, const or1_data_row *r
             row, (long long)r->index, j, st != OR1_REWARD_OK ? "null" : score > 0.5f ? "true" : "false",
             or1_reward_status_name(st), c->stopped ? "stop" : "length", c->n);
     or1_json_write_string(f, text);
+    if (c->mask) fprintf(f, ",\"tool_calls\":%d", c->tool_calls);
     fputs("}\n", f);
     free(text);
 }
@@ -216,9 +239,12 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     or1_sampling s = {o->temperature, o->top_p, o->top_k, T, 0, NULL, 0};
     or1_scored sc;
     or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb, .progress = d->rank == 0};
-    int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, pool, o->code_timeout, &sc, NULL, NULL);
+    int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, &o->tools, pool, o->code_timeout, &sc,
+                               NULL, NULL);
     /* per row: correct, then scored; then the failed rewards by status */
-    double *counts = or1_calloc(2 * n_rows + OR1_REWARD_N_STATUS, sizeof *counts), *errors = counts + 2 * n_rows;
+    size_t n_counts = 2 * n_rows + OR1_REWARD_N_STATUS;
+    double *counts = or1_calloc(n_counts, sizeof *counts), *errors = counts + 2 * n_rows;
+    or1_tools_stats tools = sc.tools;
     char *lines = NULL;
     size_t lines_len = 0;
     FILE *mem = dump ? open_memstream(&lines, &lines_len) : NULL;
@@ -246,7 +272,8 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
         free(all);
         free(lines);
     }
-    or1_dist_sum_f64(d, counts, 2 * n_rows + OR1_REWARD_N_STATUS);
+    or1_dist_sum_f64(d, counts, n_counts);
+    or1_tools_stats_sum(&tools, d);
     cJSON *report = NULL;
     if (rc == 0 && eligible == 0)
         rc = or1_fail("eval: none of the %zu prompts fits max_position_embeddings %d with %d new tokens", n_rows,
@@ -262,6 +289,8 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
         report = or1_passk_report(res, k, o->n);
         if (report) report_errors(report, errors, eligible * (size_t)o->n);
         if (report) report_skipped(report, rows, fits, n_rows, T, max_pos);
+        if (report && o->tools.max_turns > 0)
+            or1_tools_stats_json(&tools, eligible * (size_t)o->n, cJSON_AddObjectToObject(report, "tools"), "");
         free(res);
     }
     free(fits);

@@ -48,7 +48,9 @@ typedef struct {
     long reward_errors[OR1_REWARD_N_STATUS]; /* failed rewards of the step by status (ok unused) */
     double reward_seconds[2];                /* verification time summed by class: math, code */
     long reward_count[2];                    /* rewards that ran, by class */
-    int *len;
+    int *len;                /* per sample: response tokens, a tool's replies included */
+    int *trained;            /* per sample: the tokens the model sampled (len without tools) */
+    or1_tools_stats tools;   /* the step's tool calls, summed over ranks */
     bool *trunc, *owned;
     or1_completion *c;       /* owned samples only */
     float **ref_logp;        /* owned samples in the loss, with KL on */

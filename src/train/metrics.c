@@ -163,6 +163,7 @@ int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
     or1_batch_stats bs;
     or1_batch_stats_compute(b->score, group, b->len, b->trunc, b->in_loss, b->n_samples, &b->rej, &bs);
+    bs.loss_tokens = (size_t)b->loss_tokens; /* the sampled ones: a tool's replies count in lengths only */
     free(group);
     double nt = ls->tokens > 0 ? (double)ls->tokens : 1.0;
     cJSON *row = cJSON_CreateObject();
@@ -197,18 +198,22 @@ int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage
         cJSON_AddNumberToObject(row, "offpolicy_masked_frac", (double)ls->offpolicy_masked / nt);
     add_mismatch(row, t, b, ls, nt);
     add_reward_errors(row, t, b);
+    bool tools = t->cfg->rollout.tools.max_turns > 0;
+    if (tools) or1_tools_stats_json(&b->tools, b->n_samples, row, "tool_");
     cJSON_AddBoolToObject(row, "skipped", skipped);
     cJSON_AddNumberToObject(row, "seconds_rollout", b->t_rollout);
     cJSON_AddNumberToObject(row, "seconds_reward", b->t_reward);
     cJSON_AddNumberToObject(row, "seconds_update", t_update);
     cJSON_AddNumberToObject(row, "seconds_step", t_step);
     if (emit(t, row)) return -1;
-    char clock[128];
+    char clock[128], calls[64] = "";
     run_clock(t, clock, sizeof clock);
-    fprintf(stderr, "step %ld/%ld [%s] reward %.3f kept %zu/%zu len %.0f trunc %.2f ent %.3f alpha %.2e gnorm %.3f "
+    if (tools)
+        snprintf(calls, sizeof calls, " tools %.2f/sample", b->n_samples ? (double)b->tools.calls / (double)b->n_samples : 0.0);
+    fprintf(stderr, "step %ld/%ld [%s] reward %.3f kept %zu/%zu len %.0f trunc %.2f ent %.3f alpha %.2e gnorm %.3f%s "
                     "%.1fs %s\n",
             t->step, or1_train_total_steps(t->cfg), st->name ? st->name : "", bs.reward_mean, bs.kept_groups, bs.groups,
-            bs.resp_len_mean, bs.truncated_ratio, e_k, alpha, grad_norm, t_step, clock);
+            bs.resp_len_mean, bs.truncated_ratio, e_k, alpha, grad_norm, calls, t_step, clock);
     if (bs.truncated_ratio >= 1.0)
         fprintf(stderr, "WARNING: step %ld: every response was truncated at %d tokens: rewards are all 0; raise the "
                         "context length\n", t->step, st->context_length);
@@ -228,7 +233,7 @@ int run_validation(trainer *t) {
     int T = t->cfg->eval.max_new_tokens > 0 ? t->cfg->eval.max_new_tokens : t->cfg->stages[stage < 0 ? 0 : stage].context_length;
     for (size_t k = 0; k < t->cfg->eval.n_temperatures; k++) {
         or1_eval_opts o = {t->cfg->eval.n, (float)t->cfg->eval.temperatures[k], (float)t->cfg->eval.top_p, 0, T, t->cfg->rollout.max_slots, t->cfg->rollout.kv_cache_gb,
-                           (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.code_timeout};
+                           (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.code_timeout, t->cfg->rollout.tools};
         cJSON *rep = or1_eval(t->dm, t->tok, rows, n, &o, t->pool, t->d, NULL, NULL, NULL);
         if (!rep) {
             free(rows);

@@ -5,6 +5,8 @@
 #include "or1/core.h"
 #include "or1/train.h"
 
+#include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +65,7 @@ static int on_token(void *ctx, int request, int sample, const int32_t *ids, int 
     int rc = or1_tool_submit(t->exec, (uint64_t)(s - t->seqs), code);
     free(code);
     if (rc) return -1;
+    t->stats.samples_calling += s->turns == 0;
     s->turns++;
     t->stats.calls++;
     return 1;
@@ -120,8 +123,14 @@ static int on_collect(void *ctx, double wait_s, or1_tool_reply *out, int max) {
 }
 
 /* See train.h. */
+or1_tool_limits or1_tools_limits(const or1_tools_cfg *c) {
+    return (or1_tool_limits){c->timeout, 2 * c->timeout, (size_t)c->memory_mb << 20, (size_t)c->output_bytes};
+}
+
+/* See train.h. */
 or1_tools *or1_tools_new(const or1_tools_cfg *cfg, const or1_tokenizer *tok, const or1_request *reqs, int n) {
-    or1_tool_exec *exec = or1_tool_exec_new(cfg->workers, &cfg->limits);
+    or1_tool_limits lim = or1_tools_limits(cfg);
+    or1_tool_exec *exec = or1_tool_exec_new(cfg->workers, &lim);
     if (!exec) return NULL;
     or1_tools *t = or1_calloc(1, sizeof *t);
     *t = (or1_tools){{on_token, on_collect, t}, *cfg, tok, exec, NULL, or1_malloc(((size_t)n + 1) * sizeof(int)), n,
@@ -132,6 +141,42 @@ or1_tools *or1_tools_new(const or1_tools_cfg *cfg, const or1_tokenizer *tok, con
         for (int j = 0; j < reqs[i].n_samples; j++, q++) t->seqs[q].request = i, t->seqs[q].sample = j;
     t->results = or1_malloc(((size_t)t->n_seqs + 1) * sizeof *t->results);
     return t;
+}
+
+/* See train.h. */
+void or1_tools_stats_add(or1_tools_stats *into, const or1_tools_stats *s) {
+#define ADD(type, field, help) into->field += s->field;
+    OR1_TOOLS_STATS(ADD)
+#undef ADD
+}
+
+/* See train.h: the counts as doubles, one sum. */
+void or1_tools_stats_sum(or1_tools_stats *s, const or1_dist *d) {
+    double v[OR1_TOOLS_N_STATS];
+    int k = 0;
+#define PACK(type, field, help) v[k++] = (double)s->field;
+    OR1_TOOLS_STATS(PACK)
+#undef PACK
+    or1_dist_sum_f64(d, v, OR1_TOOLS_N_STATS);
+    k = 0;
+#define UNPACK(type, field, help) s->field = (type)v[k++];
+    OR1_TOOLS_STATS(UNPACK)
+#undef UNPACK
+}
+
+/* See train.h. */
+void or1_tools_stats_json(const or1_tools_stats *s, size_t samples, cJSON *obj, const char *prefix) {
+    char key[64];
+#define PUT(type, field, help)                                \
+    snprintf(key, sizeof key, "%s%s", prefix, #field);        \
+    cJSON_AddNumberToObject(obj, key, (double)s->field);
+    OR1_TOOLS_STATS(PUT)
+#undef PUT
+    double n = samples ? (double)samples : 1.0;
+    snprintf(key, sizeof key, "%scalls_per_sample", prefix);
+    cJSON_AddNumberToObject(obj, key, (double)s->calls / n);
+    snprintf(key, sizeof key, "%ssamples_calling_ratio", prefix);
+    cJSON_AddNumberToObject(obj, key, (double)s->samples_calling / n);
 }
 
 /* See train.h. */

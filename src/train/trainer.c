@@ -58,8 +58,8 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     or1_scored sc;
     or1_engine_cfg engine = {.max_slots = t->cfg->rollout.max_slots, .kv_cache_gb = t->cfg->rollout.kv_cache_gb,
                              .progress = t->d->rank == 0};
-    int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, t->pool, t->cfg->reward.code_timeout, &sc,
-                               &b->t_rollout, &b->t_reward);
+    int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
+                               t->cfg->reward.code_timeout, &sc, &b->t_rollout, &b->t_reward);
     if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
     else or1_scored_free(&sc);
     free(pos);
@@ -106,10 +106,12 @@ static void dist_sum(void *ctx, double *buf, size_t n) { or1_dist_sum_f64((const
  * sampler's log-probs of its samples: the per-step controller's quantity, per mini-batch). */
 static void chunk_entropy_sums(const or1_sample *s, int n, double sums[2]) {
     const float **logp = or1_malloc((size_t)(n > 0 ? n : 1) * sizeof *logp);
+    const uint8_t **mask = or1_malloc((size_t)(n > 0 ? n : 1) * sizeof *mask);
     int *len = or1_malloc((size_t)(n > 0 ? n : 1) * sizeof *len);
-    for (int k = 0; k < n; k++) logp[k] = s[k].rollout_logp, len[k] = s[k].n_resp;
-    or1_entropy_sums(logp, len, NULL, (size_t)n, sums);
+    for (int k = 0; k < n; k++) logp[k] = s[k].rollout_logp, len[k] = s[k].n_resp, mask[k] = s[k].mask;
+    or1_entropy_sums(logp, len, mask, NULL, (size_t)n, sums);
     free(len);
+    free(mask);
     free(logp);
 }
 

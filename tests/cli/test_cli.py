@@ -19,15 +19,16 @@ from or1test.check import check, finish
 OR1, ROOT = sys.argv[1], sys.argv[2]
 MODEL = os.path.join(ROOT, "models", "arith-base")
 SAMPLING = ["n", "temperature", "top-p", "top-k", "max-new-tokens", "seed"]
+TOOLS = ["tools", "tool-timeout", "tool-output-bytes", "tool-memory-mb"]
 EVAL = ["model", "data", "tokenizer", "chat-template", "chat-template-kwargs", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
-        "code-timeout", "device", "precision"]
+        "code-timeout", *TOOLS, "device", "precision"]
 # Every flag of every command, written out here (not read from the program) so that a flag
 # dropped from a table, or a table the help does not show, fails the test.
 FLAGS = {
     "logprobs": ["model", "input", "temperature", "device", "precision"],
     "init": ["config", "out", "seed", "std", "save-dtype"],
     "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "chat-template", "chat-template-kwargs", "max-slots",
-                 "kv-cache-gb", "tools", "tool-timeout", "tool-output-bytes", "tool-memory-mb", "device", "precision"],
+                 "kv-cache-gb", *TOOLS, "device", "precision"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
     "eval": EVAL,
     "difficulty": [*EVAL, "out", "in-place", "name"],

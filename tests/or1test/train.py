@@ -183,7 +183,8 @@ def same_bytes(p, q):
     return open(p, "rb").read() == open(q, "rb").read()
 
 
-TIMING = ("seconds_rollout", "seconds_reward", "seconds_update", "seconds_step", "reward_ms_math", "reward_ms_code")
+TIMING = ("seconds_rollout", "seconds_reward", "seconds_update", "seconds_step", "reward_ms_math", "reward_ms_code",
+          "tool_seconds")
 
 
 def strip_timings(rows):

@@ -4,30 +4,26 @@ usage: test_tools.py OR1 REPO_ROOT
 
 The model here is built to write one fenced Python block: the demo tokenizer gains plain added
 tokens for the call's fences, a handful of programs and a closing word, and a one-layer model
-whose attention and MLP weights are zero maps each token to its fixed successor (embeddings one-
-hot, lm_head a successor matrix), so greedy decoding writes prompt -> "```python\\n" -> program
--> "\\n```". The engine must pause the sample there, run the program in the sandbox, append
-"```output\\n<what it printed>```\\n" as prefilled tokens (response_mask 0, log-prob 0) and go on:
-the reply's last token leads to the closing word, then to EOS. Programs: an ordinary print, a
-raise, an endless loop, a fork bomb, a memory bomb, a network connection and bytes that are
-not UTF-8 (they reach the model as U+FFFD); each must be
-contained (the run ends in time, the reply names what happened) and the sample must go on to its
-closing word. A model that calls again after every reply checks the turn budget (--tools 2:
+maps each token to its fixed successor (or1test/tools.py), so greedy decoding writes prompt ->
+"```python\\n" -> program -> "\\n```". The engine must pause the sample there, run the program
+in the sandbox, append "```output\\n<what it printed>```\\n" as prefilled tokens (response_mask
+0, log-prob 0) and go on: the reply's last token leads to the closing word, then to EOS.
+Programs: an ordinary print, a raise, an endless loop, a fork bomb, a memory bomb, a network
+connection and bytes that are not UTF-8 (they reach the model as U+FFFD); each must be
+contained (the run ends in time, the reply names what happened) and the sample must go on to
+its closing word. A model that calls again after every reply checks the turn budget (--tools 2:
 two calls run, the third block is left as text). Without a tokenizer, --tools is refused.
 """
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
 
-import torch
-
-from or1test import proc, ref
+from or1test import proc
 from or1test.check import Checker
+from or1test.tools import CLOSE, OPEN, REPLY_CLOSE, REPLY_OPEN, make_tokenizer, successor_model
 
-OPEN, CLOSE, REPLY_OPEN, REPLY_CLOSE = "```python\n", "\n```", "```output\n", "```\n"
 DONE = " DONE"
 # (name, program, what its reply must hold, the longest the whole run may take in seconds)
 PROGRAMS = [
@@ -41,44 +37,6 @@ PROGRAMS = [
 ]
 FLAGS = ["--temperature", 0, "--max-new-tokens", 800, "--tool-timeout", 2, "--tool-memory-mb", 256,
          "--tool-output-bytes", 160, "--threads", 2]
-
-
-def make_tokenizer(root, out):
-    """The demo tokenizer with plain added tokens for the fences, programs and closing word;
-    returns {text: id} of those and the EOS id."""
-    os.makedirs(out)
-    src = os.path.join(root, "models", "arith-base")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(src, name), out)
-    path = os.path.join(out, "tokenizer.json")
-    t = json.load(open(path))
-    next_id = len(t["model"]["vocab"]) + len(t["added_tokens"])
-    ids = {}
-    for text in [OPEN, CLOSE, REPLY_OPEN, REPLY_CLOSE, DONE] + [p for _, p, _, _ in PROGRAMS]:
-        t["added_tokens"].append({"id": next_id, "content": text, "single_word": False, "lstrip": False,
-                                  "rstrip": False, "normalized": False, "special": False})
-        ids[text] = next_id
-        next_id += 1
-    json.dump(t, open(path, "w"))
-    eos = [a["id"] for a in t["added_tokens"] if a["content"] == "<|endoftext|>"][0]
-    ids["\n"] = t["model"]["vocab"]["\u010a"]  # the byte-level token of a newline
-    ids["eos"] = eos
-    return ids, eos, next_id
-
-
-def successor_model(path, vocab, eos, succ):
-    """A one-layer Qwen2 whose greedy next token after t is succ[t]: zero attention and MLP, so
-    the final norm sees the one-hot embedding of t, and lm_head row succ[t] reads it."""
-    hidden = (vocab + 7) // 8 * 8
-    cfg = ref.make_config("qwen2", hidden=hidden, inter=8, layers=1, heads=4, kv_heads=2, vocab=vocab)
-    cfg["eos_token_id"] = eos
-    params = {}
-    for name, shape in ref.param_shapes(cfg).items():
-        params[name] = torch.ones(shape) if name.endswith("norm.weight") else torch.zeros(shape)
-    params["model.embed_tokens.weight"][torch.arange(vocab), torch.arange(vocab)] = 1.0
-    for t, s in succ.items():
-        params["lm_head.weight"][s, t] = 10.0
-    ref.save_checkpoint(path, cfg, params)
 
 
 def generate(or1, model, tok, inp, turns, chk, what):
@@ -117,7 +75,7 @@ def main():
     chk = Checker("rollout tools")
     with tempfile.TemporaryDirectory() as tmp:
         tok = os.path.join(tmp, "tok")
-        ids, eos, vocab = make_tokenizer(root, tok)
+        ids, eos, vocab = make_tokenizer(root, tok, [DONE] + [p for _, p, _, _ in PROGRAMS])
         inp = os.path.join(tmp, "in.jsonl")
         prompt = 65  # "b" in the demo vocabulary: any token the chains do not use
         with open(inp, "w") as f:

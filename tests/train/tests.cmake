@@ -34,6 +34,9 @@ or1_train_test(plot test_plot.py)
 or1_train_test(selection test_selection.py)
 or1_train_test(length test_length.py)
 or1_train_test(reset test_reset.py)
+# tool calls in training and evaluation (the demo tokenizer from the repository, the sandbox)
+or1_python_test(train_tools ${OR1_TRAIN_TEST_DIR}/test_tools.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
+                ${CMAKE_CURRENT_BINARY_DIR}/train_tools TIMEOUT 600 ENV OMP_NUM_THREADS=1)
 
 # MPI: skipped with a message (exit 77) when mpirun is absent or or1 lacks MPI.
 if(NOT MPIEXEC_EXECUTABLE)
