@@ -9,11 +9,12 @@
   run (same draws: the sampling noise is counter-based; numbers to 1e-3, the GPU's reductions
   are not bitwise repeatable).
 - Across devices: the GPU's step-1 checkpoint resumes on the CPU, and a CPU checkpoint on the GPU
-  (the files are the same on both). Not with OR1_CUDA_TRAIN_QUICK=1 (the sanitizer pass, where
-  these three runs add a third of the time and no device code the others do not run).
+  (the files are the same on both). Not with OR1_CUDA_TRAIN_QUICK=1 (the sanitizer pass: they
+  run no device code the other runs do not).
 - With two or more GPUs and mpirun: 2 ranks (NCCL sums) give the 1-process weights to 1e-3; in
   bf16, ZeRO-1 with sharded fp32 masters (bf16 weights all-gathered over NCCL) gives the
-  replicated 2-rank bf16 run's weights to 2e-2, each rank printing half the masters.
+  replicated 2-rank bf16 run's weights to 2e-2, each rank printing half the masters (with
+  OR1_CUDA_TRAIN_QUICK=1 the sharded run alone, its halves checked: 48 of 337 s under ASan).
 The GPU's draws differ from the CPU engine's (Gumbel-max instead of inverse CDF), so a CPU run
 is not compared step for step.
 
@@ -32,6 +33,7 @@ OR1, FX, SCRATCH = sys.argv[1], sys.argv[2], fresh(sys.argv[3])
 MPIEXEC = (sys.argv[4] if len(sys.argv) > 4 else "") or shutil.which("mpirun") or ""
 SFT, ROWS = os.path.join(FX, "sft"), os.path.join(FX, "rows.jsonl")
 TOL = 1e-3
+QUICK = os.environ.get("OR1_CUDA_TRAIN_QUICK") == "1"
 
 
 def gpu_count():
@@ -91,7 +93,7 @@ def resume(one):
     check(d <= TOL, f"resume on the GPU: step-2 weights differ by {d:g}")
     bad = C.rows_close(C.metrics(out), C.metrics(one)[1:], TOL)
     check(bad is None, f"resume on the GPU: metrics differ: {bad}")
-    if os.environ.get("OR1_CUDA_TRAIN_QUICK") == "1":
+    if QUICK:
         print("note: OR1_CUDA_TRAIN_QUICK: checkpoints across devices left to the optimised pass")
         return
     cfg, cpu_out = config("gpu_to_cpu", device="cpu")
@@ -115,7 +117,11 @@ def two_gpus(one):
                        C.tensors(os.path.join(C.ckpt(one, 2), "model.safetensors")))
     check(d <= TOL, f"2 GPU ranks: step-2 weights differ from 1 process by {d:g}")
     runs = {}
-    for name, over in (("gpu_bf16_np2", {}), ("gpu_bf16_zero2", {"train": {"zero": 1}})):
+    bf16 = (("gpu_bf16_np2", {}), ("gpu_bf16_zero2", {"train": {"zero": 1}}))
+    if QUICK:
+        print("note: OR1_CUDA_TRAIN_QUICK: the sharded bf16 run alone, not compared")
+        bf16 = bf16[1:]
+    for name, over in bf16:
         cfg, runs[name] = config(name, precision="bf16", **over)
         p = proc.mpirun(MPIEXEC, 2, [OR1, "train", "--config", cfg], 600)
         check(p.returncode == 0, f"{name}: {p.stderr[-1500:]}")
@@ -123,6 +129,8 @@ def two_gpus(one):
             halves = re.findall(r"fp32 masters of (\d+) of (\d+) parameters", p.stderr)
             check(len(halves) == 2 and all(abs(2 * int(a) - int(b)) <= 2 for a, b in halves),
                   f"{name}: each rank should hold half the masters: {halves}")
+    if QUICK:
+        return
     d = C.max_rel_diff(*(C.tensors(os.path.join(C.ckpt(runs[n], 2), "model.safetensors")) for n in runs))
     check(d <= 2e-2, f"2 GPU ranks in bf16: sharded masters differ from replicated by {d:g}")
 
