@@ -64,7 +64,8 @@ typedef struct {
     int n_reqs, n_slots, n_rows, n_prefix, pcap, ncap, pblocks, sblocks; /* n_rows: a step's rows at most */
     long n_seqs;
     prefix *pre;
-    seq *seqs;
+    seq *seqs;   /* request-major: request i's samples from first[i] on */
+    long *first;
     int *slots; /* the sample in each slot, -1: free */
     int32_t *free_blocks; /* a stack of free block ids */
     int n_free, n_blocks;
@@ -166,8 +167,9 @@ static int engine_alloc(engine *e, or1_completion *out) {
     e->pre = or1_calloc(P, sizeof *e->pre);
     for (size_t i = 0; i < P; i++) e->pre[i] = (prefix){-1, 0, lists + i * (size_t)e->pblocks, 0};
     e->seqs = or1_calloc(N, sizeof *e->seqs);
+    e->first = or1_malloc(((size_t)e->n_reqs + 1) * sizeof *e->first);
     for (int i = 0, q = 0; i < e->n_reqs; i++)
-        for (int j = 0; j < e->reqs[i].n_samples; j++, q++)
+        for (int j = (e->first[i] = q, 0); j < e->reqs[i].n_samples; j++, q++)
             e->seqs[q] = (seq){.req = i, .sample = j, .prefix = -1, .out = &out[q], .admitted = -1,
                                .blocks = lists + P * (size_t)e->pblocks + (size_t)q * (size_t)e->sblocks};
     e->free_blocks = lists + P * (size_t)e->pblocks + N * (size_t)e->sblocks;
@@ -191,6 +193,7 @@ static void engine_free(engine *e) {
     if (e->pre) free(e->pre[0].blocks); /* the one allocation behind every block list */
     free(e->pre);
     free(e->seqs);
+    free(e->first);
     free(e->slots);
     free(e->queue);
     free(e->replies);
@@ -484,9 +487,9 @@ static long take_replies(engine *e, const or1_engine_cfg *cfg, double wait_s, lo
     long done = 0;
     for (int k = 0; k < n; k++) {
         const or1_tool_reply *r = &e->replies[k];
-        long q = -1;
-        for (long x = 0; x < e->n_seqs && q < 0; x++)
-            if (e->seqs[x].req == r->request && e->seqs[x].sample == r->sample) q = x;
+        bool known = r->request >= 0 && r->request < e->n_reqs && r->sample >= 0 &&
+                     r->sample < e->reqs[r->request].n_samples;
+        long q = known ? e->first[r->request] + r->sample : -1;
         if (q < 0 || e->seqs[q].state != SEQ_TOOL || r->n < 0)
             return or1_fail("generate: a tool reply for request %d, sample %d, which waits on no tool", r->request,
                             r->sample);
