@@ -77,14 +77,16 @@ static int run_command(int argc, char **argv, const or1_dist *d) {
 }
 
 /* Two settings the runtime libraries read before main runs, so the program re-executes itself
- * once where either is missing: OpenMP threads that spin at barriers burn the cores the working
- * threads need whenever the machine is shared (a 20x slowdown was measured), so the wait policy
- * becomes passive; and where OpenBLAS did not recognise the CPU and took kernels without AVX2
- * (five times slower here), OPENBLAS_CORETYPE names the core the CPU's features support. Either
- * variable set by the user is left as it is. */
+ * once where either is missing: OpenMP threads waiting between parallel regions spin 1,000 times
+ * and then sleep (GOMP_SPINCOUNT): spinning long burns the cores the working threads need when
+ * the machine is shared (a 20x slowdown was measured), while sleeping at once costs a wake-up
+ * of an idle core per region (a small model's decode ran 12x slower so); and where OpenBLAS did
+ * not recognise the CPU and took kernels without AVX2 (five times slower here),
+ * OPENBLAS_CORETYPE names the core the CPU's features support. A wait policy, a spin count or
+ * a core set by the user is left as it is. */
 static void prepare_runtime(char **argv) {
     bool again = false;
-    if (!getenv("OMP_WAIT_POLICY")) setenv("OMP_WAIT_POLICY", "PASSIVE", 1), again = true;
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) setenv("GOMP_SPINCOUNT", "1000", 1), again = true;
     const char *set = getenv("OPENBLAS_CORETYPE");
     const char *core = set && *set ? NULL : or1_blas_better_core();
     if (core) setenv("OPENBLAS_CORETYPE", core, 1), again = true;

@@ -3,7 +3,7 @@
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 
 or1_python_test(cli_flags ${CMAKE_CURRENT_LIST_DIR}/test_cli.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR}
-                TIMEOUT 600 ENV OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive)
+                TIMEOUT 600 ENV OMP_NUM_THREADS=2)
 # The loss options: --help-config, or1 grad --help, both parsers and docs/algorithms.md's table agree.
 or1_python_test(cli_options ${CMAKE_CURRENT_LIST_DIR}/test_options.py $<TARGET_FILE:or1> ${CMAKE_SOURCE_DIR})
 # docs/testing.md names every registered test.

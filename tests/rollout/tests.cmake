@@ -4,9 +4,9 @@ set(OR1_ROLLOUT_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # Registers one Python driver run as a test: rollout_<name> runs <script> OR1 <args...>.
 function(or1_rollout_test name script)
-  # Passive waits: spinning OpenMP threads on a loaded 2-core machine slow each run many-fold.
+  # or1's own wait (a short spin, then sleep: src/cli/main.c)
   or1_python_test(rollout_${name} ${OR1_ROLLOUT_TEST_DIR}/${script} $<TARGET_FILE:or1> ${ARGN}
-                  TIMEOUT 900 ENV OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive)
+                  TIMEOUT 900 ENV OMP_NUM_THREADS=2)
 endfunction()
 
 or1_rollout_test(greedy_qwen2 test_greedy.py qwen2)
@@ -29,13 +29,13 @@ endif()
 add_executable(test_rollout_sample ${CMAKE_CURRENT_LIST_DIR}/test_sample.c)
 target_link_libraries(test_rollout_sample PRIVATE or1lib)
 add_test(NAME rollout_sampler COMMAND test_rollout_sample)
-set_tests_properties(rollout_sampler PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+set_tests_properties(rollout_sampler PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;GOMP_SPINCOUNT=1000")
 
 # Samples that pause on a tool call: the extend after a reply against a single-turn prefill.
 add_executable(test_rollout_tool_engine ${CMAKE_CURRENT_LIST_DIR}/test_tool_engine.c)
 target_link_libraries(test_rollout_tool_engine PRIVATE or1lib)
 add_test(NAME rollout_tool_engine COMMAND test_rollout_tool_engine)
-set_tests_properties(rollout_tool_engine PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+set_tests_properties(rollout_tool_engine PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;GOMP_SPINCOUNT=1000")
 
 # or1 generate --tools with the real sandbox: calls, hostile ones contained, the turn budget.
 or1_rollout_test(tools test_tools.py ${CMAKE_SOURCE_DIR})
