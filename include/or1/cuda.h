@@ -20,6 +20,9 @@ typedef enum { OR1_CUDA_FP32, OR1_CUDA_BF16 } or1_cuda_prec;
 
 /* GPUs the runtime sees; 0 when there is none or no driver (never fails). */
 int or1_cuda_device_count(void);
+/* Why the CUDA backend's library could not be loaded (src/cuda/load), after the first call
+ * above; NULL when it was, or when the backend is built into the program or absent. */
+const char *or1_cuda_load_error(void);
 
 /* The backend of or1/model.h on GPU 0 (NULL with or1_fail when there is none, or when this
  * build has no CUDA: nvcc was not found when it was configured). */

@@ -79,5 +79,8 @@ void cli_help_config(FILE *f) {
 void cli_version(FILE *f) {
     fprintf(f, "or1 %s (commit %s)\n", OR1_VERSION, OR1_COMMIT);
     fprintf(f, "blas: OpenBLAS core %s\n", or1_blas_core());
-    fprintf(f, "cuda: %d GPU(s) visible\n", or1_cuda_device_count());
+    int gpus = or1_cuda_device_count();
+    const char *why = or1_cuda_load_error();
+    if (why) fprintf(f, "cuda: unavailable: %s\n", why);
+    else fprintf(f, "cuda: %d GPU(s) visible\n", gpus);
 }

@@ -29,6 +29,9 @@ int cu_check(or1_cuda *g, cudaError_t e, const char *what) {
 /* Picks up a failed launch (bad configuration, too much shared memory). */
 void cu_launched(or1_cuda *g, const char *kernel) { cu_check(g, cudaGetLastError(), kernel); }
 
+/* Built in: nothing to load. */
+const char *or1_cuda_load_error(void) { return NULL; }
+
 /* Zero when no device or driver is present; clears the runtime's sticky error either way. */
 int or1_cuda_device_count(void) {
     int n = 0;

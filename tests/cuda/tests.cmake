@@ -54,6 +54,8 @@ foreach(variant emu emu_reverse gpu)
       target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/src/cuda ${PROJECT_SOURCE_DIR}/src/model/impl)
       if(suffix)
         or1_emu_program(${exe})
+      else() # the kernels themselves, from the backend's library
+        target_link_libraries(${exe} PRIVATE or1_cuda_gpu)
       endif()
     endif()
     add_test(NAME cuda_${name}${tag} COMMAND ${exe})

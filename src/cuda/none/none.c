@@ -2,6 +2,9 @@
 #include "or1/core.h"
 #include "or1/cuda.h"
 
+/* Nothing to load. */
+const char *or1_cuda_load_error(void) { return NULL; }
+
 /* No GPU is usable from this build. */
 int or1_cuda_device_count(void) { return 0; }
 
