@@ -337,10 +337,11 @@ typedef struct {
     size_t acc_hist[10];    /* groups by accuracy in 10% bins: [0,.1), ..., [.9,1] */
 } or1_batch_stats;
 
-/* Fills *st from per-sample scores, lengths, truncation flags, loss inclusion (in_loss NULL:
- * all) and the rejection verdicts of the same batch. Samples with a NaN score (reward failed)
- * are left out of the reward mean, the accuracy and the histogram. */
-void or1_batch_stats_compute(const float *scores, const int32_t *group, const int *len,
+/* Fills *st from per-sample scores, lengths, the tokens the loss trains (trained NULL: every
+ * token; with tools a reply's tokens count in len only), truncation flags, loss inclusion
+ * (in_loss NULL: all) and the rejection verdicts of the same batch. Samples with a NaN score
+ * (reward failed) are left out of the reward mean, the accuracy and the histogram. */
+void or1_batch_stats_compute(const float *scores, const int32_t *group, const int *len, const int *trained,
                              const bool *truncated, const bool *in_loss, size_t n,
                              const or1_rejection *r, or1_batch_stats *st);
 /* Adds the fields of *st to a JSON object (the trainer's metrics row). */

@@ -45,10 +45,6 @@ typedef struct {
     int workers;                     /* calls run at once (<= 0: one per core) */
 } or1_tools_cfg;
 
-/* The sandbox limits of each call of c: its CPU seconds, twice that of wall clock, its memory
- * and output. */
-or1_tool_limits or1_tools_limits(const or1_tools_cfg *c);
-
 /* What the calls of a rollout did, one row per count: its type, field (the name it has in
  * reports) and meaning. */
 #define OR1_TOOLS_STATS(X)                                                  \

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Sample-level means, group-level ratios and the accuracy histogram. */
-void or1_batch_stats_compute(const float *scores, const int32_t *group, const int *len,
+void or1_batch_stats_compute(const float *scores, const int32_t *group, const int *len, const int *trained,
                              const bool *truncated, const bool *in_loss, size_t n,
                              const or1_rejection *r, or1_batch_stats *st) {
     memset(st, 0, sizeof *st);
@@ -24,7 +24,7 @@ void or1_batch_stats_compute(const float *scores, const int32_t *group, const in
         if (len[i] > st->resp_len_max) st->resp_len_max = len[i];
         if (!in_loss || in_loss[i]) {
             st->kept_samples++;
-            st->loss_tokens += (size_t)len[i];
+            st->loss_tokens += (size_t)(trained ? trained[i] : len[i]);
         }
     }
     if (decided) {

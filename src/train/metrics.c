@@ -162,8 +162,7 @@ int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage
     int32_t *group = or1_malloc((b->n_samples ? b->n_samples : 1) * sizeof *group);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
     or1_batch_stats bs;
-    or1_batch_stats_compute(b->score, group, b->len, b->trunc, b->in_loss, b->n_samples, &b->rej, &bs);
-    bs.loss_tokens = (size_t)b->loss_tokens; /* the sampled ones: a tool's replies count in lengths only */
+    or1_batch_stats_compute(b->score, group, b->len, b->trained, b->trunc, b->in_loss, b->n_samples, &b->rej, &bs);
     free(group);
     double nt = ls->tokens > 0 ? (double)ls->tokens : 1.0;
     cJSON *row = cJSON_CreateObject();

@@ -122,14 +122,14 @@ static int on_collect(void *ctx, double wait_s, or1_tool_reply *out, int max) {
     return rc ? -1 : n;
 }
 
-/* See train.h. */
-or1_tool_limits or1_tools_limits(const or1_tools_cfg *c) {
+/* The sandbox limits of each call: its CPU seconds, twice that of wall clock, memory, output. */
+static or1_tool_limits call_limits(const or1_tools_cfg *c) {
     return (or1_tool_limits){c->timeout, 2 * c->timeout, (size_t)c->memory_mb << 20, (size_t)c->output_bytes};
 }
 
 /* See train.h. */
 or1_tools *or1_tools_new(const or1_tools_cfg *cfg, const or1_tokenizer *tok, const or1_request *reqs, int n) {
-    or1_tool_limits lim = or1_tools_limits(cfg);
+    or1_tool_limits lim = call_limits(cfg);
     or1_tool_exec *exec = or1_tool_exec_new(cfg->workers, &lim);
     if (!exec) return NULL;
     or1_tools *t = or1_calloc(1, sizeof *t);

@@ -271,7 +271,7 @@ static int run_batch(const char *fn, const cJSON *c, cJSON *out) {
         add_rejection(out, &r);
         if (!strcmp(fn, "stats")) {
             or1_batch_stats st;
-            or1_batch_stats_compute(b.scores, b.group, len, b.trunc, m1, n, &r, &st);
+            or1_batch_stats_compute(b.scores, b.group, len, NULL, b.trunc, m1, n, &r, &st);
             cJSON *row = cJSON_AddObjectToObject(out, "stats");
             or1_batch_stats_json(&st, row);
         }

@@ -1,7 +1,7 @@
 /* The CUDA backend's entry points in a build with nvcc: the backend itself is the shared library
  * libor1_cuda_gpu.so beside the program (the .cu files of src/cuda, linked with the CUDA
- * runtime, cuBLAS and NCCL), loaded the first time a GPU is asked about. Mapping those libraries takes about
- * 0.2 s and 200 MB at every start, which no run on the CPU should pay. */
+ * runtime, cuBLAS and NCCL), loaded the first time a GPU is asked about. Mapping those
+ * libraries takes about 0.2 s and 200 MB at every start, which no run on the CPU should pay. */
 #include "or1/core.h"
 #include "or1/cuda.h"
 
@@ -23,24 +23,19 @@ static struct {
 static char why[PATH_MAX + 1024];
 static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 
-/* Opens the library beside the program (/proc/self/exe's folder), else by name on the library
- * path; NULL with the loader's message in why. */
+/* Opens the library beside the program (/proc/self/exe's folder) where it is there, else by
+ * name on the library path; NULL with the loader's message in why. */
 static void *open_library(void) {
-    char exe[PATH_MAX], path[PATH_MAX + sizeof OR1_CUDA_LIBRARY];
+    char exe[PATH_MAX], path[PATH_MAX + sizeof OR1_CUDA_LIBRARY] = OR1_CUDA_LIBRARY;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
         snprintf(path, sizeof path, "%s/%s", exe, OR1_CUDA_LIBRARY);
-        void *h = access(path, F_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-        if (h || access(path, F_OK) == 0) {
-            if (!h) snprintf(why, sizeof why, "cannot load %s: %s", path, dlerror());
-            return h;
-        }
+        if (access(path, F_OK) != 0) snprintf(path, sizeof path, "%s", OR1_CUDA_LIBRARY);
     }
-    void *h = dlopen(OR1_CUDA_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!h) snprintf(why, sizeof why, "cannot load the CUDA backend %s: %s", OR1_CUDA_LIBRARY, dlerror());
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) snprintf(why, sizeof why, "cannot load the CUDA backend %s: %s", path, dlerror());
     return h;
 }
 
