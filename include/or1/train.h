@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "or1/algo.h"
+#include "or1/core.h"
 #include "or1/io_safetensors.h"
 #include "or1/io_yaml.h"
 #include "or1/model.h"
@@ -306,7 +307,10 @@ int or1_policy_grad(or1_dmodel *dm, const or1_sample *s, int n, const or1_loss_n
 #define OR1_TOOL_REPLY_OPEN "```output\n"
 #define OR1_TOOL_REPLY_CLOSE "```\n"
 
-
+/* Appends to out the reply text that follows a sample whose text so far ends with `last` (its
+ * last byte; '\n' when it ends a line): a newline if needed, OR1_TOOL_REPLY_OPEN, the tool's
+ * text (ending its line) and OR1_TOOL_REPLY_CLOSE. SFT traces (or1 gen-arith --tool) use it. */
+void or1_tools_reply_text(char last, const char *tool, size_t len, or1_text *out);
 
 typedef struct or1_tools or1_tools;
 
@@ -318,10 +322,12 @@ void or1_tools_free(or1_tools *t);
 
 /* ---- Supervised fine-tuning ---------------------------------------------------------------- */
 
-/* One example: the response tokens are the targets, the prompt only conditions them. */
+/* One example: the response tokens are the targets, the prompt only conditions them; a
+ * response token with mask 0 (a tool's reply) is context only, as in RL. mask NULL: all 1. */
 typedef struct {
     const int32_t *prompt, *resp;
     int n_prompt, n_resp;
+    const uint8_t *mask;
 } or1_sft_example;
 
 typedef struct {

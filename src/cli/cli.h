@@ -139,6 +139,10 @@ int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, in
 /* text through tok into new *ids, every id below vocab; errors name `where`. */
 int cli_encode(const or1_tokenizer *tok, const char *text, int vocab, const char *where, int32_t **ids, size_t *n);
 
+/* The row's optional "response_mask": one 0 or 1 per response token (0: context only, no loss
+ * term), checked against n_resp; *out stays NULL when the key is absent or null. */
+int cli_row_mask(const cJSON *row, size_t n_resp, const char *where, uint8_t **out);
+
 /* The tokenizer for a model folder: PATH when given, else dir's own tokenizer.json if any,
  * else none (*tok NULL). -1 only when a tokenizer fails to load. */
 int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok);

@@ -20,7 +20,7 @@ typedef struct {
     or1_arith_split split;
     const char *out;
     bool traces, split_products;
-    double noise, guess;
+    double noise, guess, tool;
     or1_tokenizer *tok;
     char *eos; /* the tokenizer's EOS token text, appended to each trace */
 } gen_opts;
@@ -38,6 +38,7 @@ static const cli_flag_spec gen_arith_flags[] = {
     FLAG_NUM("noise", "0", 0, 1, "with --traces: probability that a step's result is replaced by a wrong one"),
     FLAG_NUM("guess", "0", 0, 1, "with --traces: probability that a trace skips the working and guesses wrong"),
     FLAG_SWITCH("split-products", "with --traces: write multiplications as partial products"),
+    FLAG_NUM("tool", "0", 0, 1, "with --traces: probability that a trace asks Python for the value (a tool call)"),
 };
 
 /* Reads the flags of `or1 gen-arith`; loads the tokenizer traces need. */
@@ -53,14 +54,15 @@ static int gen_flags(cli_args *a, gen_opts *o) {
     cli_int(a, "max-ops", &o->max_ops);
     cli_double(a, "noise", &o->noise);
     cli_double(a, "guess", &o->guess);
+    cli_double(a, "tool", &o->tool);
     if (cli_check_unused(a)) return -1;
     if (o->min_ops > o->max_ops) return or1_fail("gen-arith: --min-ops %lld is over --max-ops %lld",
                                                  (long long)o->min_ops, (long long)o->max_ops);
     if (strcmp(split, "train") != 0 && strcmp(split, "test") != 0)
         return or1_fail("gen-arith: --split must be train or test, not \"%.32s\"", split);
     o->split = strcmp(split, "test") == 0 ? OR1_ARITH_TEST : OR1_ARITH_TRAIN;
-    if (!o->traces && (tok || o->noise > 0 || o->guess > 0 || o->split_products))
-        return or1_fail("gen-arith: --tokenizer, --noise, --guess and --split-products go with --traces");
+    if (!o->traces && (tok || o->noise > 0 || o->guess > 0 || o->tool > 0 || o->split_products))
+        return or1_fail("gen-arith: --tokenizer, --noise, --guess, --tool and --split-products go with --traces");
     if (!o->traces) return 0;
     if (!tok) return or1_fail("gen-arith: --traces needs --tokenizer PATH (its chat template and EOS token)");
     if (!(o->tok = or1_tokenizer_load(tok))) return -1;
@@ -94,34 +96,95 @@ static cJSON *task_row(const or1_arith_problem *p, int64_t index, or1_arith_spli
     return row;
 }
 
+/* A traced response as tokens: the pieces the model writes (mask 1) and the tool's replies
+ * (mask 0, tokenized as the rollout engine tokenizes them: special tokens as plain text). */
+typedef struct {
+    or1_text text;
+    int32_t *ids;
+    uint8_t *mask;
+    size_t n;
+} traced;
+
+/* Appends a piece of text to t, its tokens with the given mask. */
+static int traced_add(const gen_opts *o, traced *t, const char *s, size_t len, uint8_t mask) {
+    int32_t *ids;
+    size_t n;
+    if (or1_tokenizer_encode(o->tok, s, len, mask ? 0 : OR1_TOK_SPLIT_SPECIAL, &ids, &n)) return -1;
+    t->ids = or1_realloc(t->ids, (t->n + n + 1) * sizeof *t->ids);
+    t->mask = or1_realloc(t->mask, t->n + n + 1);
+    memcpy(t->ids + t->n, ids, n * sizeof *ids);
+    memset(t->mask + t->n, mask, n);
+    t->n += n;
+    or1_text_add(&t->text, s, len);
+    free(ids);
+    return 0;
+}
+
+/* The tool trace of p: the model asks Python to print the expression, reads the reply (the
+ * engine's own format) and boxes its value; always right, as the tool computes. */
+static int tool_trace(const gen_opts *o, const or1_arith_problem *p, traced *t) {
+    char call[OR1_ARITH_MAX_TEXT + 64], value[32], tail[64];
+    snprintf(call, sizeof call, "<think>\n" OR1_TOOL_CALL_OPEN "print(%s)" OR1_TOOL_CALL_CLOSE, p->expr);
+    snprintf(value, sizeof value, "%lld\n", (long long)p->value);
+    snprintf(tail, sizeof tail, "</think>\n\\boxed{%lld}", (long long)p->value);
+    or1_text reply = {0};
+    or1_tools_reply_text(call[strlen(call) - 1], value, strlen(value), &reply);
+    int rc = traced_add(o, t, call, strlen(call), 1) || traced_add(o, t, reply.s, reply.len, 0) ||
+             traced_add(o, t, tail, strlen(tail), 1) || traced_add(o, t, o->eos, strlen(o->eos), 1);
+    free(reply.s);
+    return rc ? -1 : 0;
+}
+
+/* Whether trace `index` calls the tool (a draw of its own, apart from the noise and guess). */
+static bool uses_tool(const gen_opts *o, int64_t index) {
+    return o->tool > 0 && or1_rand_uniform((uint64_t)o->seed, (uint64_t)index ^ 0x7001ULL, 0) < o->tool;
+}
+
+/* The worked trace of p ending in EOS (its boxed value in *answer). */
+static int worked_trace(const gen_opts *o, const or1_arith_problem *p, int64_t index, traced *t, int64_t *answer) {
+    or1_arith_trace_cfg tc = {o->noise, o->guess, o->split_products, (uint64_t)o->seed, (uint64_t)index};
+    char *trace;
+    if (or1_arith_trace(p->expr, &tc, &trace, answer)) return -1;
+    or1_text_add(&t->text, trace, strlen(trace));
+    or1_text_add(&t->text, o->eos, strlen(o->eos));
+    free(trace);
+    return 0;
+}
+
 /* A trace row: the chat-templated prompt, the response ending in EOS, and the gold answer
- * (the shape `or1 verify-math` reads). */
+ * (the shape `or1 verify-math` reads); a tool trace adds its token ids and loss mask. */
 static cJSON *trace_row(const gen_opts *o, const or1_arith_problem *p, int64_t index) {
     or1_chat_message msg = {"user", p->expr};
-    char *prompt, *trace, gold[32];
-    int64_t answer;
+    char *prompt, gold[32];
+    int64_t answer = p->value;
     or1_chat_vars vars = or1_chat_vars_default();
     if (or1_tokenizer_chat(o->tok, NULL, &msg, 1, &vars, &prompt)) return NULL;
-    or1_arith_trace_cfg tc = {o->noise, o->guess, o->split_products, (uint64_t)o->seed, (uint64_t)index};
-    if (or1_arith_trace(p->expr, &tc, &trace, &answer)) {
+    traced t = {0};
+    bool tool = uses_tool(o, index);
+    if (tool ? tool_trace(o, p, &t) : worked_trace(o, p, index, &t, &answer)) {
         free(prompt);
+        free(t.text.s), free(t.ids), free(t.mask);
         return NULL;
     }
-    size_t n = strlen(trace), k = strlen(o->eos);
-    trace = or1_realloc(trace, n + k + 1);
-    memcpy(trace + n, o->eos, k + 1);
+    or1_text_add(&t.text, "", 1); /* the NUL */
     snprintf(gold, sizeof gold, "%lld", (long long)p->value);
     cJSON *row = cJSON_CreateObject();
     cJSON_AddStringToObject(row, "prompt", prompt);
-    cJSON_AddStringToObject(row, "response", trace);
+    cJSON_AddStringToObject(row, "response", t.text.s);
+    if (tool) {
+        cJSON_AddItemToObject(row, "response_ids", cJSON_CreateIntArray((const int *)t.ids, (int)t.n));
+        cJSON *m = cJSON_AddArrayToObject(row, "response_mask");
+        for (size_t j = 0; j < t.n; j++) cJSON_AddItemToArray(m, cJSON_CreateNumber(t.mask[j]));
+    }
     cJSON_AddItemToArray(cJSON_AddArrayToObject(row, "gold"), cJSON_CreateString(gold));
     cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
     cJSON_AddNumberToObject(extra, "index", (double)index);
     cJSON_AddStringToObject(extra, "split", o->split == OR1_ARITH_TEST ? "test" : "train");
     cJSON_AddStringToObject(extra, "expression", p->expr);
     cJSON_AddBoolToObject(extra, "trace_correct", answer == p->value);
+    if (tool) cJSON_AddBoolToObject(extra, "tool", true);
     free(prompt);
-    free(trace);
+    free(t.text.s), free(t.ids), free(t.mask);
     return row;
 }
 
@@ -176,6 +239,7 @@ static void example_list_free(example_list *l) {
     for (int i = 0; i < l->n; i++) {
         free((void *)l->ex[i].prompt);
         free((void *)l->ex[i].resp);
+        free((void *)l->ex[i].mask);
     }
     free(l->ex);
 }
@@ -189,21 +253,24 @@ static int read_examples(const char *path, const or1_tokenizer *tok, int vocab, 
     while ((rc = or1_jsonl_next(&r, &row)) == 1) {
         const char *where = r.where;
         int32_t *p = NULL, *s = NULL;
+        uint8_t *mask = NULL;
         size_t np = 0, ns = 0;
         rc = cli_row_ids(row, "prompt", tok, vocab, where, &p, &np);
         if (rc == 0) rc = cli_row_ids(row, "response", tok, vocab, where, &s, &ns);
+        if (rc == 0) rc = cli_row_mask(row, ns, where, &mask);
         cJSON_Delete(row);
         if (rc == 0 && (np == 0 || ns == 0)) rc = or1_fail("%s: empty %s", where, np == 0 ? "prompt" : "response");
         if (rc) {
             free(p);
             free(s);
+            free(mask);
             break;
         }
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 256;
             l->ex = or1_realloc(l->ex, (size_t)l->cap * sizeof *l->ex);
         }
-        l->ex[l->n++] = (or1_sft_example){p, s, (int)np, (int)ns};
+        l->ex[l->n++] = (or1_sft_example){p, s, (int)np, (int)ns, mask};
     }
     or1_jsonl_close(&r);
     if (rc < 0) return -1;
@@ -252,7 +319,7 @@ static void sft_progress(void *ctx, const or1_sft_progress *p) {
 /* The flags of `or1 sft`. */
 static const cli_flag_spec sft_flag_table[] = {
     FLAG_NEED("model", "base checkpoint folder (config.json + model.safetensors)"),
-    FLAG_NEED("data", "JSONL rows {prompt, response} as text (with a tokenizer) or *_ids"),
+    FLAG_NEED("data", "JSONL rows {prompt, response} as text (with a tokenizer) or *_ids, response_mask?"),
     FLAG_NEED("out", "folder for the trained checkpoint (and step-K/ ones)"),
     FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's, if any"),
     FLAG_INT("steps", "200", 0, 10000000, "optimizer steps"),
@@ -339,8 +406,8 @@ static int cmd_sft(cli_args *a) {
     o.cm = &cm;
     if (cli_model_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, cm.m.cfg.vocab, &l) == 0) {
         long tokens = 0;
-        for (int i = 0; i < l.n; i++) tokens += l.ex[i].n_resp;
-        fprintf(stderr, "sft: %d examples, %ld response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
+        for (int i = 0; i < l.n; i++) tokens += or1_sample_len(&(or1_sample){.n_resp = l.ex[i].n_resp, .mask = l.ex[i].mask});
+        fprintf(stderr, "sft: %d examples, %ld trained response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
                 o.cfg.batch);
         if (or1_sft_train(cm.dm, l.ex, l.n, &o.cfg, sft_progress, &o) == 0 && o.save_rc == 0 && or1_mkdir_p(o.out) == 0 &&
             or1_model_save(&cm.m, o.out, o.dtype, o.dir) == 0 && carry_tokenizer(o.tokenizer, o.out) == 0)

@@ -170,25 +170,6 @@ static int optional_logprobs(const cJSON *row, const char *key, size_t n_resp, c
     return or1_fail("%s: \"%s\" has %zu values for %zu response tokens", where, key, n, n_resp);
 }
 
-/* The optional "response_mask": one 0 or 1 per response token (0: not sampled by the policy,
- * no loss term); *out stays NULL when the key is absent or null. */
-static int optional_mask(const cJSON *row, size_t n_resp, const char *where, uint8_t **out) {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(row, "response_mask");
-    int32_t *v = NULL;
-    size_t n = 0;
-    *out = NULL;
-    if (!o || cJSON_IsNull(o)) return 0;
-    if (or1_json_int_array(row, "response_mask", 0, 1, &v, &n, where)) return -1;
-    if (n != n_resp) {
-        free(v);
-        return or1_fail("%s: \"response_mask\" has %zu values for %zu response tokens", where, n, n_resp);
-    }
-    *out = or1_malloc(n);
-    for (size_t j = 0; j < n; j++) (*out)[j] = (uint8_t)v[j];
-    free(v);
-    return 0;
-}
-
 /* Parses one batch line into a sample, validating ids, lengths and numbers. */
 static int parse_sample(const cJSON *row, int vocab, const char *where, or1_sample *s) {
     memset(s, 0, sizeof *s);
@@ -205,7 +186,7 @@ static int parse_sample(const cJSON *row, int vocab, const char *where, or1_samp
         goto fail;
     }
     if (optional_logprobs(row, "old_logprobs", nr, where, &old) ||
-        optional_logprobs(row, "rollout_logprobs", nr, where, &rollout) || optional_mask(row, nr, where, &mask))
+        optional_logprobs(row, "rollout_logprobs", nr, where, &rollout) || cli_row_mask(row, nr, where, &mask))
         goto fail;
     *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout, 0, mask};
     return 0;

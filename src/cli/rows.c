@@ -87,6 +87,24 @@ int cli_row_ids(const cJSON *row, const char *side, const or1_tokenizer *tok, in
     return cli_encode(tok, text, vocab, where, ids, n);
 }
 
+/* See cli.h. */
+int cli_row_mask(const cJSON *row, size_t n_resp, const char *where, uint8_t **out) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(row, "response_mask");
+    int32_t *v = NULL;
+    size_t n = 0;
+    *out = NULL;
+    if (!o || cJSON_IsNull(o)) return 0;
+    if (or1_json_int_array(row, "response_mask", 0, 1, &v, &n, where)) return -1;
+    if (n != n_resp) {
+        free(v);
+        return or1_fail("%s: \"response_mask\" has %zu values for %zu response tokens", where, n, n_resp);
+    }
+    *out = or1_malloc(n);
+    for (size_t j = 0; j < n; j++) (*out)[j] = (uint8_t)v[j];
+    free(v);
+    return 0;
+}
+
 enum { MAX_MESSAGES = 4096 };
 
 /* --chat-template-kwargs parsed over the defaults. */

@@ -15,8 +15,9 @@ static int check(const or1_model_config *mc, const or1_sft_example *ex, int n, c
         return or1_fail("sft: invalid settings (steps %d, batch %d, warmup %d, micro-batch tokens %d)", c->steps,
                         c->batch, c->warmup, c->micro_tokens);
     for (int i = 0; i < n; i++) {
-        if (ex[i].n_prompt < 1 || ex[i].n_resp < 1)
-            return or1_fail("sft: example %d has an empty prompt or response", i);
+        or1_sample x = {.n_resp = ex[i].n_resp, .mask = ex[i].mask};
+        if (ex[i].n_prompt < 1 || or1_sample_len(&x) < 1)
+            return or1_fail("sft: example %d has an empty prompt or no trained response token", i);
         if (ex[i].n_prompt + ex[i].n_resp > mc->max_pos)
             return or1_fail("sft: example %d has %d tokens, over the model's %d positions", i,
                             ex[i].n_prompt + ex[i].n_resp, mc->max_pos);
@@ -52,8 +53,8 @@ static void next_batch(const or1_sft_example *ex, int n, const or1_sft_cfg *c, i
         if (*cursor == n) shuffle(order, n, c->seed, ++*epoch), *cursor = 0;
         const or1_sft_example *x = &ex[order[(*cursor)++]];
         s[i] = (or1_sample){.prompt = x->prompt, .resp = x->resp, .n_prompt = x->n_prompt,
-                            .n_resp = x->n_resp, .adv = 1.0f, .old_logp = NULL};
-        *tokens += x->n_resp;
+                            .n_resp = x->n_resp, .adv = 1.0f, .old_logp = NULL, .mask = x->mask};
+        *tokens += or1_sample_len(&s[i]);
     }
 }
 

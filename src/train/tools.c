@@ -71,12 +71,12 @@ static int on_token(void *ctx, int request, int sample, const int32_t *ids, int 
     return 1;
 }
 
-/* The reply's text around the tool's: on a line of its own, the tool's text ending its line. */
-static void reply_text(const tool_seq *s, const or1_tool_result *r, or1_text *out) {
-    if (s->t.len > 0 && s->t.s[s->t.len - 1] != '\n') or1_text_add(out, "\n", 1);
+/* See train.h: the reply on a line of its own, the tool's text ending its line. */
+void or1_tools_reply_text(char last, const char *tool, size_t len, or1_text *out) {
+    if (last != '\n') or1_text_add(out, "\n", 1);
     or1_text_add(out, OR1_TOOL_REPLY_OPEN, strlen(OR1_TOOL_REPLY_OPEN));
-    or1_text_add(out, r->text, r->text_len);
-    if (r->text_len > 0 && r->text[r->text_len - 1] != '\n') or1_text_add(out, "\n", 1);
+    or1_text_add(out, tool, len);
+    if (len > 0 && tool[len - 1] != '\n') or1_text_add(out, "\n", 1);
     or1_text_add(out, OR1_TOOL_REPLY_CLOSE, strlen(OR1_TOOL_REPLY_CLOSE));
 }
 
@@ -93,7 +93,7 @@ static int make_reply(or1_tools *t, const or1_tool_result *r, or1_tool_reply *ou
     tool_seq *s = &t->seqs[r->tag];
     or1_text reply = {0};
     count(&t->stats, r);
-    reply_text(s, r, &reply);
+    or1_tools_reply_text(s->t.len > 0 ? s->t.s[s->t.len - 1] : '\n', r->text, r->text_len, &reply);
     free(s->reply);
     s->reply = NULL;
     size_t n = 0, len;

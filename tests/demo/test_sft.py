@@ -97,6 +97,26 @@ def matches_grad_steps(model, rng):
     check(worst < 1e-5 and moved > 1e-3, f"sft vs grad --step: max difference {worst:g}, moved {moved:g}")
 
 
+def masked_rows(model, rng):
+    """response_mask: 0 tokens are context only; sft equals `or1 grad --step` on the same masked
+    rows, and differs from the unmasked run (the mask reaches the loss)."""
+    rows = [dict(r, response_mask=[1, 0, 0, 1, 1]) for r in learnable_rows(6, rng)]
+    data, batch = os.path.join(SCRATCH, "masked.jsonl"), os.path.join(SCRATCH, "masked_batch.jsonl")
+    files.write_jsonl(data, rows)
+    files.write_jsonl(batch, [dict(r, advantage=1.0) for r in rows])
+    common = ["--lr", "0.003", "--weight-decay", "0.01"]
+    sft, grad, plain = (os.path.join(SCRATCH, n) for n in ("sft_mask", "grad_mask", "sft_plain"))
+    p = run("sft", "--model", model, "--data", data, "--out", sft, "--steps", "1", "--batch", "6", *common)
+    check("18 trained response tokens" in p.stderr, f"trained tokens: {p.stderr.splitlines()[:1]}")
+    run("grad", "--model", model, "--batch", batch, "--step", "--save", grad, *common)
+    files.write_jsonl(data, [{k: v for k, v in r.items() if k != "response_mask"} for r in rows])
+    run("sft", "--model", model, "--data", data, "--out", plain, "--steps", "1", "--batch", "6", *common)
+    a, b, c = weights(sft), weights(grad), weights(plain)
+    worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+    apart = max(float(np.abs(a[k] - c[k]).max()) for k in a)
+    check(worst < 1e-5 and apart > 1e-3, f"masked sft vs grad --step: {worst:g}; vs unmasked: {apart:g}")
+
+
 def text_rows_and_carry(rng):
     """Text rows through the demo tokenizer; the output folder gets tokenizer files."""
     tok = os.path.join(SCRATCH, "tok")
@@ -122,6 +142,9 @@ def bad_input(model):
         ([{"prompt_ids": [1, 2], "response_ids": [3, 99]}], "bad.jsonl:1"),
         ([{"prompt_ids": [1, 2], "response_ids": []}], "bad.jsonl:1"),
         ([{"prompt_ids": [1] * 40, "response_ids": [2] * 20}], "positions"),
+        ([{"prompt_ids": [1], "response_ids": [3, 4], "response_mask": [1]}], "bad.jsonl:1"),
+        ([{"prompt_ids": [1], "response_ids": [3, 4], "response_mask": [1, 2]}], "bad.jsonl:1"),
+        ([{"prompt_ids": [1], "response_ids": [3, 4], "response_mask": [0, 0]}], "no trained response token"),
     ]
     path = os.path.join(SCRATCH, "bad.jsonl")
     for rows, where in cases:
@@ -146,6 +169,7 @@ def main():
     loss_falls(model, rng)
     cosine_schedule(model, rng)
     matches_grad_steps(model, rng)
+    masked_rows(model, rng)
     text_rows_and_carry(rng)
     bad_input(model)
     finish("sft")

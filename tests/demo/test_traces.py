@@ -81,6 +81,36 @@ def guesses():
     check(not any(v["correct"] for v in verdicts), "a guess verifies as correct")
 
 
+def tools():
+    """--tool: that share of traces asks Python for the value; the reply is in the engine's format
+    (its ids tokenized apart, mask 0), the rest of the response mask 1; other rows are unchanged."""
+    plain = or1("gen-arith", "--n", "300", "--seed", "8", "--traces", "--tokenizer", TOK)
+    rows = or1("gen-arith", "--n", "300", "--seed", "8", "--traces", "--tokenizer", TOK, "--tool", "0.4")
+    calls = [r for r in rows if r["extra_info"].get("tool")]
+    check(0.3 * len(rows) < len(calls) < 0.5 * len(rows), f"{len(calls)} of {len(rows)} traces call the tool")
+    for i, (r, q) in enumerate(zip(rows, plain)):
+        check(r["extra_info"].get("tool") or (r == q), f"row {i}: a worked trace changed with --tool")
+    reply = {}
+    for i, r in enumerate(calls):
+        expr, value = r["extra_info"]["expression"], r["gold"][0]
+        reply[i] = f"\n```output\n{value}\n```\n"
+        want = f"<think>\n```python\nprint({expr})\n```{reply[i]}</think>\n\\boxed{{{value}}}<|endoftext|>"
+        check(r["response"] == want, f"tool row {i}: {r['response']!r} != {want!r}")
+        m = r["response_mask"]
+        k0, k1 = m.index(0), len(m) - m[::-1].index(0)
+        check(len(m) == len(r["response_ids"]) and 0 not in m[k1:] and 1 not in m[k0:k1], f"tool row {i}: mask {m}")
+        r["spans"] = [r["response_ids"][:k0], r["response_ids"][k0:k1], r["response_ids"]]
+    ids = [s for r in calls for s in r["spans"]]
+    dec = or1("detokenize", "--tokenizer", TOK, stdin="".join(json.dumps({"ids": x}) + "\n" for x in ids))
+    for i, r in enumerate(calls):
+        head, masked, whole = (d["text"] for d in dec[3 * i:3 * i + 3])
+        check(whole == r["response"] and masked == reply[i] and head.endswith("print(%s)\n```" % r["extra_info"]["expression"]),
+              f"tool row {i}: decoded {head!r} | {masked!r}")
+    verdicts = or1("verify-math", stdin="".join(json.dumps({"response": r["response"], "gold": r["gold"]}) + "\n"
+                                                for r in calls))
+    check(all(v["correct"] for v in verdicts), "verify-math rejects a tool trace")
+
+
 def main():
     fresh_scratch()
     proc.make_tokenizer(ROOT, TOK)
@@ -122,6 +152,7 @@ def main():
     check([r["prompt"] for r in noisy] == [r["prompt"] for r in rows], "noise changed the problems")
     split_products()
     guesses()
+    tools()
     finish("traces")
 
 
