@@ -9,7 +9,7 @@ TEST_DEPS_STAMP = build/.test-deps-ok
 VENV = build/venv
 PY_REQUIREMENTS = scripts/python-test-requirements.txt
 
-.PHONY: all deps test-deps build build-asan run test bench clean base fuzz
+.PHONY: all deps test-deps build build-asan run run-tools test bench clean base fuzz
 
 all: build
 
@@ -37,6 +37,10 @@ build-asan: deps
 # The main job on the built-in default.
 run: build
 	@bash demo/run.sh
+
+# The tool-use demo: the base model taught to call Python, then MAGIC with tools and without.
+run-tools: build
+	@/usr/bin/python3 demo/tools.py --or1 build/or1
 
 # The whole suite, once on the optimised build and once under ASan + UBSan. The tests' PyTorch
 # and C programs get the OpenBLAS kernels and the OpenMP spin `or1` chooses for this CPU (see

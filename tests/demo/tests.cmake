@@ -23,4 +23,7 @@ endif()
 if(NOT OR1_SANITIZE)
   or1_demo_test(quickstart test_quickstart.py)
   set_tests_properties(demo_quickstart PROPERTIES TIMEOUT 1800)
+  # The tool-use demo shortened (make run-tools): its path beyond train_tools, which both passes run.
+  or1_demo_test(tools_demo test_tools_demo.py)
+  set_tests_properties(demo_tools_demo PROPERTIES TIMEOUT 1200)
 endif()
