@@ -21,14 +21,14 @@ MODEL = os.path.join(ROOT, "models", "arith-base")
 SAMPLING = ["n", "temperature", "top-p", "top-k", "max-new-tokens", "seed"]
 TOOLS = ["tools", "tool-timeout", "tool-output-bytes", "tool-memory-mb"]
 EVAL = ["model", "data", "tokenizer", "chat-template", "chat-template-kwargs", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
-        "code-timeout", *TOOLS, "device", "precision"]
+        "prefill-chunk", "code-timeout", *TOOLS, "device", "precision"]
 # Every flag of every command, written out here (not read from the program) so that a flag
 # dropped from a table, or a table the help does not show, fails the test.
 FLAGS = {
     "logprobs": ["model", "input", "temperature", "device", "precision"],
     "init": ["config", "out", "seed", "std", "save-dtype"],
     "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "chat-template", "chat-template-kwargs", "max-slots",
-                 "kv-cache-gb", *TOOLS, "device", "precision"],
+                 "kv-cache-gb", "prefill-chunk", *TOOLS, "device", "precision"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
     "eval": EVAL,
     "difficulty": [*EVAL, "out", "in-place", "name"],
@@ -43,7 +43,7 @@ FLAGS = {
     "detokenize": ["tokenizer", "input", "output", "skip-special"],
     "chat": ["tokenizer", "input", "output", "template", "no-generation-prompt", "chat-template-kwargs"],
     "gen-arith": ["n", "seed", "split", "min-ops", "max-ops", "out", "traces", "tokenizer", "noise", "guess",
-                  "split-products"],
+                  "split-products", "tool"],
     "sft": ["model", "data", "out", "tokenizer", "steps", "batch", "warmup", "micro-batch-tokens", "seed",
             "log-every", "save-every", "lr", "min-lr", "weight-decay", "max-grad-norm", "save-dtype", "device", "precision"],
 }
