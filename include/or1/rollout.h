@@ -77,6 +77,10 @@ typedef struct {
 typedef struct {
     int max_slots;      /* sequences decoded together (default 64) */
     double kv_cache_gb; /* KV cache budget in GiB (default 8) */
+    /* A prompt longer than this many tokens is prefilled in pieces of this many through the
+     * decode path, each extending it in the pool (0: every prompt at once); its result is the
+     * same bits, and the prefill's workspace holds one piece instead of the longest prompt. */
+    int prefill_chunk;
     /* Called as each sample finishes (from the calling thread), e.g. to stream output. */
     void (*on_done)(void *ctx, int request, int sample, const or1_completion *c);
     void *ctx;

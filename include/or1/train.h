@@ -102,6 +102,7 @@ typedef struct {
         int max_new_tokens;
         int max_slots;      /* sequences decoded together */
         double kv_cache_gb; /* the engine's KV budget */
+        int prefill_chunk;  /* or1_engine_cfg.prefill_chunk */
         or1_tools_cfg tools;
     } rollout;
     struct {
@@ -246,6 +247,7 @@ typedef struct {
     float temperature, top_p;
     int top_k, max_new_tokens, max_slots; /* max_new_tokens 0: what the context leaves */
     double kv_cache_gb;
+    int prefill_chunk; /* or1_engine_cfg.prefill_chunk */
     uint64_t seed;
     double code_timeout;
     or1_tools_cfg tools; /* max_turns 0: no tools */

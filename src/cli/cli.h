@@ -166,6 +166,10 @@ int cli_row_chat(const cJSON *row, const char *where, const or1_tokenizer *t, co
 #define TOOL_FLAG_double FLAG_NUM
 /* The OR1_TOOL_OPTIONS flags into *c (one worker per core). */
 void cli_tool_flags(cli_args *a, or1_tools_cfg *c);
+/* The engine's chunked prefill (or1_engine_cfg.prefill_chunk), for generate, eval, difficulty. */
+#define FLAG_PREFILL_CHUNK                                                                              \
+    FLAG_INT("prefill-chunk", "0", 0, 1 << 30, "prompts longer than this prefill in pieces of this many tokens; 0: whole")
+
 #define FLAG_SAVE_DTYPE FLAG_STR("save-dtype", "f32|bf16", "f32", "dtype of the saved weights")
 int cli_save_dtype(cli_args *a, or1_dtype *out);
 

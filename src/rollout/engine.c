@@ -8,7 +8,8 @@
  * decoding sample feeds its newest token, one row; a sample with more tokens than it has fed (a
  * tool's reply appended, or one whose blocks were taken back) feeds several rows of one step, up
  * to the step's row budget, each row attending to the sample's pool rows and the rows before it.
- * A sample draws its next token once every token it holds is fed.
+ * A sample draws its next token once every token it holds is fed. A prompt longer than the
+ * configured chunk is prefilled the same way, in pieces that extend its prefix blocks.
  *
  * Paging: the pool is cut into blocks of KV_BLOCK rows. A prompt's keys and values take the
  * blocks its length needs, shared by its samples; a sample takes a block each time its own
@@ -62,6 +63,7 @@ typedef struct {
     const or1_request *reqs;
     const or1_tool_hooks *tools;
     int n_reqs, n_slots, n_rows, n_prefix, pcap, ncap, pblocks, sblocks; /* n_rows: a step's rows at most */
+    int chunk; /* prompts longer than this are prefilled in pieces (0: none is) */
     long n_seqs;
     prefix *pre;
     seq *seqs;   /* request-major: request i's samples from first[i] on */
@@ -157,9 +159,12 @@ static int check_requests(engine *e) {
  * more than one prompt and one sample's blocks per slot. */
 static int engine_alloc(engine *e, or1_completion *out) {
     e->n_rows = e->n_slots + EXTEND_ROWS;
+    if (e->chunk > e->n_rows) e->n_rows = e->chunk; /* a step may hold one piece of a prompt */
     size_t S = (size_t)e->n_slots, R = (size_t)e->n_rows, P = (size_t)e->n_prefix, N = (size_t)e->n_seqs;
-    int table_cap = e->n_slots * (e->pblocks + e->sblocks);
-    if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_rows, e->pcap, e->pcap + e->ncap, table_cap,
+    int table_cap = e->n_slots * (e->pblocks + e->sblocks), prompt_cap = e->pcap;
+    if (table_cap < e->pblocks) table_cap = e->pblocks;
+    if (e->chunk > 0 && e->chunk < prompt_cap) prompt_cap = e->chunk;
+    if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_rows, prompt_cap, e->pcap + e->ncap, table_cap,
                                   e->n_prefix + e->n_rows))
         return -1;
     int32_t *lists = or1_malloc((P * (size_t)e->pblocks + N * (size_t)e->sblocks + (size_t)e->n_blocks + 1) *
@@ -220,6 +225,37 @@ static int resident_prefix(const engine *e, int req) {
     return -1;
 }
 
+/* Writes prompt r's keys and values to region k's blocks and its last token's hidden state to
+ * state k: at once through the prefill, or, past the chunk, by decode steps of up to `chunk`
+ * rows that each extend it (the last token alone, as a step's states start after the regions'). */
+static int fill_prefix(engine *e, int k, const or1_request *r) {
+    const prefix *p = &e->pre[k];
+    if (e->chunk == 0 || r->n_prompt <= e->chunk) {
+        for (int t = 0; t < r->n_prompt; t++) e->prompt_rows[t] = block_row(p->blocks, t);
+        or1_seq seq = {r->prompt, r->n_prompt, r->n_prompt};
+        or1_batch b;
+        or1_batch_pack(&b, &seq, 1);
+        int rc = or1_dmodel_prefill(e->dm, &b, e->prompt_rows, k);
+        or1_batch_free(&b);
+        return rc;
+    }
+    memcpy(e->table, p->blocks, (size_t)p->n_blocks * sizeof *e->table);
+    for (int t0 = 0, last = r->n_prompt - 1; t0 <= last;) {
+        int n = t0 < last ? (last - t0 < e->chunk ? last - t0 : e->chunk) : 1;
+        for (int j = 0; j < n; j++) {
+            int t = t0 + j;
+            e->tokens[j] = r->prompt[t], e->pos[j] = t, e->kv_rows[j] = block_row(p->blocks, t);
+            int32_t *g = e->seg + 4 * j;
+            g[0] = 0, g[1] = 0, g[2] = 0, g[3] = t + 1; /* no shared part: its own blocks up to t */
+        }
+        if (or1_dmodel_decode(e->dm, n, e->tokens, e->pos, e->kv_rows, e->seg, e->table, p->n_blocks,
+                              t0 < last ? e->n_prefix : k))
+            return -1;
+        t0 += n;
+    }
+    return 0;
+}
+
 /* Prefills request req's prompt alone (so its KV never depends on what else runs) into
  * blocks of a free prefix region; returns the region, -2 when the pool or the regions are
  * full, -1 on error. */
@@ -233,13 +269,7 @@ static int acquire_prefix(engine *e, int req) {
     if (k == e->n_prefix || e->n_free < need + 1) return -2; /* + 1: room for a first own block */
     prefix *p = &e->pre[k];
     for (p->n_blocks = 0; p->n_blocks < need; p->n_blocks++) p->blocks[p->n_blocks] = take_block(e);
-    for (int t = 0; t < r->n_prompt; t++) e->prompt_rows[t] = block_row(p->blocks, t);
-    or1_seq seq = {r->prompt, r->n_prompt, r->n_prompt};
-    or1_batch b;
-    or1_batch_pack(&b, &seq, 1);
-    int rc = or1_dmodel_prefill(e->dm, &b, e->prompt_rows, k);
-    or1_batch_free(&b);
-    if (rc) return -1;
+    if (fill_prefix(e, k, r)) return -1;
     p->req = req;
     p->refs = r->n_samples;
     return k;
@@ -577,7 +607,8 @@ static int run(engine *e, const or1_engine_cfg *cfg) {
 
 /* Validates, sizes the cache, allocates outputs and runs the engine. */
 int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg, or1_completion *out) {
-    engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n, .tools = cfg->tools};
+    engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n, .tools = cfg->tools,
+                .chunk = cfg->prefill_chunk > 0 ? cfg->prefill_chunk : 0};
     if (check_requests(&e)) return -1;
     for (int i = 0; i < n; i++) e.n_seqs += reqs[i].n_samples;
     if (e.n_seqs == 0) return 0;

@@ -63,6 +63,7 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("rollout.max_new_tokens", FIELD(rollout.max_new_tokens), "16384", 1, BIG, "T, response length limit (default of the stages)"),
     INT_KEY("rollout.max_slots", FIELD(rollout.max_slots), "256", 1, 65536, "sequences the rollout engine decodes together"),
     NUM_KEY("rollout.kv_cache_gb", FIELD(rollout.kv_cache_gb), "8", 1e-3, 1e6, "KV cache budget of the rollout engine, GiB"),
+    INT_KEY("rollout.prefill_chunk", FIELD(rollout.prefill_chunk), "0", 0, BIG, "prompts longer than this prefill in pieces of this many tokens; 0: whole"),
     OR1_TOOL_OPTIONS(TOOL_KEY)
     INT_KEY("train.prompts_per_step", FIELD(train.prompts_per_step), "256", 1, BIG, "N prompts per step (default of the stages)"),
     INT_KEY("train.mini_batch", FIELD(train.mini_batch), "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),

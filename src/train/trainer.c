@@ -57,7 +57,7 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
                       st->context_length, 0, NULL, 0};
     or1_scored sc;
     or1_engine_cfg engine = {.max_slots = t->cfg->rollout.max_slots, .kv_cache_gb = t->cfg->rollout.kv_cache_gb,
-                             .progress = t->d->rank == 0};
+                             .prefill_chunk = t->cfg->rollout.prefill_chunk, .progress = t->d->rank == 0};
     int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
                                t->cfg->reward.code_timeout, &sc, &b->t_rollout, &b->t_reward);
     if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);

@@ -55,7 +55,8 @@ def require_gpu(or1, tmp):
 
 def check_generate(or1, tmp, c):
     """`or1 generate --device cuda`: greedy tokens and log-probs equal the CPU engine's (fp32);
-    sampled tokens' log-probs equal `or1 logprobs` over prompt + response at the temperature."""
+    sampled tokens' log-probs equal `or1 logprobs` over prompt + response at the temperature;
+    chunked prefill samples the same bits."""
     ck = os.path.join(tmp, "gen")
     cfg, _ = ref.new_checkpoint(ck, seed=7, arch="qwen2", tied=False)
     g = torch.Generator().manual_seed(3)
@@ -74,6 +75,10 @@ def check_generate(or1, tmp, c):
     with open(inp) as f:
         prompts = [json.loads(line)["prompt_ids"] for line in f]
     sampled = parse(run(or1, base + ["--temperature", 0.8, "--seed", 5, "--device", "cuda"], "fp32", "gpu sample"))
+    chunked = parse(run(or1, base + ["--temperature", 0.8, "--seed", 5, "--device", "cuda", "--prefill-chunk", 4], "fp32",
+                        "gpu sample, chunked prefill"))
+    c.ok(chunked == sampled, "generate --device cuda --prefill-chunk 4 (prompts extended through decode steps) "
+         "differs from the whole prefill")
     rows = [{"ids": prompts[j["index"]] + j["response_ids"]} for j in sampled]
     lp_in = os.path.join(tmp, "sampled.jsonl")
     files.write_jsonl(lp_in, rows)

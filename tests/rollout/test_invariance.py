@@ -9,9 +9,11 @@ byte-identical across --max-slots 1, 3 and 64, --threads 1 and 2, and for the fi
 alone versus followed by the other four. So that identity is not trivially met, the test also
 checks that samples differ between seeds, between the samples of one prompt, and between two copies
 of one prompt at different indexes (each request has its own seed), and that the stop list did end
-samples at different lengths. A wider model (hidden 256, 300-token prompts, where a BLAS prefill
-gave thread-dependent results, so the engine's prefill uses the row-by-row matmul) checks
---threads 1 vs 2 and --max-slots 1 vs 64 once more. With stderr
+samples at different lengths. Chunked prefill (--prefill-chunk 4, and 1 with 3 slots: prompts
+extended piece by piece through the decode path) gives the same bytes. A wider model (hidden
+256, 300-token prompts, where a BLAS prefill gave thread-dependent results, so the engine's
+prefill uses the row-by-row matmul) checks --threads 1 vs 2, --max-slots 1 vs 64 and
+--prefill-chunk 64 and 100 once more. With stderr
 a terminal, a progress bar appears there and stdout stays the same.
 """
 import os
@@ -67,7 +69,9 @@ def check_setting(chk, or1, model, tmp, setting, stop, prompts):
     runs = {"--max-slots 1": dict(inp=full, **{"max-slots": 1, "threads": 2}),
             "--max-slots 3": dict(inp=full, **{"max-slots": 3, "threads": 2}),
             "--max-slots 3 --threads 1": dict(inp=full, **{"max-slots": 3, "threads": 1}),
-            "--threads 1": dict(inp=full, **{"max-slots": 64, "threads": 1})}
+            "--threads 1": dict(inp=full, **{"max-slots": 64, "threads": 1}),
+            "--prefill-chunk 4": dict(inp=full, **{"max-slots": 64, "threads": 2, "prefill-chunk": 4}),
+            "--prefill-chunk 1 --max-slots 3": dict(inp=full, **{"max-slots": 3, "threads": 1, "prefill-chunk": 1})}
     for what, kw in runs.items():
         inp = kw.pop("inp")
         got = run(chk, or1, model, inp, len(prompts), setting, stop, **kw)
@@ -111,14 +115,14 @@ def check_wide(chk, or1, tmp):
     prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (300, 7, 150)]
     inp = rollout.write_prompts(os.path.join(tmp, "wide.jsonl"), prompts)
     outs = {}
-    for threads, slots in ((1, 1), (2, 64), (2, 1), (1, 64)):
-        outs[(threads, slots)] = rollout.generate_lines(
+    for threads, slots, chunk in ((1, 1, 0), (2, 64, 0), (2, 1, 0), (1, 64, 0), (2, 64, 64), (1, 1, 100)):
+        outs[(threads, slots, chunk)] = rollout.generate_lines(
             chk, or1, model, inp, len(prompts), n=2, seed=3, temperature=1.0,
-            **{"max-new-tokens": 8, "threads": threads, "max-slots": slots})[1]
-    base = outs[(1, 1)]
+            **{"max-new-tokens": 8, "threads": threads, "max-slots": slots, "prefill-chunk": chunk})[1]
+    base = outs[(1, 1, 0)]
     for key, got in outs.items():
-        chk.ok(base is not None and got == base,
-               f"wide model: --threads {key[0]} --max-slots {key[1]} differs from --threads 1 --max-slots 1")
+        chk.ok(base is not None and got == base, f"wide model: --threads {key[0]} --max-slots {key[1]} "
+               f"--prefill-chunk {key[2]} differs from --threads 1 --max-slots 1")
 
 
 def check_progress(chk, or1, model, inp, n_prompts, want):
