@@ -71,20 +71,30 @@ def summary(path, name, before, after, steps, seconds, extra):
                 "truncated.png kept.png grad_norm.png mismatch.png\n")
 
 
-def main():
+def arguments(name, config):
+    """The flags both demos take (this one and demo/tools.py), with their run name and config."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--or1", default="build/or1")
-    ap.add_argument("--name", default="demo")
-    ap.add_argument("--config", default="demo/demo.yaml")
+    ap.add_argument("--name", default=name)
+    ap.add_argument("--config", default=config)
     ap.add_argument("--base", default="models/arith-base")
     ap.add_argument("--runs", default="runs", help="folder that gets <name>/")
     ap.add_argument("--held-out", type=int, default=100, help="held-out problems for avg@8")
     ap.add_argument("--set", action="append", default=[])
-    a = ap.parse_args()
-    t0, run = time.time(), os.path.join(a.runs, a.name)
+    return ap
+
+
+def task_rows(a, run):
+    """The run's folder with its report folder, 20,000 training rows and the held-out rows."""
     os.makedirs(f"{run}/report", exist_ok=True)
     sh([a.or1, "gen-arith", "--n", "20000", "--seed", "11", "--split", "train", "--out", f"{run}/train.jsonl"])
     sh([a.or1, "gen-arith", "--n", str(a.held_out), "--seed", "12", "--split", "test", "--out", f"{run}/test.jsonl"])
+
+
+def main():
+    a = arguments("demo", "demo/demo.yaml").parse_args()
+    t0, run = time.time(), os.path.join(a.runs, a.name)
+    task_rows(a, run)
     print(f"demo: evaluating the base model (avg@{EVAL_N} on {a.held_out} held-out problems)", file=sys.stderr)
     before = avg_at_8(a.or1, a.base, f"{run}/test.jsonl", f"{run}/report/base_samples.jsonl")
     print(f"demo: base avg@{EVAL_N} = {before:.3f}; training", file=sys.stderr)

@@ -12,13 +12,12 @@
 6. a report in <runs>/<name>/report/: tools.png (validation avg@8, training reward and tool
    calls per sample over steps, both arms), summary.md and every evaluated sample.
 Extra `--set key=value` arguments go to both `or1 train` runs."""
-import argparse
 import json
 import os
 import sys
 import time
 
-from demo import EVAL_LEN, EVAL_N, EVAL_T, read_metrics, sh  # demo/ is this script's folder
+from demo import EVAL_LEN, EVAL_N, EVAL_T, arguments, read_metrics, sh, task_rows  # demo/ is this script's folder
 
 ARMS = (("tools", 1), ("no_tools", 0))  # (name, rollout.tools.max_turns)
 CALL = "```python\n"  # a call's opening (OR1_TOOL_CALL_OPEN)
@@ -87,21 +86,12 @@ def summary(path, taught, final, arms, seconds, extra):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--or1", default="build/or1")
-    ap.add_argument("--name", default="tools")
-    ap.add_argument("--config", default="demo/tools.yaml")
-    ap.add_argument("--base", default="models/arith-base")
-    ap.add_argument("--runs", default="runs", help="folder that gets <name>/")
-    ap.add_argument("--held-out", type=int, default=100, help="held-out problems for avg@8")
+    ap = arguments("tools", "demo/tools.yaml")
     ap.add_argument("--sft-steps", type=int, default=600)
     ap.add_argument("--tool-share", type=float, default=0.5, help="share of SFT traces that call the tool")
-    ap.add_argument("--set", action="append", default=[])
     a = ap.parse_args()
     t0, run = time.time(), os.path.join(a.runs, a.name)
-    os.makedirs(f"{run}/report", exist_ok=True)
-    sh([a.or1, "gen-arith", "--n", "20000", "--seed", "11", "--split", "train", "--out", f"{run}/train.jsonl"])
-    sh([a.or1, "gen-arith", "--n", str(a.held_out), "--seed", "12", "--split", "test", "--out", f"{run}/test.jsonl"])
+    task_rows(a, run)
     taught = teach(a, run)
     before = {name: held_out(a.or1, taught, f"{run}/test.jsonl", turns, f"{run}/report/taught_{name}.jsonl")
               for name, turns in ARMS}
