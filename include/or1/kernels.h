@@ -36,6 +36,22 @@ void or1_matmul_dx_bf16(float *dx, const float *dy, const or1_bf16 *w, int T, in
  * under `precision: bf16`, so their matmuls agree bit for bit. */
 void or1_matmul_rows_bf16(float *y, const float *x, const or1_bf16 *w, const float *b, int B, int in, int out);
 
+/* Intel AMX tiles (src/kernels/amx.c). Whether this process can run AMX bf16 tile instructions:
+ * the CPU has AMX-TILE and AMX-BF16 and Linux granted the tile state (asked on the first call);
+ * when not, *why (if not NULL) says why. Not yet used by the model: the tile kernel has not run. */
+bool or1_amx_usable(const char **why);
+/* bf16 values of W (out x in, row-major) in the tile layout: or1_amx_packed_len values. */
+size_t or1_amx_packed_len(int in, int out);
+void or1_amx_pack(or1_bf16 *dst, const or1_bf16 *w, int in, int out);
+/* y = x W^T + b on tiles (only where or1_amx_usable): inputs rounded to bf16, each output
+ * accumulated in fp32 over the inputs in order, two products per step (TDPBF16PS), the bias
+ * added last. Batch-invariant. */
+void or1_amx_matmul_rows_bf16(float *y, const float *x, const or1_bf16 *packed, const float *b, int B, int in,
+                              int out);
+/* The same arithmetic without tiles (W unpacked), in the order the SDM's pseudocode of
+ * TDPBF16PS gives, denormals flushed: the tile kernel must equal it bit for bit. */
+void or1_amx_matmul_rows_ref(float *y, const float *x, const or1_bf16 *w, const float *b, int B, int in, int out);
+
 /* x += res first when res is not NULL (the residual connection into this norm, in the same pass),
  * then y = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps) saved per row. */
 void or1_rmsnorm(float *y, float *rstd, float *x, const float *res, const float *w, int T, int H, float eps);

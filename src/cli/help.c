@@ -4,6 +4,7 @@
 
 #include "or1/core.h"
 #include "or1/cuda.h"
+#include "or1/kernels.h"
 #include "or1/io_yaml.h"
 #include "or1/train.h"
 #include "or1_commit.h"
@@ -83,4 +84,7 @@ void cli_version(FILE *f) {
     const char *why = or1_cuda_load_error();
     if (why) fprintf(f, "cuda: unavailable: %s\n", why);
     else fprintf(f, "cuda: %d GPU(s) visible\n", gpus);
+    const char *amx;
+    if (or1_amx_usable(&amx)) fprintf(f, "amx: usable (the model does not use it yet)\n");
+    else fprintf(f, "amx: unavailable: %s\n", amx);
 }

@@ -108,13 +108,19 @@ def defaults():
 
 
 def version():
-    """or1 --version: the CMake project version and a commit."""
+    """or1 --version: the CMake project version and a commit, the BLAS core, the GPUs, and AMX
+    usable exactly where /proc/cpuinfo lists amx_tile and amx_bf16."""
     cmake = open(os.path.join(ROOT, "CMakeLists.txt")).read()
     want = re.search(r"project\(or1 VERSION ([0-9.]+)", cmake).group(1)
     p = or1("--version")
     m = re.fullmatch(rf"or1 {re.escape(want)} \(commit ([0-9a-f]+(\+dirty)?|unknown)\)\n"
-                     r"blas: OpenBLAS core (\w+)\ncuda: [0-9]+ GPU\(s\) visible\n", p.stdout)
+                     r"blas: OpenBLAS core (\w+)\ncuda: [0-9]+ GPU\(s\) visible\n"
+                     r"amx: (usable \(the model does not use it yet\)|unavailable: .+)\n", p.stdout)
     check(p.returncode == 0 and m, f"--version: rc {p.returncode} {p.stdout!r}, want version {want}")
+    flags = open("/proc/cpuinfo").read().split()
+    has = "amx_tile" in flags and "amx_bf16" in flags
+    check(m and m.group(4).startswith("usable") == has, f"--version says {m.group(4) if m else p.stdout!r} on a CPU "
+          f"{'with' if has else 'without'} amx_tile and amx_bf16")
     blas_core()
 
 
