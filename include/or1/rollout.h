@@ -74,13 +74,23 @@ typedef struct {
     long tool_calls;
 } or1_engine_stats;
 
+/* The engine's options, one row each: the trainer's config key, the flag of generate, eval and
+ * difficulty, the field, its type, default, bounds and meaning. */
+#define OR1_ENGINE_OPTIONS(X)                                                                                 \
+    X("rollout.max_slots", "max-slots", max_slots, int, 256, 1, 65536,                                        \
+      "sequences decoded together (continuous batching)")                                                     \
+    X("rollout.kv_cache_gb", "kv-cache-gb", kv_cache_gb, double, 8, 1e-6, 1e6, "KV cache budget, GiB")        \
+    X("rollout.prefill_chunk", "prefill-chunk", prefill_chunk, int, 0, 0, 1073741824,                         \
+      "a prompt longer than this many tokens is prefilled in pieces of this many through the decode path, "   \
+      "the same bits in a workspace of one piece (0: whole)")
+#define OR1_ENGINE_FIELD(key, flag, field, type, def, lo, hi, help) type field;
+
 typedef struct {
-    int max_slots;      /* sequences decoded together (default 64) */
-    double kv_cache_gb; /* KV cache budget in GiB (default 8) */
-    /* A prompt longer than this many tokens is prefilled in pieces of this many through the
-     * decode path, each extending it in the pool (0: every prompt at once); its result is the
-     * same bits, and the prefill's workspace holds one piece instead of the longest prompt. */
-    int prefill_chunk;
+    OR1_ENGINE_OPTIONS(OR1_ENGINE_FIELD) /* 0 or less: 64 slots, 8 GiB, no pieces */
+} or1_engine_opts;
+
+typedef struct {
+    or1_engine_opts opts;
     /* Called as each sample finishes (from the calling thread), e.g. to stream output. */
     void (*on_done)(void *ctx, int request, int sample, const or1_completion *c);
     void *ctx;

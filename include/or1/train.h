@@ -100,9 +100,7 @@ typedef struct {
         double temperature, top_p;
         int top_k; /* 0 = off */
         int max_new_tokens;
-        int max_slots;      /* sequences decoded together */
-        double kv_cache_gb; /* the engine's KV budget */
-        int prefill_chunk;  /* or1_engine_cfg.prefill_chunk */
+        or1_engine_opts engine; /* OR1_ENGINE_OPTIONS: the keys rollout.max_slots and so on */
         or1_tools_cfg tools;
     } rollout;
     struct {
@@ -245,9 +243,8 @@ void or1_scored_free(or1_scored *s);
 typedef struct {
     int n;
     float temperature, top_p;
-    int top_k, max_new_tokens, max_slots; /* max_new_tokens 0: what the context leaves */
-    double kv_cache_gb;
-    int prefill_chunk; /* or1_engine_cfg.prefill_chunk */
+    int top_k, max_new_tokens; /* max_new_tokens 0: what the context leaves */
+    or1_engine_opts engine;
     uint64_t seed;
     double code_timeout;
     or1_tools_cfg tools; /* max_turns 0: no tools */

@@ -189,10 +189,8 @@ static const cli_flag_spec generate_flags[] = {
     FLAG_PATH("tokenizer", NULL, "tokenizer.json or its folder; default: the model folder's, if any"),
     FLAG_STR("chat-template", "NAME", NULL, "for rows of messages: deepseek-r1 | deepseek | chatml | llama3 | plain; default: the tokenizer's"),
     FLAG_CHAT_KWARGS,
-    FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences decoded together (continuous batching)"),
-    FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"),
-    FLAG_PREFILL_CHUNK,
-    OR1_TOOL_OPTIONS(TOOL_FLAG)
+    OR1_ENGINE_OPTIONS(ROW_FLAG)
+    OR1_TOOL_OPTIONS(ROW_FLAG)
     FLAG_DEVICE,
 };
 
@@ -232,12 +230,10 @@ static int cmd_generate(cli_args *a) {
     const char *dir = cli_str(a, "model"), *input = cli_str(a, "input"), *device = cli_str(a, "device");
     const char *precision = cli_str(a, "precision");
     or1_sampling s;
-    int64_t n, slots, chunk;
-    double kv_gb;
+    int64_t n;
+    or1_engine_cfg cfg = {.progress = true};
     cli_sampling(a, &s, &n);
-    cli_int(a, "max-slots", &slots);
-    cli_int(a, "prefill-chunk", &chunk);
-    cli_double(a, "kv-cache-gb", &kv_gb);
+    cli_engine_flags(a, &cfg.opts);
     cli_model cm;
     if (cli_model_open(&cm, dir, device, precision, false)) return 1;
     const or1_model *m = &cm.m;
@@ -254,8 +250,7 @@ static int cmd_generate(cli_args *a) {
         read_requests(input, &q, &m->cfg, s.max_new_tokens, &l) == 0) {
         s.stop_ids = stop, s.n_stop = n_stop;
         or1_engine_stats st = {0};
-        or1_engine_cfg cfg = {.max_slots = (int)slots, .kv_cache_gb = kv_gb, .prefill_chunk = (int)chunk,
-                              .progress = true, .stats = &st};
+        cfg.stats = &st;
         rc = generate(cm.dm, &l, &s, n, &cfg, tok, tools_on ? &tools : NULL) ? 1 : 0;
         if (rc == 0)
             fprintf(stderr, "generate: %d slots, KV pool of %d blocks of %d tokens, %ld preemptions\n", st.slots,

@@ -72,15 +72,14 @@ typedef struct {
         FLAG_CHAT_KWARGS,                                                                                          \
         FLAG_PATH("dump", NULL, "write every sample (JSONL) to this file"),                                        \
         FLAG_SAMPLING(n_def, "0", 0, "response length limit (tokens); 0: what the context leaves after the longest prompt"), \
-        FLAG_INT("max-slots", "256", 1, 1 << 16, "sequences the engine decodes together"),                         \
-        FLAG_NUM("kv-cache-gb", "8", 1e-6, 1e6, "KV cache budget, GiB"), FLAG_PREFILL_CHUNK,                       \
-        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), OR1_TOOL_OPTIONS(TOOL_FLAG) FLAG_DEVICE
+        OR1_ENGINE_OPTIONS(ROW_FLAG)                                                                              \
+        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), OR1_TOOL_OPTIONS(ROW_FLAG) FLAG_DEVICE
 
 /* Reads the eval/difficulty flags (defaults from the command's table); -1 on a bad
  * --chat-template-kwargs. */
 static int parse_eval_flags(cli_args *a, eval_flags *f) {
-    double timeout, kv_gb;
-    int64_t n, slots, chunk;
+    double timeout;
+    int64_t n;
     or1_sampling s;
     memset(f, 0, sizeof *f);
     f->model = cli_str(a, "model");
@@ -91,12 +90,9 @@ static int parse_eval_flags(cli_args *a, eval_flags *f) {
     f->device = cli_str(a, "device");
     f->precision = cli_str(a, "precision");
     cli_sampling(a, &s, &n);
-    cli_int(a, "max-slots", &slots);
-    cli_double(a, "kv-cache-gb", &kv_gb);
-    cli_int(a, "prefill-chunk", &chunk);
     cli_double(a, "code-timeout", &timeout);
-    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, (int)slots, kv_gb, (int)chunk,
-                           s.seed, timeout, {0}};
+    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, {0}, s.seed, timeout, {0}};
+    cli_engine_flags(a, &f->o.engine);
     cli_tool_flags(a, &f->o.tools);
     return cli_chat_vars(a, &f->chat);
 }

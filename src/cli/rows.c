@@ -33,23 +33,28 @@ void cli_sampling(cli_args *a, or1_sampling *s, int64_t *n) {
     *s = (or1_sampling){(float)t, (float)top_p, (int)top_k, (int)max_new, (uint64_t)seed, NULL, 0};
 }
 
-/* An int flag into *out. */
+/* An int flag into *out (of an option row). */
 static void tool_int(cli_args *a, const char *flag, int *out) {
     int64_t v = *out;
     cli_int(a, flag, &v);
     *out = (int)v;
 }
 
+/* One option row's flag into c->field, read by its type. */
+#define READ_OPTION(key, flag, field, type, def, lo, hi, help) READ_OPTION_##type(a, flag, &c->field);
+#define READ_OPTION_int tool_int
+#define READ_OPTION_double cli_double
+
 /* See cli.h: each row read by its type. */
 void cli_tool_flags(cli_args *a, or1_tools_cfg *c) {
     *c = (or1_tools_cfg){0};
-#define READ_TOOL(key, flag, field, type, def, lo, hi, help) READ_TOOL_##type(a, flag, &c->field);
-#define READ_TOOL_int tool_int
-#define READ_TOOL_double cli_double
-    OR1_TOOL_OPTIONS(READ_TOOL)
-#undef READ_TOOL
-#undef READ_TOOL_int
-#undef READ_TOOL_double
+    OR1_TOOL_OPTIONS(READ_OPTION)
+}
+
+/* See cli.h. */
+void cli_engine_flags(cli_args *a, or1_engine_opts *c) {
+    *c = (or1_engine_opts){0};
+    OR1_ENGINE_OPTIONS(READ_OPTION)
 }
 
 /* --save-dtype f32|bf16 (the table's default f32). */

@@ -104,10 +104,10 @@ static const char *human_bytes(double b, char *buf, size_t cap) {
  * and the pool: the budget's blocks, no more than every slot at full length could use (with
  * tools, every sample: those waiting on a tool keep their blocks). */
 static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
-    double budget = (cfg->kv_cache_gb > 0 ? cfg->kv_cache_gb : 8.0) * 1073741824.0;
+    double budget = (cfg->opts.kv_cache_gb > 0 ? cfg->opts.kv_cache_gb : 8.0) * 1073741824.0;
     double block_bytes = 4.0 * kv_floats(e->c, KV_BLOCK);
     e->pblocks = blocks_for(e->pcap), e->sblocks = blocks_for(e->ncap);
-    int s = cfg->max_slots > 0 ? cfg->max_slots : 64;
+    int s = cfg->opts.max_slots > 0 ? cfg->opts.max_slots : 64;
     if (s > total) s = (int)total;
     for (; s >= 1; s--)
         if (((double)(s + 1) * e->pblocks + e->sblocks) * block_bytes <= budget) break;
@@ -608,7 +608,7 @@ static int run(engine *e, const or1_engine_cfg *cfg) {
 /* Validates, sizes the cache, allocates outputs and runs the engine. */
 int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg, or1_completion *out) {
     engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n, .tools = cfg->tools,
-                .chunk = cfg->prefill_chunk > 0 ? cfg->prefill_chunk : 0};
+                .chunk = cfg->opts.prefill_chunk > 0 ? cfg->opts.prefill_chunk : 0};
     if (check_requests(&e)) return -1;
     for (int i = 0; i < n; i++) e.n_seqs += reqs[i].n_samples;
     if (e.n_seqs == 0) return 0;

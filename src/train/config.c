@@ -36,9 +36,12 @@
 #define LOSS_KEY(key, flag, field, type, def, lo, hi, help) OPTION_KEY(loss, key, flag, field, def, lo, hi, help)
 /* A row of the tool options (or1/train.h) as a key of its type, naming the generate flag. */
 #define TOOL_KEY(key, flag, field, type, def, lo, hi, help) \
-    TOOL_KEY_##type(key, FIELD(rollout.tools.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
-#define TOOL_KEY_int INT_KEY
-#define TOOL_KEY_double NUM_KEY
+    KEY_OF_##type(key, FIELD(rollout.tools.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
+#define KEY_OF_int INT_KEY
+#define KEY_OF_double NUM_KEY
+/* An OR1_ENGINE_OPTIONS row as a schema row. */
+#define ENGINE_KEY(key, flag, field, type, def, lo, hi, help) \
+    KEY_OF_##type(key, FIELD(rollout.engine.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
 
 const or1_yaml_key or1_train_schema[] = {
     PATH_KEY("model.path", FIELD(model.path), "", "checkpoint folder (config.json + safetensors); required"),
@@ -61,9 +64,7 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("rollout.top_p", FIELD(rollout.top_p), "1.0", 1e-6, 1, "nucleus sampling"),
     INT_KEY("rollout.top_k", FIELD(rollout.top_k), "0", 0, BIG, "top-k sampling; 0: off"),
     INT_KEY("rollout.max_new_tokens", FIELD(rollout.max_new_tokens), "16384", 1, BIG, "T, response length limit (default of the stages)"),
-    INT_KEY("rollout.max_slots", FIELD(rollout.max_slots), "256", 1, 65536, "sequences the rollout engine decodes together"),
-    NUM_KEY("rollout.kv_cache_gb", FIELD(rollout.kv_cache_gb), "8", 1e-3, 1e6, "KV cache budget of the rollout engine, GiB"),
-    INT_KEY("rollout.prefill_chunk", FIELD(rollout.prefill_chunk), "0", 0, BIG, "prompts longer than this prefill in pieces of this many tokens; 0: whole"),
+    OR1_ENGINE_OPTIONS(ENGINE_KEY)
     OR1_TOOL_OPTIONS(TOOL_KEY)
     INT_KEY("train.prompts_per_step", FIELD(train.prompts_per_step), "256", 1, BIG, "N prompts per step (default of the stages)"),
     INT_KEY("train.mini_batch", FIELD(train.mini_batch), "256", 1, BIG, "prompts per mini-batch: N_SGD = N / mini_batch (default of the stages)"),

@@ -238,8 +238,7 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     }
     or1_sampling s = {o->temperature, o->top_p, o->top_k, T, 0, NULL, 0};
     or1_scored sc;
-    or1_engine_cfg engine = {.max_slots = o->max_slots, .kv_cache_gb = o->kv_cache_gb,
-                             .prefill_chunk = o->prefill_chunk, .progress = d->rank == 0};
+    or1_engine_cfg engine = {.opts = o->engine, .progress = d->rank == 0};
     int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, &o->tools, pool, o->code_timeout, &sc,
                                NULL, NULL);
     /* per row: correct, then scored; then the failed rewards by status */

@@ -74,7 +74,7 @@ static void report_memory(const trainer *t) {
             "to %.3g GiB, KL reference %.3g GiB\n",
             t->d->rank, or1_backend_name(t->be), bf16 ? "bf16 matmuls" : "fp32", masters, n, gib(masters * 4),
             gib(bf16 ? n * 2 : 0), gib(n * 4), gib(2.0 * (double)t->opt.n * sizeof(float)),
-            gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.kv_cache_gb,
+            gib((double)or1_dmodel_workspace_bytes(t->dm, micro)), micro, t->cfg->rollout.engine.kv_cache_gb,
             t->has_ref ? gib(n * (bf16 ? 2 : 4)) : 0.0);
 }
 

@@ -161,7 +161,7 @@ static void check_generate(const or1_model_config *c, float temperature) {
     }
     or1_completion out[REQS * M];
     memset(out, 0, sizeof out);
-    or1_engine_cfg ec = {.max_slots = 2, .kv_cache_gb = 1};
+    or1_engine_cfg ec = {.opts = {.max_slots = 2, .kv_cache_gb = 1}};
     or1_completion cpu_out[REQS * M];
     memset(cpu_out, 0, sizeof cpu_out);
     int rc = !dg || or1_generate(dg, reqs, REQS, &ec, out) || or1_generate(dc, reqs, REQS, &ec, cpu_out);
@@ -245,7 +245,7 @@ static void check_tools(const or1_model_config *c) {
     }
     or1_completion out[REQS * M];
     memset(out, 0, sizeof out);
-    or1_engine_cfg ec = {.max_slots = 2, .kv_cache_gb = 1, .tools = &hooks};
+    or1_engine_cfg ec = {.opts = {.max_slots = 2, .kv_cache_gb = 1}, .tools = &hooks};
     int rc = !dg || or1_generate(dg, reqs, REQS, &ec, out);
     CHECK(!rc, "tools: generate: %s", or1_error());
     for (int k = 0; k < REQS * M && !rc; k++) {
@@ -284,7 +284,7 @@ static void check_truncation(const or1_model_config *c) {
     int32_t prompts[REQS][8];
     for (int r = 0; r < REQS; r++)
         for (int i = 0; i < 8; i++) prompts[r][i] = (int32_t)(or1_rand_u64(9, (uint64_t)r, (uint64_t)i) % c->vocab);
-    or1_engine_cfg ec = {.max_slots = 4, .kv_cache_gb = 1};
+    or1_engine_cfg ec = {.opts = {.max_slots = 4, .kv_cache_gb = 1}};
     or1_request greedy[REQS], trunc[REQS];
     for (int cut = 0; cut < 2; cut++) {
         for (int r = 0; r < REQS; r++) {

@@ -112,7 +112,7 @@ static void run_case(or1_dmodel *dm, int32_t prompts[REQS][9], int slots, double
     for (int i = 0; i < REQS; i++)
         reqs[i] = (or1_request){prompts[i], 4 + 2 * i, M, {0.0f, 1.0f, 0, NEW, (uint64_t)i, NULL, 0}};
     or1_engine_stats st = {0};
-    or1_engine_cfg cfg = {.max_slots = slots, .kv_cache_gb = kv_gb, .stats = &st, .tools = &hooks};
+    or1_engine_cfg cfg = {.opts = {.max_slots = slots, .kv_cache_gb = kv_gb}, .stats = &st, .tools = &hooks};
     if (!CHECK(or1_generate(dm, reqs, REQS, &cfg, out) == 0, "%s: generate: %s", tag, or1_error())) exit(1);
     CHECK(st.tool_calls == REQS * M * MAX_CALLS, "%s: %ld tool calls", tag, st.tool_calls);
     printf("%s: %d slots, %d blocks, %ld preemptions, %ld tool calls\n", tag, st.slots, st.blocks, st.preemptions,
@@ -127,7 +127,7 @@ static void run_case(or1_dmodel *dm, int32_t prompts[REQS][9], int slots, double
         memcpy(hist + reqs[req].n_prompt, c->ids, (size_t)end * sizeof *hist);
         or1_request single = {hist, n_hist, 1, {0.0f, 1.0f, 0, NEW - end, 7, NULL, 0}};
         or1_completion alone;
-        or1_engine_cfg plain = {.max_slots = 1};
+        or1_engine_cfg plain = {.opts = {.max_slots = 1}};
         if (CHECK(or1_generate(dm, &single, 1, &plain, &alone) == 0, "%s: single-turn: %s", tag, or1_error())) {
             CHECK(alone.n == c->n - end && !memcmp(alone.ids, c->ids + end, (size_t)alone.n * sizeof *alone.ids) &&
                       !memcmp(alone.logprobs, c->logprobs + end, (size_t)alone.n * sizeof *alone.logprobs),
