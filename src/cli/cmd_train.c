@@ -72,7 +72,7 @@ typedef struct {
         FLAG_CHAT_KWARGS,                                                                                          \
         FLAG_PATH("dump", NULL, "write every sample (JSONL) to this file"),                                        \
         FLAG_SAMPLING(n_def, "0", 0, "response length limit (tokens); 0: what the context leaves after the longest prompt"), \
-        OR1_ENGINE_OPTIONS(ROW_FLAG)                                                                              \
+        OR1_ENGINE_OPTIONS(ROW_FLAG)                                                                               \
         FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), OR1_TOOL_OPTIONS(ROW_FLAG) FLAG_DEVICE
 
 /* Reads the eval/difficulty flags (defaults from the command's table); -1 on a bad
