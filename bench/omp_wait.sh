@@ -6,9 +6,7 @@
 # quiet and then beside two busy loops (OR1_BENCH_LOAD=0: quiet only). Seconds of wall time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-[[ -x "$root/build/or1" ]] || { echo "bench/omp_wait.sh: build/or1 missing (make build)" >&2; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
+source "$root/bench/scratch.sh"
 PYTHONPATH="$root/tests" /usr/bin/python3 - "$work" <<'PY'
 import sys, torch
 from or1test import ref, rollout

@@ -5,9 +5,7 @@
 # resident memory (/usr/bin/time), and checks that every run wrote the same samples.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-[[ -x "$root/build/or1" ]] || { echo "bench/prefill_chunk.sh: build/or1 missing (make build)" >&2; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$root/bench/scratch.sh"
 PYTHONPATH="$root/tests" /usr/bin/python3 - "$work" <<'PY'
 import sys, torch
 from or1test import ref, rollout

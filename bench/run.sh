@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs every benchmark script bench/*.sh (other than this one) in turn, from the
-# repository root; `make bench` builds first and then calls this. Exit 77 means skipped.
+# Runs every benchmark script bench/*.sh (other than this one, and the helpers the scripts source,
+# which have no #! line) in turn, from the repository root; `make bench` builds first and then
+# calls this. Exit 77 means skipped.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 status=0
 for script in bench/*.sh; do
-  [[ "$(basename "$script")" == run.sh ]] && continue
+  [[ "$(basename "$script")" == run.sh || "$(head -c 2 "$script")" != "#!" ]] && continue
   echo "== $script"
   rc=0
   bash "$script" || rc=$?
