@@ -329,6 +329,9 @@ typedef struct {
     const uint8_t *mask;
 } or1_sft_example;
 
+/* The response tokens of x that are trained (mask 1). */
+int or1_sft_example_len(const or1_sft_example *x);
+
 typedef struct {
     int steps;          /* optimizer steps */
     int batch;          /* examples per step */

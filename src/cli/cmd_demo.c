@@ -406,7 +406,7 @@ static int cmd_sft(cli_args *a) {
     o.cm = &cm;
     if (cli_model_tokenizer(o.tokenizer, o.dir, &tok) == 0 && read_examples(o.data, tok, cm.m.cfg.vocab, &l) == 0) {
         long tokens = 0;
-        for (int i = 0; i < l.n; i++) tokens += or1_sample_len(&(or1_sample){.n_resp = l.ex[i].n_resp, .mask = l.ex[i].mask});
+        for (int i = 0; i < l.n; i++) tokens += or1_sft_example_len(&l.ex[i]);
         fprintf(stderr, "sft: %d examples, %ld trained response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
                 o.cfg.batch);
         if (or1_sft_train(cm.dm, l.ex, l.n, &o.cfg, sft_progress, &o) == 0 && o.save_rc == 0 && or1_mkdir_p(o.out) == 0 &&

@@ -161,8 +161,7 @@ static int engine_alloc(engine *e, or1_completion *out) {
     e->n_rows = e->n_slots + EXTEND_ROWS;
     if (e->chunk > e->n_rows) e->n_rows = e->chunk; /* a step may hold one piece of a prompt */
     size_t S = (size_t)e->n_slots, R = (size_t)e->n_rows, P = (size_t)e->n_prefix, N = (size_t)e->n_seqs;
-    int table_cap = e->n_slots * (e->pblocks + e->sblocks), prompt_cap = e->pcap;
-    if (table_cap < e->pblocks) table_cap = e->pblocks;
+    int table_cap = e->n_slots * (e->pblocks + e->sblocks), prompt_cap = e->pcap; /* >= a prompt's blocks */
     if (e->chunk > 0 && e->chunk < prompt_cap) prompt_cap = e->chunk;
     if (or1_dmodel_decode_reserve(e->dm, e->n_blocks, KV_BLOCK, e->n_rows, prompt_cap, e->pcap + e->ncap, table_cap,
                                   e->n_prefix + e->n_rows))

@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* See train.h: counted as a sample's (or1_sample_len). */
+int or1_sft_example_len(const or1_sft_example *x) {
+    return or1_sample_len(&(or1_sample){.n_resp = x->n_resp, .mask = x->mask});
+}
+
 /* Checks the settings and that every example fits the model's context. */
 static int check(const or1_model_config *mc, const or1_sft_example *ex, int n, const or1_sft_cfg *c) {
     if (n <= 0) return or1_fail("sft: no examples");
@@ -15,8 +20,7 @@ static int check(const or1_model_config *mc, const or1_sft_example *ex, int n, c
         return or1_fail("sft: invalid settings (steps %d, batch %d, warmup %d, micro-batch tokens %d)", c->steps,
                         c->batch, c->warmup, c->micro_tokens);
     for (int i = 0; i < n; i++) {
-        or1_sample x = {.n_resp = ex[i].n_resp, .mask = ex[i].mask};
-        if (ex[i].n_prompt < 1 || or1_sample_len(&x) < 1)
+        if (ex[i].n_prompt < 1 || or1_sft_example_len(&ex[i]) < 1)
             return or1_fail("sft: example %d has an empty prompt or no trained response token", i);
         if (ex[i].n_prompt + ex[i].n_resp > mc->max_pos)
             return or1_fail("sft: example %d has %d tokens, over the model's %d positions", i,
