@@ -17,6 +17,8 @@ deps: $(DEPS_STAMP)
 
 test-deps: $(TEST_DEPS_STAMP)
 	@bash scripts/venv.sh $(VENV) $(PY_REQUIREMENTS)
+	@bash scripts/llama_cpp.sh $(VENV)
+	@bash scripts/smollm2.sh build/models
 
 $(DEPS_STAMP): scripts/debian-packages.txt scripts/deps.sh
 	@bash scripts/deps.sh scripts/debian-packages.txt

@@ -16,7 +16,6 @@ static const cli_flag_spec convert_flags[] = {
     FLAG_NEED("model", "the model: a Hugging Face folder or a GGUF file"),
     FLAG_NEED("out", "a .gguf file, or a folder for a Hugging Face checkpoint"),
     FLAG_STR("type", "f32|bf16|f16|q8_0", "f32", "GGUF matrices' type (vectors stay f32); a folder takes f32 or bf16"),
-    {0},
 };
 
 /* The types --type names: GGUF tensor type and safetensors dtype (-1: not for folders). */
