@@ -13,8 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "or1/io_gguf.h"
 #include "or1/io_safetensors.h"
 #include "or1/kernels.h"
+
+typedef struct cJSON cJSON;
 
 typedef enum { OR1_ARCH_QWEN2, OR1_ARCH_LLAMA, OR1_ARCH_QWEN3 } or1_arch;
 
@@ -33,6 +36,11 @@ typedef struct {
 
 /* Parses and validates a Hugging Face config.json (errors name the file and the key). */
 int or1_model_config_load(or1_model_config *c, const char *path);
+/* The same checks on a config.json object; where names it in messages. */
+int or1_model_config_parse(or1_model_config *c, const cJSON *j, const char *where);
+/* The config of a model: model/config.json (and generation_config.json's EOS ids) for a
+ * Hugging Face folder, the metadata for a GGUF file. */
+int or1_model_config_read(or1_model_config *c, const char *model);
 /* The sampling settings of a generation_config.json (has_*: the file gives that key). */
 typedef struct {
     bool has_temperature, has_top_p, has_top_k;
@@ -90,8 +98,21 @@ void or1_model_init(or1_model *m, const or1_model_config *cfg);
 /* The host gradients, allocated zeroed at the first call: a model that is only run (eval, a
  * KL reference, a GPU run summing on the device) never holds them. */
 float *or1_model_grads(or1_model *m);
-/* Loads config.json and the safetensors weights (single file or sharded with an index). */
+/* Loads a model: a Hugging Face folder (config.json and the safetensors weights, single file or
+ * sharded with an index) or a GGUF file (or1_model_load_gguf). */
 int or1_model_load(or1_model *m, const char *dir);
+
+/* GGUF files (llama.cpp's format; src/model/gguf.c). */
+/* The config.json object the metadata of f stands for (new *config: cJSON_Delete), errors naming
+ * the key: the architecture, dimensions, tied head, biases and special-token ids. */
+int or1_model_gguf_config(const or1_gguf_file *f, cJSON **config);
+/* Loads a GGUF model file: every tensor dequantized to fp32, Llama's q/k rows un-permuted. */
+int or1_model_load_gguf(or1_model *m, const char *path);
+/* Writes the config.json of a GGUF file's metadata to path. */
+int or1_model_gguf_write_config(const char *gguf_path, const char *path);
+/* Adds the model's metadata and tensors to w (matrices in type: F32, F16, BF16 or Q8_0; vectors
+ * F32); *keep holds permuted copies w reads at write time (free() after or1_gguf_write). */
+int or1_model_gguf_add(const or1_model *m, or1_gguf_writer *w, uint32_t type, float **keep);
 /* Writes model.safetensors (F32 or BF16) and copies config.json and tokenizer files from src_dir. */
 int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const char *src_dir);
 void or1_model_free(or1_model *m);

@@ -29,8 +29,19 @@ enum {
 };
 
 /* Loads tokenizer.json from path (the file, or a directory holding it); also reads
- * tokenizer_config.json beside it when present (chat template, BOS/EOS). NULL on error. */
+ * tokenizer_config.json beside it when present (chat template, BOS/EOS). A GGUF file gives the
+ * tokenizer of its metadata (tokenizer.ggml.*, tokenizer.chat_template). NULL on error. */
 or1_tokenizer *or1_tokenizer_load(const char *path);
+
+/* Puts the tokenizer files of src into folder dir: tokenizer.json and tokenizer_config.json
+ * written from a GGUF file's metadata, or copied from another folder (those it has; the folder
+ * of a tokenizer.json path). */
+int or1_tokenizer_carry(const char *src, const char *dir);
+
+typedef struct or1_gguf_writer or1_gguf_writer;
+/* Adds the tokenizer of src (a folder or a GGUF file) to a GGUF writer, as llama.cpp reads it;
+ * a pre-tokenizer llama.cpp has no name for is an error. */
+int or1_tokenizer_gguf_meta(const char *src, or1_gguf_writer *w);
 void or1_tokenizer_free(or1_tokenizer *t);
 
 /* Encodes len bytes of UTF-8 text into a new array *ids (free with free()) of *n ids.

@@ -365,31 +365,13 @@ static int sft_flags(cli_args *a, sft_opts *o) {
     return 0;
 }
 
-/* Copies tokenizer.json and tokenizer_config.json from the tokenizer's folder into out when
- * the saved checkpoint has none (the model folder lacked them). */
+/* Puts the tokenizer's files into out when the saved checkpoint has none (the model folder
+ * lacked them, or the model is a GGUF file). */
 static int carry_tokenizer(const char *tok_path, const char *out) {
     char *probe = or1_path_join(out, "tokenizer.json");
     bool have = or1_is_file(probe);
     free(probe);
-    if (have || !tok_path) return 0;
-    char *dir = or1_is_file(tok_path) ? or1_strdup(tok_path) : NULL;
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = '\0';
-        else strcpy(dir, ".");
-    } else {
-        dir = or1_strdup(tok_path);
-    }
-    int rc = 0;
-    const char *names[] = {"tokenizer.json", "tokenizer_config.json"};
-    for (int i = 0; i < 2 && rc == 0; i++) {
-        char *src = or1_path_join(dir, names[i]), *dst = or1_path_join(out, names[i]);
-        if (or1_is_file(src)) rc = or1_copy_file_atomic(src, dst);
-        free(src);
-        free(dst);
-    }
-    free(dir);
-    return rc;
+    return have || !tok_path ? 0 : or1_tokenizer_carry(tok_path, out);
 }
 
 /* or1 sft --model DIR --data FILE --out DIR [--steps K] [--lr X] [--batch N] [--warmup W] [--seed S]
@@ -410,7 +392,8 @@ static int cmd_sft(cli_args *a) {
         fprintf(stderr, "sft: %d examples, %ld trained response tokens, %d steps of %d\n", l.n, tokens, o.cfg.steps,
                 o.cfg.batch);
         if (or1_sft_train(cm.dm, l.ex, l.n, &o.cfg, sft_progress, &o) == 0 && o.save_rc == 0 && or1_mkdir_p(o.out) == 0 &&
-            or1_model_save(&cm.m, o.out, o.dtype, o.dir) == 0 && carry_tokenizer(o.tokenizer, o.out) == 0)
+            or1_model_save(&cm.m, o.out, o.dtype, o.dir) == 0 &&
+            carry_tokenizer(o.tokenizer ? o.tokenizer : o.dir, o.out) == 0)
             rc = 0;
     }
     example_list_free(&l);

@@ -4,18 +4,20 @@
 
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/io_gguf.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The tokenizer at --tokenizer PATH, else the model folder's own if it has tokenizer.json,
- * else none (*tok NULL; rows must then give ids). Fails only on a tokenizer that won't load. */
+/* The tokenizer at --tokenizer PATH, else the model's own: a GGUF file's, a folder's if it has
+ * tokenizer.json; else none (*tok NULL; rows must then give ids). Fails only on a tokenizer that
+ * won't load. */
 int cli_model_tokenizer(const char *path, const char *dir, or1_tokenizer **tok) {
     char *def = or1_path_join(dir, "tokenizer.json");
     *tok = NULL;
-    if (path || or1_is_file(def)) *tok = or1_tokenizer_load(path ? path : dir);
+    if (path || or1_is_file(def) || or1_gguf_is_gguf(dir)) *tok = or1_tokenizer_load(path ? path : dir);
     free(def);
     return (path || *tok) && !*tok ? -1 : 0;
 }

@@ -5,9 +5,9 @@
 #include <string.h>
 
 const arch_row ARCHS[] = {
-    {"qwen2", OR1_ARCH_QWEN2, true, false},
-    {"qwen3", OR1_ARCH_QWEN3, false, true},
-    {"llama", OR1_ARCH_LLAMA, false, false},
+    {"qwen2", OR1_ARCH_QWEN2, true, false, false},
+    {"qwen3", OR1_ARCH_QWEN3, false, true, false},
+    {"llama", OR1_ARCH_LLAMA, false, false, true},
 };
 const int N_ARCHS = sizeof ARCHS / sizeof *ARCHS;
 
@@ -32,21 +32,21 @@ const char *arch_list(char *buf, size_t n) {
 }
 
 const layer_tensor LAYER_TENSORS[] = {
-    {"input_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN1, T_NORM, HAS_ALWAYS},
-    {"self_attn.q_proj.weight", DIM_Q, DIM_HIDDEN, OR1_L_WQKV, T_MATRIX, HAS_ALWAYS},
-    {"self_attn.k_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS},
-    {"self_attn.v_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS},
-    {"self_attn.q_proj.bias", DIM_Q, DIM_NONE, OR1_L_BQKV, T_BIAS, HAS_QKV_BIAS},
-    {"self_attn.k_proj.bias", DIM_KV, DIM_NONE, NO_FIELD, T_BIAS, HAS_QKV_BIAS},
-    {"self_attn.v_proj.bias", DIM_KV, DIM_NONE, NO_FIELD, T_BIAS, HAS_QKV_BIAS},
-    {"self_attn.q_norm.weight", DIM_HEAD, DIM_NONE, OR1_L_QNORM, T_NORM, HAS_QK_NORM},
-    {"self_attn.k_norm.weight", DIM_HEAD, DIM_NONE, OR1_L_KNORM, T_NORM, HAS_QK_NORM},
-    {"self_attn.o_proj.weight", DIM_HIDDEN, DIM_Q, OR1_L_WO, T_MATRIX, HAS_ALWAYS},
-    {"self_attn.o_proj.bias", DIM_HIDDEN, DIM_NONE, OR1_L_BO, T_BIAS, HAS_O_BIAS},
-    {"post_attention_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN2, T_NORM, HAS_ALWAYS},
-    {"mlp.gate_proj.weight", DIM_INTER, DIM_HIDDEN, OR1_L_WGU, T_MATRIX, HAS_ALWAYS},
-    {"mlp.up_proj.weight", DIM_INTER, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS},
-    {"mlp.down_proj.weight", DIM_HIDDEN, DIM_INTER, OR1_L_WD, T_MATRIX, HAS_ALWAYS},
+    {"input_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN1, T_NORM, HAS_ALWAYS, "attn_norm.weight", false},
+    {"self_attn.q_proj.weight", DIM_Q, DIM_HIDDEN, OR1_L_WQKV, T_MATRIX, HAS_ALWAYS, "attn_q.weight", true},
+    {"self_attn.k_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS, "attn_k.weight", true},
+    {"self_attn.v_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS, "attn_v.weight", false},
+    {"self_attn.q_proj.bias", DIM_Q, DIM_NONE, OR1_L_BQKV, T_BIAS, HAS_QKV_BIAS, "attn_q.bias", true},
+    {"self_attn.k_proj.bias", DIM_KV, DIM_NONE, NO_FIELD, T_BIAS, HAS_QKV_BIAS, "attn_k.bias", true},
+    {"self_attn.v_proj.bias", DIM_KV, DIM_NONE, NO_FIELD, T_BIAS, HAS_QKV_BIAS, "attn_v.bias", false},
+    {"self_attn.q_norm.weight", DIM_HEAD, DIM_NONE, OR1_L_QNORM, T_NORM, HAS_QK_NORM, "attn_q_norm.weight", false},
+    {"self_attn.k_norm.weight", DIM_HEAD, DIM_NONE, OR1_L_KNORM, T_NORM, HAS_QK_NORM, "attn_k_norm.weight", false},
+    {"self_attn.o_proj.weight", DIM_HIDDEN, DIM_Q, OR1_L_WO, T_MATRIX, HAS_ALWAYS, "attn_output.weight", false},
+    {"self_attn.o_proj.bias", DIM_HIDDEN, DIM_NONE, OR1_L_BO, T_BIAS, HAS_O_BIAS, "attn_output.bias", false},
+    {"post_attention_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN2, T_NORM, HAS_ALWAYS, "ffn_norm.weight", false},
+    {"mlp.gate_proj.weight", DIM_INTER, DIM_HIDDEN, OR1_L_WGU, T_MATRIX, HAS_ALWAYS, "ffn_gate.weight", false},
+    {"mlp.up_proj.weight", DIM_INTER, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS, "ffn_up.weight", false},
+    {"mlp.down_proj.weight", DIM_HIDDEN, DIM_INTER, OR1_L_WD, T_MATRIX, HAS_ALWAYS, "ffn_down.weight", false},
 };
 const int N_LAYER_TENSORS = sizeof LAYER_TENSORS / sizeof *LAYER_TENSORS;
 

@@ -21,14 +21,17 @@ typedef enum { T_MATRIX, T_NORM, T_BIAS } tensor_kind;
 typedef enum { HAS_ALWAYS, HAS_QKV_BIAS, HAS_O_BIAS, HAS_QK_NORM } tensor_when;
 
 /* One row: the name after "model.layers.N.", its shape, the or1_layer field it starts (or
- * NO_FIELD: it follows the row before it in the same buffer, as k and v follow q), its kind and
- * when it is present. */
+ * NO_FIELD: it follows the row before it in the same buffer, as k and v follow q), its kind,
+ * when it is present, its name after "blk.N." in a GGUF file, and whether llama.cpp's converter
+ * permuted its rows within each head (the RoPE halves interleaved: Llama's q and k). */
 typedef struct {
     const char *name;
     layer_dim d0, d1;
     int field;
     tensor_kind kind;
     tensor_when when;
+    const char *gguf;
+    bool rope_rows;
 } layer_tensor;
 
 enum { NO_FIELD = -1 };
@@ -50,13 +53,14 @@ size_t layer_field_numel(const or1_model_config *c, int f);
  * embedding, the final norm and an untied head. */
 int model_tensor_count(const or1_model_config *c);
 
-/* One architecture: the model_type config.json names it by, whether its q, k and v biases are
- * always there (Qwen2) or follow attention_bias with o_proj's (Llama, Qwen3), and whether each
- * query and key head is RMS-normalised before RoPE (Qwen3). */
+/* One architecture: the model_type config.json names it by (GGUF's general.architecture is the
+ * same word), whether its q, k and v biases are always there (Qwen2) or follow attention_bias
+ * with o_proj's (Llama, Qwen3), whether each query and key head is RMS-normalised before RoPE
+ * (Qwen3), and whether GGUF files hold its q and k rows permuted (llama.cpp's Llama converter). */
 typedef struct {
     const char *model_type;
     or1_arch arch;
-    bool fixed_qkv_bias, qk_norm;
+    bool fixed_qkv_bias, qk_norm, gguf_permuted;
 } arch_row;
 
 extern const arch_row ARCHS[];

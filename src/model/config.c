@@ -216,6 +216,16 @@ static int parse_scalars(or1_model_config *c, const cJSON *j, const char *path) 
     return or1_json_bool_opt(j, "tie_word_embeddings", &c->tied, path);
 }
 
+/* Validates a config.json object (where names it in messages: a file, or a GGUF file's
+ * metadata turned into the same keys). */
+int or1_model_config_parse(or1_model_config *c, const cJSON *j, const char *where) {
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(j)) return or1_fail("%s: expected a JSON object", where);
+    if (parse_arch(c, j, where) || parse_dims(c, j, where) || parse_scalars(c, j, where) || parse_eos(c, j, where))
+        return -1;
+    return 0;
+}
+
 /* Loads and validates config.json. */
 int or1_model_config_load(or1_model_config *c, const char *path) {
     memset(c, 0, sizeof *c);
@@ -225,11 +235,7 @@ int or1_model_config_load(or1_model_config *c, const char *path) {
     cJSON *j = or1_json_parse(text, len, path);
     free(text);
     if (!j) return -1;
-    int rc = -1;
-    if (!cJSON_IsObject(j)) or1_fail("%s: expected a JSON object", path);
-    else if (parse_arch(c, j, path) == 0 && parse_dims(c, j, path) == 0 &&
-             parse_scalars(c, j, path) == 0 && parse_eos(c, j, path) == 0)
-        rc = 0;
+    int rc = or1_model_config_parse(c, j, path);
     cJSON_Delete(j);
     return rc;
 }

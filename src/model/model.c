@@ -217,13 +217,10 @@ static bool model_file(const char *name) {
  * and refuses tensors the model does not use. A checkpoint's files are first checked against its
  * checksums.json (a folder without one, such as a Hugging Face download, loads unchecked). */
 int or1_model_load(or1_model *m, const char *dir) {
+    if (or1_gguf_is_gguf(dir)) return or1_model_load_gguf(m, dir);
     if (or1_checksums_check(dir, model_file) < 0) return -1;
     or1_model_config cfg;
-    char *cpath = or1_path_join(dir, "config.json"), *gpath = or1_path_join(dir, "generation_config.json");
-    int rc = or1_model_config_load(&cfg, cpath);
-    if (rc == 0) rc = or1_model_config_add_generation_eos(&cfg, gpath);
-    free(cpath);
-    free(gpath);
+    int rc = or1_model_config_read(&cfg, dir);
     if (rc) return -1;
     weight_source s;
     if (source_open(&s, dir)) {
@@ -259,7 +256,29 @@ void or1_model_tensors(const or1_model *m, const float *buf, or1_st_tensor *out)
 static const char *side_files[] = {"config.json", "generation_config.json", "tokenizer.json",
                                    "tokenizer_config.json", "special_tokens_map.json"};
 
-/* Writes model.safetensors and copies the side files from src_dir (each atomically). */
+/* The config of a model folder (config.json, generation_config.json's EOS ids) or GGUF file. */
+int or1_model_config_read(or1_model_config *c, const char *model) {
+    if (or1_gguf_is_gguf(model)) {
+        or1_gguf_file f;
+        if (or1_gguf_open(&f, model)) return -1;
+        cJSON *j = NULL;
+        int rc = or1_model_gguf_config(&f, &j);
+        or1_gguf_close(&f);
+        if (rc == 0) rc = or1_model_config_parse(c, j, model);
+        cJSON_Delete(j);
+        return rc;
+    }
+    char *cpath = or1_path_join(model, "config.json"), *gpath = or1_path_join(model, "generation_config.json");
+    int rc = or1_model_config_load(c, cpath);
+    if (rc == 0) rc = or1_model_config_add_generation_eos(c, gpath);
+    free(cpath);
+    free(gpath);
+    return rc;
+}
+
+/* Writes model.safetensors and the side files of src_dir (each atomically): copies of a
+ * folder's, or the config.json of a GGUF file's metadata (the tokenizer's files are the
+ * tokenizer module's: or1_tokenizer_carry). */
 int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const char *src_dir) {
     if (or1_mkdir_p(dir)) return -1;
     or1_st_tensor *t = or1_malloc((size_t)m->n_p * sizeof *t);
@@ -272,6 +291,12 @@ int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const c
     char *stale = or1_path_join(dir, "model.safetensors.index.json");
     if (rc == 0) unlink(stale); /* a shard index left there would shadow the new file */
     free(stale);
+    if (rc == 0 && src_dir && or1_gguf_is_gguf(src_dir)) {
+        char *cfg = or1_path_join(dir, "config.json");
+        rc = or1_model_gguf_write_config(src_dir, cfg);
+        free(cfg);
+        src_dir = NULL;
+    }
     for (size_t i = 0; rc == 0 && src_dir && strcmp(src_dir, dir) != 0 && i < sizeof side_files / sizeof *side_files; i++) {
         char *src = or1_path_join(src_dir, side_files[i]), *dst = or1_path_join(dir, side_files[i]);
         if (or1_is_file(src)) rc = or1_copy_file_atomic(src, dst);

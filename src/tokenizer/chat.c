@@ -100,24 +100,10 @@ static int load_jinja_file(or1_tokenizer *t, const char *dir) {
     return rc;
 }
 
-/* Reads tokenizer_config.json in dir when present: BOS/EOS ids and the chat template
- * (or chat_template.jinja beside it). */
-int tok_load_config(or1_tokenizer *t, const char *dir) {
-    t->chat_name = "plain";
-    t->chat_join_systems = -1;
-    char *path = or1_path_join(dir, "tokenizer_config.json"), *text = NULL;
-    size_t len;
-    int rc = 0;
-    bool have_tpl = false;
-    if (!or1_is_file(path)) goto done;
-    if ((rc = or1_read_file(path, MAX_CONFIG, &text, &len)) != 0) goto done;
-    cJSON *cfg = or1_json_parse(text, len, path);
-    if (!cfg || !cJSON_IsObject(cfg)) {
-        if (cfg) or1_fail("%s: expected a JSON object", path);
-        cJSON_Delete(cfg);
-        rc = -1;
-        goto done;
-    }
+/* Applies a tokenizer_config.json object (where names it): BOS/EOS ids and the chat template;
+ * *have_tpl tells whether it held one. */
+int tok_apply_config(or1_tokenizer *t, const cJSON *cfg, const char *where, bool *have_tpl) {
+    if (!cJSON_IsObject(cfg)) return or1_fail("%s: expected a JSON object", where);
     const char *bos = config_token(cfg, "bos_token"), *eos = config_token(cfg, "eos_token");
     if (bos) {
         t->bos_token = or1_strdup(bos);
@@ -125,9 +111,25 @@ int tok_load_config(or1_tokenizer *t, const char *dir) {
     }
     if (eos) t->eos_id = or1_tokenizer_token_id(t, eos);
     const char *tpl = config_template(cfg);
-    if ((have_tpl = tpl != NULL)) t->chat_name = recognise(t, tpl);
-    cJSON_Delete(cfg);
-done:
+    if ((*have_tpl = tpl != NULL)) t->chat_name = recognise(t, tpl);
+    return 0;
+}
+
+/* Reads tokenizer_config.json in dir when present: BOS/EOS ids and the chat template
+ * (or chat_template.jinja beside it). A NULL dir (a tokenizer from a GGUF file) reads nothing. */
+int tok_load_config(or1_tokenizer *t, const char *dir) {
+    t->chat_name = "plain";
+    t->chat_join_systems = -1;
+    if (!dir) return 0;
+    char *path = or1_path_join(dir, "tokenizer_config.json"), *text = NULL;
+    size_t len;
+    int rc = 0;
+    bool have_tpl = false;
+    if (or1_is_file(path) && (rc = or1_read_file(path, MAX_CONFIG, &text, &len)) == 0) {
+        cJSON *cfg = or1_json_parse(text, len, path);
+        rc = cfg ? tok_apply_config(t, cfg, path, &have_tpl) : -1;
+        cJSON_Delete(cfg);
+    }
     free(text);
     free(path);
     if (rc == 0 && !have_tpl) rc = load_jinja_file(t, dir);

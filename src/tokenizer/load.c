@@ -5,6 +5,7 @@
 
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/io_gguf.h"
 
 #include <cjson/cJSON.h>
 #include <libgen.h>
@@ -533,39 +534,68 @@ static int resolve(const char *path, char **file, char **dir) {
     return 0;
 }
 
-/* Parses the whole tokenizer.json into t. */
-static int load_json(loader *L, const char *text, size_t len) {
-    cJSON *root = or1_json_parse(text, len, L->path);
-    if (!root) return -1;
-    int rc = -1;
-    if (!cJSON_IsObject(root)) {
-        or1_fail("%s: expected a JSON object", L->path);
-    } else if (load_model(L, root) == 0 &&
-               load_normalizer(L, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), 0) == 0 &&
-               load_pretokenizer(L, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), 0) == 0 &&
-               load_post(L, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), 0) == 0 &&
-               check_decoder(L, cJSON_GetObjectItemCaseSensitive(root, "decoder"), 0) == 0) {
-        rc = 0;
-    }
-    cJSON_Delete(root);
-    return rc;
+/* Loads a parsed tokenizer.json into t. */
+static int load_root(loader *L, const cJSON *root) {
+    if (!cJSON_IsObject(root)) return or1_fail("%s: expected a JSON object", L->path);
+    if (load_model(L, root) == 0 && load_normalizer(L, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), 0) == 0 &&
+        load_pretokenizer(L, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), 0) == 0 &&
+        load_post(L, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), 0) == 0 &&
+        check_decoder(L, cJSON_GetObjectItemCaseSensitive(root, "decoder"), 0) == 0)
+        return 0;
+    return -1;
 }
 
-/* Loads tokenizer.json (and tokenizer_config.json beside it). */
-or1_tokenizer *or1_tokenizer_load(const char *path) {
-    char *file = NULL, *dir = NULL, *text = NULL;
-    size_t len;
-    if (resolve(path, &file, &dir) != 0) return NULL;
+/* A new tokenizer with nothing loaded. */
+static or1_tokenizer *tok_new(void) {
     or1_tokenizer *t = or1_calloc(1, sizeof *t);
     pthread_mutex_init(&t->work_lock, NULL);
     t->bos_id = t->eos_id = t->unk_id = -1;
+    return t;
+}
+
+/* The tables built once the vocabulary is in: added-token tries and the BPE cache. */
+static void tok_finish(or1_tokenizer *t) {
+    build_tries(t);
+    tok_cache_init(t, CACHE_SLOTS);
+}
+
+/* A tokenizer from parsed tokenizer.json and tokenizer_config.json objects (cfg may be NULL);
+ * where names their source in messages. */
+or1_tokenizer *tok_load_objects(const cJSON *root, const cJSON *cfg, const char *where) {
+    or1_tokenizer *t = tok_new();
+    loader L = {where, t, 0};
+    bool have_tpl = false;
+    int rc = load_root(&L, root);
+    if (rc == 0) {
+        tok_finish(t);
+        rc = tok_load_config(t, NULL);
+    }
+    if (rc == 0 && cfg) rc = tok_apply_config(t, cfg, where, &have_tpl);
+    if (rc != 0) {
+        or1_tokenizer_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Loads tokenizer.json (and tokenizer_config.json beside it), or the tokenizer a GGUF file's
+ * metadata holds. */
+or1_tokenizer *or1_tokenizer_load(const char *path) {
+    if (or1_gguf_is_gguf(path)) return tok_load_gguf(path);
+    char *file = NULL, *dir = NULL, *text = NULL;
+    size_t len;
+    if (resolve(path, &file, &dir) != 0) return NULL;
+    or1_tokenizer *t = tok_new();
     loader L = {file, t, 0};
     int rc = or1_read_file(file, MAX_FILE, &text, &len);
-    if (rc == 0) rc = load_json(&L, text, len);
+    if (rc == 0) {
+        cJSON *root = or1_json_parse(text, len, file);
+        rc = root ? load_root(&L, root) : -1;
+        cJSON_Delete(root);
+    }
     free(text);
     if (rc == 0) {
-        build_tries(t);
-        tok_cache_init(t, CACHE_SLOTS);
+        tok_finish(t);
         rc = tok_load_config(t, dir);
     }
     free(file);

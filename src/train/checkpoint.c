@@ -44,19 +44,10 @@ static int write_state_files(const trainer *t, const char *dir) {
     return rc;
 }
 
-/* Copies the tokenizer files into the checkpoint when they live outside the model folder. */
+/* Puts the tokenizer's files into the checkpoint: copies when they live outside the model
+ * folder, written from the metadata when the tokenizer is a GGUF file. */
 static int copy_tokenizer(const trainer *t, const char *dir) {
-    const char *tp = or1_train_tokenizer_path(t->cfg);
-    struct stat st;
-    if (stat(tp, &st) != 0 || !S_ISDIR(st.st_mode) || strcmp(tp, t->cfg->model.path) == 0) return 0;
-    const char *names[] = {"tokenizer.json", "tokenizer_config.json"};
-    for (int i = 0; i < 2; i++) {
-        char *src = or1_path_join(tp, names[i]), *dst = or1_path_join(dir, names[i]);
-        int rc = or1_is_file(src) ? or1_copy_file_atomic(src, dst) : 0;
-        free(src), free(dst);
-        if (rc) return -1;
-    }
-    return 0;
+    return or1_tokenizer_carry(or1_train_tokenizer_path(t->cfg), dir);
 }
 
 /* Removes a folder of the plain files a checkpoint holds. */

@@ -44,8 +44,8 @@
     KEY_OF_##type(key, FIELD(rollout.engine.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
 
 const or1_yaml_key or1_train_schema[] = {
-    PATH_KEY("model.path", FIELD(model.path), "", "checkpoint folder (config.json + safetensors); required"),
-    PATH_KEY("model.tokenizer", FIELD(model.tokenizer), "", "tokenizer.json or its folder; empty: model.path"),
+    PATH_KEY("model.path", FIELD(model.path), "", "checkpoint folder (config.json + safetensors) or GGUF file; required"),
+    PATH_KEY("model.tokenizer", FIELD(model.tokenizer), "", "tokenizer.json, its folder or a GGUF file; empty: model.path"),
     STR_KEY("model.chat_template", FIELD(model.chat_template), "", "deepseek-r1 | deepseek | chatml | llama3 | plain; empty: the tokenizer's"),
     LIST_KEY("data.train", NO_FIELD, OR1_YAML_MAPS, "", 0, 0, "training files: list of {path, weight}"),
     PATH_KEY("data.train[].path", NO_FIELD, "", "JSONL file in the Skywork-OR1-RL-Data row shape"),
@@ -459,11 +459,8 @@ static bool exists(const char *path) {
 /* Response lengths the model's context cannot hold: a stage's T or eval.max_new_tokens that
  * leaves no position for a prompt in max_position_embeddings (read from model.path). */
 static int check_context(const or1_train_config *c) {
-    char *path = or1_path_join(c->model.path, "config.json");
     or1_model_config mc;
-    int rc = or1_model_config_load(&mc, path);
-    free(path);
-    if (rc) return -1;
+    if (or1_model_config_read(&mc, c->model.path)) return -1;
     for (size_t i = 0; i < c->n_stages; i++)
         if (c->stages[i].context_length >= mc.max_pos)
             return or1_fail("%s: stage %zu (%s): context length %d (stages[%zu].context_length or "

@@ -27,6 +27,7 @@ EVAL = ["model", "data", "tokenizer", "chat-template", "chat-template-kwargs", "
 FLAGS = {
     "logprobs": ["model", "input", "temperature", "device", "precision"],
     "init": ["config", "out", "seed", "std", "save-dtype"],
+    "convert": ["model", "out", "type"],
     "generate": ["model", "input", *SAMPLING, "stop", "tokenizer", "chat-template", "chat-template-kwargs", "max-slots",
                  "kv-cache-gb", "prefill-chunk", *TOOLS, "device", "precision"],
     "train": ["config", "set", "resume", "overwrite", "help-config"],
