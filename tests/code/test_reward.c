@@ -65,6 +65,15 @@ static void test_math(void) {
     for (int i = 0; i < 5; i++)
         CHECK(out[i].seconds > 0 && out[i].seconds < 60, "job %d: verification time %g s", i, out[i].seconds);
     CHECK(strcmp(or1_reward_status_name(OR1_REWARD_SANDBOX_ERROR), "sandbox_error") == 0, "status names");
+    /* reward.strict_box: the last box alone; a restated question is paid only without it */
+    or1_reward_job strict[] = {
+        {OR1_ABILITY_MATH, "The answer to 20 - 83.", "-63"},
+        {OR1_ABILITY_MATH, "\\boxed{-63} then \\boxed{5}", "[\"5\"]"},
+    };
+    or1_reward_batch(strict, 2, NULL, &(or1_reward_opts){.code_timeout = 6}, NULL, out);
+    CHECK(decided(out[0], 1) && decided(out[1], 1), "default reading: %g %g", out[0].score, out[1].score);
+    or1_reward_batch(strict, 2, NULL, &(or1_reward_opts){.strict_box = true, .code_timeout = 6}, NULL, out);
+    CHECK(decided(out[0], 0) && decided(out[1], 1), "strict_box: %g %g", out[0].score, out[1].score);
     free(deep);
     free(deep_truth);
 }

@@ -48,6 +48,8 @@ CASES = [
     ("\\boxed{[1, 2]}", "[1, 2]", True),
     ("\\boxed{1}", "[1, 2]", False),
     ("\\boxed{72}", "72", True),
+    ("\\boxed{5}", "The answer is $5$.", True),  # a gold is read as always, whatever the rule
+    ("\\boxed{5}", "\\boxed{5}", True),
     ("\\boxed{072}", "[\"72\"]", True),
     ("\\boxed{(1, 2]}", "(1,2]", True),
     ("\\boxed{\\{1, 2\\}}", "\\{2, 1\\}", True),
