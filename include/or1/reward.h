@@ -21,8 +21,8 @@ typedef struct {
 
 /* The reward's options, one row each: the trainer's config key, the flag of or1 eval,
  * or1 difficulty and or1 verify-math, the or1_reward_opts field, its type (bool, int or
- * double), default, range and help. The config schema, the flags, their help and the docs
- * are made from these rows. A bool row defaults to off (its flag is a switch that turns it on). */
+ * double), default, range and help. The config schema, the flags and their help are made from
+ * these rows. A bool row defaults to off (its flag is a switch that turns it on). */
 #define OR1_REWARD_OPTIONS(X)                                                                                 \
     X("reward.strict_box", "strict-box", strict_box, bool, false, 0, 1,                                       \
       "math: a response's answer is the content of its last \\boxed{} alone and a response without one "    \

@@ -60,7 +60,7 @@ typedef struct {
 } or1_math_gold;
 
 /* Reads a math ground truth, the one rule of every reader (data rows, the reward, verify-math):
- * - JSON text for an array that is empty or holds a string is Skywork-OR1's list form (its
+ * - JSON text (the whole string) for an array that is empty or holds a string is Skywork-OR1's list form (its
  *   data scripts json.loads it to the list of accepted answers): it must be a non-empty list
  *   of non-empty strings;
  * - JSON text for a string ("\"72\"") is that one answer; JSON text for an object is refused

@@ -293,7 +293,7 @@ static int gold_from_list(cJSON *j, const char *where, or1_math_gold *g) {
 int or1_math_gold_parse(const char *truth, const char *where, or1_math_gold *g) {
     memset(g, 0, sizeof *g);
     if (!truth || !truth[0]) return or1_fail("%s: the ground truth is empty", where);
-    cJSON *j = cJSON_Parse(truth);
+    cJSON *j = cJSON_ParseWithOpts(truth, NULL, true); /* the whole text, or it is no JSON form */
     bool list = gold_is_list(j), one = cJSON_IsString(j);
     if (cJSON_IsObject(j)) {
         cJSON_Delete(j);

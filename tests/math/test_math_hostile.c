@@ -167,6 +167,7 @@ static void api(void) {
         {"[1, 2]", "\\boxed{1}", false},            /* ... not the answers 1 and 2 */
         {"[0, 1)", "\\boxed{[0,1)}", true},         /* not JSON: as written */
         {"[\"1\"", "\\boxed{1}", false},           /* a cut list is text that no box equals */
+        {"\"1\" or \"2\"", "\\boxed{1}", false},    /* JSON must be the whole text */
         {"\\frac{2}{2}", "\\boxed{1}", true},
         {"x^2 + 1", "\\boxed{1 + x^2}", true},
     };
