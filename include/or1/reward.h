@@ -16,7 +16,7 @@ typedef enum { OR1_ABILITY_MATH, OR1_ABILITY_CODE } or1_ability;
 typedef struct {
     or1_ability ability;
     const char *response;     /* decoded text, special tokens skipped */
-    const char *ground_truth; /* math: JSON list of answers or one string; code: JSON tests */
+    const char *ground_truth; /* math: one answer or a JSON-encoded list (or1_math_gold_parse); code: JSON tests */
 } or1_reward_job;
 
 /* The reward's options, one row each: the trainer's config key, the flag of or1 eval,

@@ -4,7 +4,7 @@
  * the last LaTeX math span (with the last fraction or number up to its end as the candidate
  * to read if it does not parse), and last the last number. Every step is one linear pass (the
  * brace scan keeps a stack; anchors are searched from the end), so 1 MB of hostile text costs
- * linear time and no step recurses. */
+ * linear time and no step recurses. The strict rule (reward.strict_box) reads the last box alone. */
 #include "math_internal.h"
 
 #include "or1/core.h"
