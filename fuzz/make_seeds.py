@@ -83,6 +83,12 @@ def seeds_data_row():
     rows += jsonl(src("data", "code_eval.jsonl"), 5, 16384) + jsonl(src("data", "lcb_2408_2502_public_tests.jsonl"), 5, 16384)
     for i, r in enumerate(rows):
         put("data_row", f"row{i}.json", r)
+    # math ground truths in each form the reader tells apart: one plain answer, an interval, a
+    # JSON string, a list holding a non-string
+    plain = json.loads(rows[0])
+    for i, gt in enumerate(["72", "[1, 2]", '"-63"', '["1", 2]']):
+        plain["reward_model"] = {"style": "rule", "ground_truth": gt}
+        put("data_row", f"plain{i}.json", json.dumps(plain))
 
 
 def seeds_math_verify():
@@ -91,6 +97,11 @@ def seeds_math_verify():
             continue
         c = json.loads(line)
         put("math_verify", f"case{i}", c["response"] + "\0" + c["gold"][0])
+    # the strict rule's shapes: boxes last and nested, unclosed, \boxed without a brace; plain golds
+    for i, (resp, gold) in enumerate([("\\boxed{-63} ... \\boxed{5}", "5"), ("\\boxed{\\frac{1}{\\boxed{2}}", "[1, 2]"),
+                                      ("<think>\\boxed{1}</think>\\boxed 5 \\boxed{", '["5", "x"]'),
+                                      ("The answer to 20 - 83.", '"-63"')]):
+        put("math_verify", f"strict{i}", resp + "\0" + gold)
 
 
 def seeds_model_config():

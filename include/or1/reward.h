@@ -16,8 +16,24 @@ typedef enum { OR1_ABILITY_MATH, OR1_ABILITY_CODE } or1_ability;
 typedef struct {
     or1_ability ability;
     const char *response;     /* decoded text, special tokens skipped */
-    const char *ground_truth; /* math: JSON list of answers or one string; code: JSON tests */
+    const char *ground_truth; /* math: one answer or a JSON-encoded list (or1_math_gold_parse); code: JSON tests */
 } or1_reward_job;
+
+/* The reward's options, one row each: the trainer's config key, the flag of or1 eval,
+ * or1 difficulty and or1 verify-math, the or1_reward_opts field, its type (bool, int or
+ * double), default, range and help. The config schema, the flags and their help are made from
+ * these rows. A bool row defaults to off (its flag is a switch that turns it on). */
+#define OR1_REWARD_OPTIONS(X)                                                                                 \
+    X("reward.strict_box", "strict-box", strict_box, bool, false, 0, 1,                                       \
+      "math: a response's answer is the content of its last \\boxed{} alone and a response without one "    \
+      "scores 0 (verl's DAPO strict_box_verify); off: the recipe's Math-Verify extraction")
+#define OR1_REWARD_FIELD(key, flag, field, type, def, lo, hi, help) type field;
+
+/* How a batch is scored: the rows of OR1_REWARD_OPTIONS and the code sandbox's time limit. */
+typedef struct {
+    OR1_REWARD_OPTIONS(OR1_REWARD_FIELD) /* strict_box */
+    double code_timeout;                 /* CPU seconds per code test (reward.code_timeout) */
+} or1_reward_opts;
 
 /* How one reward ended. Only OR1_REWARD_OK carries a score; every other status is a failure
  * of the reward machinery, never a verdict on the response, and must never count as 0. */
@@ -51,10 +67,10 @@ void or1_reward_cache_free(or1_reward_cache *c);
 size_t or1_reward_cache_parsed(const or1_reward_cache *c);
 
 /* Scores n responses: math in parallel threads, code in the sandbox pool (which must be
- * non-NULL when any job is code; time_limit_s per test). cache may be NULL (then each code
+ * non-NULL when any job is code) as opts says. cache may be NULL (then each code
  * job parses its tests). A failure is reported in out[i].status and named on stderr, never
  * turned into a score. */
-void or1_reward_batch(const or1_reward_job *jobs, size_t n, or1_sandbox_pool *pool, double time_limit_s,
+void or1_reward_batch(const or1_reward_job *jobs, size_t n, or1_sandbox_pool *pool, const or1_reward_opts *opts,
                       or1_reward_cache *cache, or1_reward *out);
 
 #endif

@@ -31,10 +31,12 @@ typedef struct {
     int max_depth;             /* nesting depth of brackets, braces and operators */
     uint64_t max_work;         /* expression-node evaluations per answer pair */
     double time_limit_s;       /* wall clock per call; <= 0 means no clock check */
+    bool strict_box;           /* read only the content of the last \boxed{...} (no box: no answer);
+                                  not a bound but how far the reading goes (or1_reward_opts) */
 } or1_math_limits;
 
 /* The default bounds: 1 MiB responses, 8 KiB answers, 8 MiB scratch, depth 64,
- * 4M node evaluations and 2 s per call. */
+ * 4M node evaluations and 2 s per call; Math-Verify's extraction (strict_box off). */
 void or1_math_limits_defaults(or1_math_limits *l);
 
 /* The verdict of one response. */
@@ -50,9 +52,29 @@ typedef struct {
 int or1_math_verify(const char *response, const char *const *gold, size_t n_gold,
                     const or1_math_limits *lim, or1_math_result *out);
 
-/* Same, with the row's ground truth as stored in the data: a JSON list of strings, a JSON
- * string, or (when it is not JSON text) the answer itself. A JSON list holding anything but
- * strings or numbers is an error (-1). */
+/* The gold answers of a math row's reward_model.ground_truth (or1_math_gold_parse). */
+typedef struct {
+    const char **answers; /* n answers, pointing into ground_truth or into json */
+    size_t n;
+    void *json;           /* the decoded JSON the answers live in (NULL for a plain answer) */
+} or1_math_gold;
+
+/* Reads a math ground truth, the one rule of every reader (data rows, the reward, verify-math):
+ * - JSON text (the whole string) for an array that is empty or holds a string is Skywork-OR1's list form (its
+ *   data scripts json.loads it to the list of accepted answers): it must be a non-empty list
+ *   of non-empty strings;
+ * - JSON text for a string ("\"72\"") is that one answer; JSON text for an object is refused
+ *   (a code row's tests under ability math);
+ * - any other text is one answer, as written: "72", "x^2+1", an interval "[1, 2]" or "[0, 1)",
+ *   a JSON array of numbers (verl's GSM8K and MATH rows store the answer so, and Skywork's and
+ *   verl's math rewards take a plain string as the one answer).
+ * Empty text and a \u0000 escape inside the JSON forms are refused. Returns 0, or -1 with an
+ * error that starts with where. Free with or1_math_gold_free. */
+int or1_math_gold_parse(const char *ground_truth, const char *where, or1_math_gold *g);
+void or1_math_gold_free(or1_math_gold *g);
+
+/* Same as or1_math_verify, with the row's ground truth read by or1_math_gold_parse (an
+ * unusable one is an error, -1). */
 int or1_math_verify_json(const char *response, const char *ground_truth,
                          const or1_math_limits *lim, or1_math_result *out);
 

@@ -138,7 +138,7 @@ typedef struct {
     } correction; /* the rollout_correction section */
     struct {
         int workers; /* 0 = one per CPU */
-        double code_timeout;
+        or1_reward_opts opts;   /* OR1_REWARD_OPTIONS (reward.strict_box ...) and reward.code_timeout */
         double max_error_ratio; /* warn above this share of failed rewards per step */
         or1_length_cfg length;  /* overlong_buffer.* and truncation_penalty */
     } reward;
@@ -235,8 +235,8 @@ typedef struct {
  * after the last sample to t_reward. */
 int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                       int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine,
-                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, double code_timeout, or1_scored *out,
-                      double *t_rollout, double *t_reward);
+                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, const or1_reward_opts *reward,
+                      or1_scored *out, double *t_rollout, double *t_reward);
 void or1_scored_free(or1_scored *s);
 
 /* Evaluation settings. */
@@ -246,7 +246,7 @@ typedef struct {
     int top_k, max_new_tokens; /* max_new_tokens 0: what the context leaves */
     or1_engine_opts engine;
     uint64_t seed;
-    double code_timeout;
+    or1_reward_opts reward;
     or1_tools_cfg tools; /* max_turns 0: no tools */
 } or1_eval_opts;
 

@@ -160,15 +160,18 @@ int cli_chat_vars(cli_args *a, or1_chat_vars *v);
  * the row's chat_template_kwargs over them; any other key of the row is refused. */
 int cli_row_chat(const cJSON *row, const char *where, const or1_tokenizer *t, const char *tpl,
                  const or1_chat_vars *defaults, char **text);
-/* A row of OR1_TOOL_OPTIONS (or1/train.h) or OR1_ENGINE_OPTIONS (or1/rollout.h) as a flag of its
- * type, naming its config key. */
+/* A row of OR1_TOOL_OPTIONS (or1/train.h), OR1_ENGINE_OPTIONS (or1/rollout.h) or
+ * OR1_REWARD_OPTIONS (or1/reward.h) as a flag of its type, naming its config key. */
 #define ROW_FLAG(key, flag, field, type, def, lo, hi, help) ROW_FLAG_##type(flag, OR1_TEXT(def), lo, hi, help " (config " key ")"),
 #define ROW_FLAG_int FLAG_INT
 #define ROW_FLAG_double FLAG_NUM
+#define ROW_FLAG_bool(n, def_, lo_, hi_, help_) FLAG_SWITCH(n, help_) /* off unless given */
 /* The OR1_TOOL_OPTIONS flags into *c (one worker per core). */
 void cli_tool_flags(cli_args *a, or1_tools_cfg *c);
 /* The OR1_ENGINE_OPTIONS flags into *o (rows as flags: OR1_ENGINE_OPTIONS(ROW_FLAG)). */
 void cli_engine_flags(cli_args *a, or1_engine_opts *o);
+/* The OR1_REWARD_OPTIONS flags into *o (code_timeout is left as it was). */
+void cli_reward_flags(cli_args *a, or1_reward_opts *o);
 
 #define FLAG_SAVE_DTYPE FLAG_STR("save-dtype", "f32|bf16", "f32", "dtype of the saved weights")
 int cli_save_dtype(cli_args *a, or1_dtype *out);

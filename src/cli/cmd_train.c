@@ -73,7 +73,8 @@ typedef struct {
         FLAG_PATH("dump", NULL, "write every sample (JSONL) to this file"),                                        \
         FLAG_SAMPLING(n_def, "0", 0, "response length limit (tokens); 0: what the context leaves after the longest prompt"), \
         OR1_ENGINE_OPTIONS(ROW_FLAG)                                                                               \
-        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), OR1_TOOL_OPTIONS(ROW_FLAG) FLAG_DEVICE
+        FLAG_NUM("code-timeout", "6", 0.001, 3600, "seconds per code test"), OR1_REWARD_OPTIONS(ROW_FLAG)            \
+        OR1_TOOL_OPTIONS(ROW_FLAG) FLAG_DEVICE
 
 /* Reads the eval/difficulty flags (defaults from the command's table); -1 on a bad
  * --chat-template-kwargs. */
@@ -91,7 +92,9 @@ static int parse_eval_flags(cli_args *a, eval_flags *f) {
     f->precision = cli_str(a, "precision");
     cli_sampling(a, &s, &n);
     cli_double(a, "code-timeout", &timeout);
-    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, {0}, s.seed, timeout, {0}};
+    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, {0}, s.seed, {0}, {0}};
+    f->o.reward.code_timeout = timeout;
+    cli_reward_flags(a, &f->o.reward);
     cli_engine_flags(a, &f->o.engine);
     cli_tool_flags(a, &f->o.tools);
     return cli_chat_vars(a, &f->chat);

@@ -11,42 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The answers of a "gold" string: the list when the text is a JSON list of strings (a row's
- * reward_model.ground_truth as the data stores it, e.g. "[\"25\"]", scored as the trainer
- * scores it), else the string itself (an interval "[1,2]" stays one answer). *parsed owns
- * the list (NULL when the string is the answer). A \u0000 escape in the list is refused,
- * as the trainer refuses it. */
-static int gold_of_string(const cJSON *gold, const char *where, cJSON **parsed, const cJSON **out) {
-    const char *text = gold->valuestring;
-    *out = gold;
-    *parsed = NULL;
-    if (text[0] != '[') return 0;
-    if (or1_json_nul_at(text, strlen(text)) >= 0)
-        return or1_fail("%s: \"gold\": a \\u0000 escape (U+0000) would truncate a gold answer", where);
-    *parsed = cJSON_Parse(text);
-    bool list = cJSON_IsArray(*parsed) && cJSON_GetArraySize(*parsed) > 0;
-    const cJSON *it;
-    if (list) cJSON_ArrayForEach(it, *parsed) list = list && cJSON_IsString(it);
-    if (list) {
-        *out = *parsed;
-        return 0;
-    }
-    cJSON_Delete(*parsed);
-    *parsed = NULL;
-    return 0;
-}
-
-/* Scores one row against a gold string or list of strings; fails (naming path:line) when a
- * field is missing or of the wrong type. */
+/* Scores one row against its gold: a list of strings, or a string read as the trainer reads a
+ * row's reward_model.ground_truth (or1_math_gold_parse: one answer, or a JSON-encoded list of
+ * answers). Fails (naming path:line) when a field is missing, of the wrong type or unusable. */
 static int score_row(const cJSON *row, const char *where, const or1_math_limits *lim, or1_math_result *res) {
     const char *response = or1_json_str(row, "response", where);
     if (!response) return -1;
-    cJSON *parsed = NULL;
     const cJSON *gold = cJSON_GetObjectItemCaseSensitive(row, "gold");
-    if (cJSON_IsString(gold) && gold_of_string(gold, where, &parsed, &gold)) return -1;
     if (cJSON_IsString(gold)) {
-        const char *one = gold->valuestring;
-        return or1_math_verify(response, &one, 1, lim, res);
+        char w[600];
+        snprintf(w, sizeof w, "%.560s: \"gold\"", where);
+        or1_math_gold g;
+        if (or1_math_gold_parse(gold->valuestring, w, &g) != 0) return -1;
+        int rc = or1_math_verify(response, g.answers, g.n, lim, res);
+        or1_math_gold_free(&g);
+        return rc;
     }
     if (!cJSON_IsArray(gold)) return or1_fail("%s: \"gold\" must be a string or a list of strings", where);
     size_t n = (size_t)cJSON_GetArraySize(gold), k = 0;
@@ -62,7 +41,6 @@ static int score_row(const cJSON *row, const char *where, const or1_math_limits 
     }
     if (rc == 0) rc = or1_math_verify(response, list, n, lim, res);
     free(list);
-    cJSON_Delete(parsed);
     return rc;
 }
 
@@ -75,9 +53,10 @@ static void write_result(FILE *f, const or1_math_result *res) {
 
 /* The flags of `or1 verify-math`. */
 static const cli_flag_spec verify_math_flags[] = {
-    FLAG_PATH("input", "-", "JSONL rows {\"response\", \"gold\"}: gold a string, a list, or a JSON-encoded list"),
+    FLAG_PATH("input", "-", "JSONL rows {\"response\", \"gold\"}: gold a list, or a string read as a row's ground_truth"),
     FLAG_PATH("output", "-", "JSONL verdicts {\"correct\", \"extracted\"}; -: stdout"),
     FLAG_NUM("time-limit", "2", 0.001, 600, "seconds per response"),
+    OR1_REWARD_OPTIONS(ROW_FLAG)
 };
 
 /* The verify-math command: --input FILE|- (default -), --output FILE|- (default -),
@@ -87,6 +66,9 @@ static int cmd_verify_math(cli_args *a) {
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
     cli_double(a, "time-limit", &lim.time_limit_s);
+    or1_reward_opts ro = {0};
+    cli_reward_flags(a, &ro);
+    lim.strict_box = ro.strict_box;
     if (cli_check_unused(a) != 0) return 2;
     FILE *out = stdout;
     if (strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))

@@ -42,10 +42,14 @@ static void tool_int(cli_args *a, const char *flag, int *out) {
     *out = (int)v;
 }
 
+/* A switch of an option row into *out. */
+static void row_switch(cli_args *a, const char *flag, bool *out) { *out = cli_flag(a, flag); }
+
 /* One option row's flag into c->field, read by its type. */
 #define READ_OPTION(key, flag, field, type, def, lo, hi, help) READ_OPTION_##type(a, flag, &c->field);
 #define READ_OPTION_int tool_int
 #define READ_OPTION_double cli_double
+#define READ_OPTION_bool row_switch
 
 /* See cli.h: each row read by its type. */
 void cli_tool_flags(cli_args *a, or1_tools_cfg *c) {
@@ -58,6 +62,9 @@ void cli_engine_flags(cli_args *a, or1_engine_opts *c) {
     *c = (or1_engine_opts){0};
     OR1_ENGINE_OPTIONS(READ_OPTION)
 }
+
+/* See cli.h. */
+void cli_reward_flags(cli_args *a, or1_reward_opts *c) { OR1_REWARD_OPTIONS(READ_OPTION) }
 
 /* --save-dtype f32|bf16 (the table's default f32). */
 int cli_save_dtype(cli_args *a, or1_dtype *out) {

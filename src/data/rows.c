@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/reward_math.h"
 #include "or1/reward_sandbox.h"
 
 #include <cjson/cJSON.h>
@@ -72,38 +73,28 @@ static int parse_prompt(const cJSON *j, const char *where, or1_data_row *r) {
     return 0;
 }
 
-/* True if a math gold decodes to a non-empty list of non-empty strings (or one string). */
-static bool math_gold_ok(const cJSON *g) {
-    if (cJSON_IsString(g)) return g->valuestring[0] != '\0';
-    if (!cJSON_IsArray(g) || cJSON_GetArraySize(g) == 0) return false;
-    for (const cJSON *e = g->child; e; e = e->next)
-        if (!cJSON_IsString(e) || !e->valuestring[0]) return false;
-    return true;
-}
-
-/* reward_model.ground_truth: JSON text that decodes to the shape the ability needs. */
+/* reward_model.ground_truth: a string read as the ability reads it. A math row's is one answer
+ * or Skywork-OR1's JSON-encoded list of answers (or1_math_gold_parse holds the rule); a code
+ * row's is its JSON-encoded tests. */
 static int parse_truth(const cJSON *j, const char *where, or1_data_row *r) {
     const cJSON *rm = need(j, "reward_model", cJSON_Object, "an object", where, "reward_model");
     if (!rm) return -1;
-    const cJSON *gt = need(rm, "ground_truth", cJSON_String, "a JSON-encoded string", where, "reward_model.ground_truth");
+    const cJSON *gt = need(rm, "ground_truth", cJSON_String,
+                           r->code ? "a JSON-encoded string of tests" : "a string (an answer or a JSON-encoded list of answers)",
+                           where, "reward_model.ground_truth");
     if (!gt || bounded(gt, MAX_TRUTH, where, "reward_model.ground_truth") != 0) return -1;
+    char w[700];
+    snprintf(w, sizeof w, "%s: reward_model.ground_truth", where);
     if (r->code) {
         /* The sandbox's own parser, so that a row loads exactly when its tests can run. */
-        char w[700];
-        snprintf(w, sizeof w, "%s: reward_model.ground_truth", where);
         or1_code_tests t;
         if (or1_code_tests_parse(gt, &t, w) != 0) return -1;
         or1_code_tests_free(&t);
     } else {
-        char w[700];
-        snprintf(w, sizeof w, "%s: reward_model.ground_truth", where);
-        cJSON *g = or1_json_parse(gt->valuestring, strlen(gt->valuestring), w);
-        if (!g) return -1;
-        bool ok = math_gold_ok(g);
-        cJSON_Delete(g);
-        if (!ok)
-            return or1_fail("%s: key \"reward_model.ground_truth\" must decode to a non-empty list of answer strings",
-                            where);
+        /* The verifier's own reader, so that a row loads exactly when its answers can be read. */
+        or1_math_gold g;
+        if (or1_math_gold_parse(gt->valuestring, w, &g) != 0) return -1;
+        or1_math_gold_free(&g);
     }
     r->ground_truth = or1_strdup(gt->valuestring);
     return 0;

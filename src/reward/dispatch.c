@@ -30,9 +30,10 @@ static or1_reward failed(or1_reward_status st, const char *why) {
 /* Math: the verifier against the row's gold answers, started at t0. A check that a bound cut
  * short without a match is undecided: past the clock it timed out, else it ran out of memory
  * or work. */
-static or1_reward verify_math(const or1_reward_job *j, double t0) {
+static or1_reward verify_math(const or1_reward_job *j, const or1_reward_opts *o, double t0) {
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
+    lim.strict_box = o->strict_box;
     or1_math_result r;
     if (or1_math_verify_json(j->response, j->ground_truth, &lim, &r) != 0)
         return failed(OR1_REWARD_VERIFIER_ERROR, or1_error());
@@ -45,9 +46,9 @@ static or1_reward verify_math(const or1_reward_job *j, double t0) {
 }
 
 /* verify_math with the time it took (one clock read serves both). */
-static or1_reward score_math(const or1_reward_job *j) {
+static or1_reward score_math(const or1_reward_job *j, const or1_reward_opts *o) {
     double t0 = or1_now();
-    or1_reward r = verify_math(j, t0);
+    or1_reward r = verify_math(j, o, t0);
     r.seconds = (float)(or1_now() - t0);
     return r;
 }
@@ -125,14 +126,15 @@ static void score_code(const or1_reward_job *jobs, const size_t *idx, size_t n, 
 }
 
 /* Math jobs run on OpenMP threads (the verifier is reentrant); code jobs go to the pool. */
-void or1_reward_batch(const or1_reward_job *jobs, size_t n, or1_sandbox_pool *pool, double time_limit_s,
+void or1_reward_batch(const or1_reward_job *jobs, size_t n, or1_sandbox_pool *pool, const or1_reward_opts *opts,
                       or1_reward_cache *cache, or1_reward *out) {
+    double time_limit_s = opts->code_timeout;
     size_t *code = or1_malloc((n ? n : 1) * sizeof *code), n_code = 0;
     for (size_t i = 0; i < n; i++)
         if (jobs[i].ability == OR1_ABILITY_CODE) code[n_code++] = i;
     #pragma omp parallel for schedule(dynamic, 4)
     for (size_t i = 0; i < n; i++)
-        if (jobs[i].ability == OR1_ABILITY_MATH) out[i] = score_math(&jobs[i]);
+        if (jobs[i].ability == OR1_ABILITY_MATH) out[i] = score_math(&jobs[i], opts);
     if (n_code > 0 && !pool) {
         for (size_t k = 0; k < n_code; k++) out[code[k]] = failed(OR1_REWARD_SANDBOX_ERROR, "no sandbox pool for code");
     } else if (n_code > 0) {

@@ -4,7 +4,7 @@
  * the last LaTeX math span (with the last fraction or number up to its end as the candidate
  * to read if it does not parse), and last the last number. Every step is one linear pass (the
  * brace scan keeps a stack; anchors are searched from the end), so 1 MB of hostile text costs
- * linear time and no step recurses. */
+ * linear time and no step recurses. The strict rule (reward.strict_box) reads the last box alone. */
 #include "math_internal.h"
 
 #include "or1/core.h"
@@ -471,17 +471,44 @@ static bool extract_in(const char *s, size_t from, size_t to, mv_spans *out, mv_
     return value;
 }
 
+/* The part of the response s[0..n) that holds the answer, [*from, *to): the text between the
+ * first and a second "</think>", all of it without one (Skywork-OR1's split("</think>")[1]). */
+static void answer_region(const char *s, size_t n, size_t *from, size_t *to) {
+    *from = 0, *to = n;
+    const char *think = memmem(s, n, "</think>", 8);
+    if (think) {
+        *from = (size_t)(think - s) + 8;
+        const char *second = memmem(s + *from, n - *from, "</think>", 8);
+        if (second) *to = (size_t)(second - s);
+    }
+}
+
 /* The answer spans of the response s[0..n) (see or1_math_extract), and in alt the next
  * candidate when the answer is a math span (alt->n is 0 when there is none). */
 bool mv_extract(const char *s, size_t n, mv_spans *out, mv_spans *alt) {
-    size_t from = 0, to = n;
-    const char *think = memmem(s, n, "</think>", 8);
-    if (think) {
-        from = (size_t)(think - s) + 8;
-        const char *second = memmem(s + from, n - from, "</think>", 8);
-        if (second) to = (size_t)(second - s);
-    }
+    size_t from, to;
+    answer_region(s, n, &from, &to);
     out->n = 0;
     alt->n = 0;
     return extract_in(s, from, to, out, alt);
+}
+
+/* The strict rule (verl's math_dapo.py, strict_box_verify): the content of the last
+ * "\boxed{" of the answer region, up to the brace that closes it, braces counted as written;
+ * false when there is no such box, when it never closes or when it is empty. Chained or
+ * enclosing boxes, \fbox and "\boxed 5" are not read: one box, the last. */
+bool mv_extract_last_box(const char *s, size_t n, mv_spans *out) {
+    size_t from, to, at = (size_t)-1;
+    answer_region(s, n, &from, &to);
+    out->n = 0;
+    out->number = false;
+    for (size_t i = to; i >= from + 7 && at == (size_t)-1; i--)
+        if (memcmp(s + i - 7, "\\boxed{", 7) == 0) at = i - 7;
+    if (at == (size_t)-1) return false;
+    size_t depth = 0;
+    for (size_t i = at + 6; i < to; i++) {
+        if (s[i] == '{') depth++;
+        else if (s[i] == '}' && --depth == 0) return i > at + 7 && one_span(out, at + 7, i - at - 7, false);
+    }
+    return false;
 }

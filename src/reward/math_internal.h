@@ -120,6 +120,9 @@ typedef struct {
  * last math span, alt gets the candidate to read instead if that span does not parse (the
  * last fraction or number); otherwise alt->n is 0. */
 bool mv_extract(const char *s, size_t n, mv_spans *out, mv_spans *alt);
+/* The strict rule: the content of the last \boxed{...} of the answer region alone; false if
+ * there is none (or1_math_limits.strict_box). */
+bool mv_extract_last_box(const char *s, size_t n, mv_spans *out);
 
 /* Equality of two answer strings; with use_strings false the string shortcut is skipped,
  * so that tests can check the mathematical path alone. *bounded reports a hit bound. */

@@ -21,6 +21,7 @@ void or1_math_limits_defaults(or1_math_limits *l) {
     l->max_depth = 64;
     l->max_work = 4000000;
     l->time_limit_s = 2.0;
+    l->strict_box = false;
 }
 
 /* Equality of two answer strings: same normalised string, else same mathematics. */
@@ -138,11 +139,13 @@ typedef struct {
     char *text, *alt;
 } answer;
 
-/* The answer of the text s[0..n) ("" if none). */
+/* The answer of the text s[0..n) ("" if none): with lim->strict_box the last box's content
+ * alone, else Math-Verify's order of patterns. */
 static answer extract_answer(const char *s, size_t n, const or1_math_limits *lim) {
     mv_spans sp, alt;
     answer a = {NULL, NULL};
-    if (!mv_extract(s, n, &sp, &alt)) {
+    alt.n = 0;
+    if (!(lim->strict_box ? mv_extract_last_box(s, n, &sp) : mv_extract(s, n, &sp, &alt))) {
         a.text = or1_strdup("");
         return a;
     }
@@ -198,7 +201,9 @@ static bool gold_needs_extraction(const char *gold, size_t n) {
 static answer gold_answer(const char *gold, const or1_math_limits *lim) {
     size_t n = strlen(gold);
     if (gold_needs_extraction(gold, n)) {
-        answer a = extract_answer(gold, n, lim);
+        or1_math_limits full = *lim;
+        full.strict_box = false; /* the strict rule reads responses; a gold is read as always */
+        answer a = extract_answer(gold, n, &full);
         if (a.text[0]) return a;
         answer_free(&a);
     }
@@ -260,63 +265,80 @@ int or1_math_verify(const char *response, const char *const *gold, size_t n_gold
     return 0;
 }
 
-/* Reads the ground truth into a list of strings owned by *root (or the raw text). */
-static int gold_list(const char *truth, cJSON **root, const char ***list, size_t *n, char **numbuf) {
-    *list = NULL;
-    *n = 0;
-    *numbuf = NULL;
-    *root = NULL;
-    if (or1_json_nul_at(truth, strlen(truth)) >= 0)
-        return or1_fail("ground truth: a \\u0000 escape (U+0000) would truncate a gold answer");
-    *root = cJSON_Parse(truth);
-    if (!*root || cJSON_IsNumber(*root)) {
-        cJSON_Delete(*root);
-        *root = NULL;
-        *list = or1_malloc(sizeof **list);
-        (*list)[0] = truth;
-        *n = 1;
-        return 0;
+/* True if the decoded ground truth is Skywork-OR1's list form: an array that is empty or
+ * holds a string (an array of numbers alone, "[1, 2]", is an interval written as text). */
+static bool gold_is_list(const cJSON *j) {
+    if (!cJSON_IsArray(j)) return false;
+    if (!j->child) return true;
+    for (const cJSON *e = j->child; e; e = e->next)
+        if (cJSON_IsString(e)) return true;
+    return false;
+}
+
+/* The answers of a list-form ground truth into g (every element a non-empty string). */
+static int gold_from_list(cJSON *j, const char *where, or1_math_gold *g) {
+    size_t n = (size_t)cJSON_GetArraySize(j), k = 0;
+    if (n == 0) return or1_fail("%s: a JSON list of answers must not be empty", where);
+    g->answers = or1_malloc(n * sizeof *g->answers);
+    for (const cJSON *e = j->child; e; e = e->next, k++) {
+        if (!cJSON_IsString(e)) return or1_fail("%s: element %zu of the JSON list of answers is not a string", where, k);
+        if (!e->valuestring[0]) return or1_fail("%s: element %zu of the JSON list of answers is empty", where, k);
+        g->answers[k] = e->valuestring;
     }
-    if (cJSON_IsString(*root)) {
-        *list = or1_malloc(sizeof **list);
-        (*list)[0] = (*root)->valuestring;
-        *n = 1;
-        return 0;
-    }
-    if (!cJSON_IsArray(*root)) return or1_fail("ground truth: expected a JSON list of strings or a string");
-    size_t count = (size_t)cJSON_GetArraySize(*root);
-    *list = or1_malloc((count ? count : 1) * sizeof **list);
-    *numbuf = or1_malloc(count * 32 + 1);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, *root) {
-        if (cJSON_IsString(it)) {
-            (*list)[(*n)++] = it->valuestring;
-        } else if (cJSON_IsNumber(it)) {
-            char *slot = *numbuf + *n * 32;
-            snprintf(slot, 32, "%.15g", it->valuedouble);
-            (*list)[(*n)++] = slot;
-        } else {
-            return or1_fail("ground truth: element %zu is neither a string nor a number", *n);
-        }
-    }
+    g->n = n;
     return 0;
 }
 
-/* Scores a response against the row's ground-truth JSON text. */
+/* Reads a math ground truth (the rule is in the header). */
+int or1_math_gold_parse(const char *truth, const char *where, or1_math_gold *g) {
+    memset(g, 0, sizeof *g);
+    if (!truth || !truth[0]) return or1_fail("%s: the ground truth is empty", where);
+    cJSON *j = cJSON_ParseWithOpts(truth, NULL, true); /* the whole text, or it is no JSON form */
+    bool list = gold_is_list(j), one = cJSON_IsString(j);
+    if (cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return or1_fail("%s: a JSON object is not a math answer (code tests under ability math?)", where);
+    }
+    if (!list && !one) {
+        cJSON_Delete(j);
+        g->answers = or1_malloc(sizeof *g->answers);
+        g->answers[0] = truth;
+        g->n = 1;
+        return 0;
+    }
+    g->json = j;
+    int rc = 0;
+    if (or1_json_nul_at(truth, strlen(truth)) >= 0)
+        rc = or1_fail("%s: a \\u0000 escape (U+0000) would truncate a gold answer", where);
+    else if (list)
+        rc = gold_from_list(j, where, g);
+    else if (!j->valuestring[0])
+        rc = or1_fail("%s: the JSON string of the answer is empty", where);
+    else {
+        g->answers = or1_malloc(sizeof *g->answers);
+        g->answers[0] = j->valuestring;
+        g->n = 1;
+    }
+    if (rc != 0) or1_math_gold_free(g);
+    return rc;
+}
+
+/* Frees what or1_math_gold_parse kept. */
+void or1_math_gold_free(or1_math_gold *g) {
+    cJSON_Delete(g->json);
+    free(g->answers);
+    memset(g, 0, sizeof *g);
+}
+
+/* Scores a response against the row's ground truth. */
 int or1_math_verify_json(const char *response, const char *ground_truth,
                          const or1_math_limits *lim, or1_math_result *out) {
     memset(out, 0, sizeof *out);
     out->matched_gold = -1;
-    if (!ground_truth) return or1_fail("or1_math_verify_json: NULL ground truth");
-    cJSON *root;
-    const char **list;
-    size_t n;
-    char *numbuf;
-    int rc = gold_list(ground_truth, &root, &list, &n, &numbuf);
-    if (rc == 0) rc = or1_math_verify(response, list, n, lim, out);
-    cJSON_Delete(root);
-    free(list);
-    free(numbuf);
+    or1_math_gold g;
+    if (or1_math_gold_parse(ground_truth, "ground truth", &g) != 0) return -1;
+    int rc = or1_math_verify(response, g.answers, g.n, lim, out);
+    or1_math_gold_free(&g);
     return rc;
 }
 

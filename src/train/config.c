@@ -39,6 +39,10 @@
     KEY_OF_##type(key, FIELD(rollout.tools.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
 #define KEY_OF_int INT_KEY
 #define KEY_OF_double NUM_KEY
+#define KEY_OF_bool(key, f, d, lo, hi, help) BOOL_KEY(key, f, "false", help) /* a bool row defaults to off */
+/* An OR1_REWARD_OPTIONS row as a schema row, naming the eval flag. */
+#define REWARD_KEY(key, flag, field, type, def, lo, hi, help) \
+    KEY_OF_##type(key, FIELD(reward.opts.field), OR1_TEXT(def), lo, hi, help " (or1 eval --" flag ")"),
 /* An OR1_ENGINE_OPTIONS row as a schema row. */
 #define ENGINE_KEY(key, flag, field, type, def, lo, hi, help) \
     KEY_OF_##type(key, FIELD(rollout.engine.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
@@ -110,7 +114,8 @@ const or1_yaml_key or1_train_schema[] = {
     NUM_KEY("advantage.eps", FIELD(advantage.eps), "1e-6", 0, 1, "added to the group std"),
     CHOICE_KEY("advantage.truncation_mask", NO_FIELD, "none", OR1_TRUNC_MASKS, "when responses truncated at T leave the loss"),
     INT_KEY("reward.workers", FIELD(reward.workers), "0", 0, 4096, "verifier worker processes; 0: one per CPU"),
-    NUM_KEY("reward.code_timeout", FIELD(reward.code_timeout), "6", 0.001, 3600, "seconds per code test"),
+    NUM_KEY("reward.code_timeout", FIELD(reward.opts.code_timeout), "6", 0.001, 3600, "seconds per code test"),
+    OR1_REWARD_OPTIONS(REWARD_KEY)
     NUM_KEY("reward.max_error_ratio", FIELD(reward.max_error_ratio), "0.01", 0, 1, "warn when more than this share of a step's rewards fail"),
     BOOL_KEY("reward.overlong_buffer.enable", FIELD(reward.length.overlong), "false", "DAPO's soft overlong punishment of the last `len` tokens before T"),
     INT_KEY("reward.overlong_buffer.len", FIELD(reward.length.overlong_len), "4096", 1, BIG, "L_cache: the penalty grows over the last this many tokens"),

@@ -23,7 +23,7 @@ typedef struct {
     or1_scored *out;
     or1_sandbox_pool *pool;
     or1_reward_cache *cache; /* each row's code tests, parsed once */
-    double code_timeout;
+    const or1_reward_opts *reward;
 } reward_stream;
 
 /* Engine callback: queue the finished sample for scoring. */
@@ -65,7 +65,7 @@ static void score_range(reward_stream *r, size_t a, size_t b) {
         texts[i] = sampled_text(r->tok, &r->out->c[k]);
         jobs[i] = (or1_reward_job){row->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[i], row->ground_truth};
     }
-    or1_reward_batch(jobs, n, r->pool, r->code_timeout, r->cache, res);
+    or1_reward_batch(jobs, n, r->pool, r->reward, r->cache, res);
     for (size_t i = 0; i < n; i++) {
         r->out->scores[r->queue[a + i]] = res[i].score;
         r->out->status[r->queue[a + i]] = res[i].status;
@@ -97,8 +97,8 @@ static void *stream_worker(void *arg) {
 /* One request per row, M samples each, with tools when asked; rewards overlap decoding. */
 int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
                       int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine,
-                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, double code_timeout, or1_scored *out,
-                      double *t_rollout, double *t_reward) {
+                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, const or1_reward_opts *reward,
+                      or1_scored *out, double *t_rollout, double *t_reward) {
     memset(out, 0, sizeof *out);
     out->n = n_rows * (size_t)M;
     out->c = or1_calloc(out->n ? out->n : 1, sizeof *out->c);
@@ -111,7 +111,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
         req[i] = (or1_request){rows[i]->ids, rows[i]->n_ids, M, *s};
         req[i].s.seed = seeds[i];
     }
-    reward_stream rs = {.tok = tok, .rows = rows, .M = M, .out = out, .pool = pool, .code_timeout = code_timeout};
+    reward_stream rs = {.tok = tok, .rows = rows, .M = M, .out = out, .pool = pool, .reward = reward};
     rs.cache = or1_reward_cache_new();
     rs.queue = or1_malloc(out->n * sizeof *rs.queue);
     pthread_mutex_init(&rs.mu, NULL);
@@ -239,7 +239,7 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
     or1_sampling s = {o->temperature, o->top_p, o->top_k, T, 0, NULL, 0};
     or1_scored sc;
     or1_engine_cfg engine = {.opts = o->engine, .progress = d->rank == 0};
-    int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, &o->tools, pool, o->code_timeout, &sc,
+    int rc = or1_rollout_score(dm, tok, sub, mine, o->n, &s, seeds, &engine, &o->tools, pool, &o->reward, &sc,
                                NULL, NULL);
     /* per row: correct, then scored; then the failed rewards by status */
     size_t n_counts = 2 * n_rows + OR1_REWARD_N_STATUS;

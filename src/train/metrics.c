@@ -232,7 +232,7 @@ int run_validation(trainer *t) {
     int T = t->cfg->eval.max_new_tokens > 0 ? t->cfg->eval.max_new_tokens : t->cfg->stages[stage < 0 ? 0 : stage].context_length;
     for (size_t k = 0; k < t->cfg->eval.n_temperatures; k++) {
         or1_eval_opts o = {t->cfg->eval.n, (float)t->cfg->eval.temperatures[k], (float)t->cfg->eval.top_p, 0, T, t->cfg->rollout.engine,
-                           (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.code_timeout, t->cfg->rollout.tools};
+                           (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.opts, t->cfg->rollout.tools};
         cJSON *rep = or1_eval(t->dm, t->tok, rows, n, &o, t->pool, t->d, NULL, NULL, NULL);
         if (!rep) {
             free(rows);

@@ -21,7 +21,7 @@ MODEL = os.path.join(ROOT, "models", "arith-base")
 SAMPLING = ["n", "temperature", "top-p", "top-k", "max-new-tokens", "seed"]
 TOOLS = ["tools", "tool-timeout", "tool-output-bytes", "tool-memory-mb"]
 EVAL = ["model", "data", "tokenizer", "chat-template", "chat-template-kwargs", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
-        "prefill-chunk", "code-timeout", *TOOLS, "device", "precision"]
+        "prefill-chunk", "code-timeout", "strict-box", *TOOLS, "device", "precision"]
 # Every flag of every command, written out here (not read from the program) so that a flag
 # dropped from a table, or a table the help does not show, fails the test.
 FLAGS = {
@@ -38,7 +38,7 @@ FLAGS = {
              "rollout-is", "rollout-is-low", "rollout-is-high", "offpolicy-delta", "loss-agg", "loss-scale", "loss-mode", "clip-ratio-c",
              "gspo-clip-low", "gspo-clip-high", "cispo-clip-low", "cispo-clip-high", "clip-cov-ratio", "clip-cov-lb",
              "clip-cov-ub", "kl-cov-ratio", "ppo-kl-coef", "top-entropy-quantile", "seed", "device", "precision"],
-    "verify-math": ["input", "output", "time-limit"],
+    "verify-math": ["input", "output", "time-limit", "strict-box"],
     "verify-code": ["input", "output", "workers", "memory-mb", "all-tests", "chunk"],
     "tokenize": ["tokenizer", "input", "output", "add-special", "split-special"],
     "detokenize": ["tokenizer", "input", "output", "skip-special"],
@@ -210,6 +210,12 @@ def gold_forms(tmp):
     bad = files.write_jsonl(os.path.join(tmp, "nul.jsonl"), [{"response": "\\boxed{1}", "gold": "[\"1\\u0000\"]"}])
     p = or1("verify-math", "--input", bad)
     check(p.returncode == 1 and f"{bad}:1" in p.stderr and "U+0000" in p.stderr, f"NUL in a gold list: {p.stderr!r}")
+    for k, (gold, why) in enumerate([("[]", "must not be empty"), ("[\"1\", 2]", "element 1"),
+                                     ("{\"inputs\": []}", "JSON object"), ("", "empty")]):
+        bad = files.write_jsonl(os.path.join(tmp, f"bad{k}.jsonl"), [{"response": "\\boxed{1}", "gold": "1"},
+                                                                     {"response": "\\boxed{1}", "gold": gold}])
+        p = or1("verify-math", "--input", bad)
+        check(p.returncode == 1 and f"{bad}:2" in p.stderr and why in p.stderr, f"gold {gold!r}: {p.stderr!r}")
 
 
 def render(transcript):

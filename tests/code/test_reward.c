@@ -56,7 +56,7 @@ static void test_math(void) {
         {OR1_ABILITY_MATH, "no answer at all", "[\"4\"]"},
     };
     or1_reward out[5];
-    or1_reward_batch(jobs, 5, NULL, 6, NULL, out);
+    or1_reward_batch(jobs, 5, NULL, &(or1_reward_opts){.code_timeout = 6}, NULL, out);
     CHECK(decided(out[0], 1), "right answer: status %d score %g", out[0].status, out[0].score);
     CHECK(decided(out[1], 0), "wrong answer: status %d score %g", out[1].status, out[1].score);
     CHECK(undecided(out[2], OR1_REWARD_VERIFIER_ERROR), "bad ground truth: status %d", out[2].status);
@@ -65,6 +65,15 @@ static void test_math(void) {
     for (int i = 0; i < 5; i++)
         CHECK(out[i].seconds > 0 && out[i].seconds < 60, "job %d: verification time %g s", i, out[i].seconds);
     CHECK(strcmp(or1_reward_status_name(OR1_REWARD_SANDBOX_ERROR), "sandbox_error") == 0, "status names");
+    /* reward.strict_box: the last box alone; a restated question is paid only without it */
+    or1_reward_job strict[] = {
+        {OR1_ABILITY_MATH, "The answer to 20 - 83.", "-63"},
+        {OR1_ABILITY_MATH, "\\boxed{-63} then \\boxed{5}", "[\"5\"]"},
+    };
+    or1_reward_batch(strict, 2, NULL, &(or1_reward_opts){.code_timeout = 6}, NULL, out);
+    CHECK(decided(out[0], 1) && decided(out[1], 1), "default reading: %g %g", out[0].score, out[1].score);
+    or1_reward_batch(strict, 2, NULL, &(or1_reward_opts){.strict_box = true, .code_timeout = 6}, NULL, out);
+    CHECK(decided(out[0], 0) && decided(out[1], 1), "strict_box: %g %g", out[0].score, out[1].score);
     free(deep);
     free(deep_truth);
 }
@@ -86,7 +95,7 @@ static void test_code(void) {
     or1_reward_cache *cache = or1_reward_cache_new();
     or1_reward out[5];
     if (!CHECK(pool != NULL, "pool: %s", or1_error())) return;
-    or1_reward_batch(jobs, 5, pool, 4, cache, out);
+    or1_reward_batch(jobs, 5, pool, &(or1_reward_opts){.code_timeout = 4}, cache, out);
     CHECK(decided(out[0], 1), "right program: status %d score %g", out[0].status, out[0].score);
     CHECK(decided(out[1], 0), "raises after the right output: status %d score %g", out[1].status, out[1].score);
     CHECK(decided(out[2], 0), "exits non-zero after the right output: status %d score %g", out[2].status, out[2].score);
@@ -102,7 +111,7 @@ static void test_code(void) {
     CHECK(out[0].seconds > 0 && out[0].seconds < 60 && out[4].seconds == 0, "sandbox times %g, %g (none for unusable tests)",
           out[0].seconds, out[4].seconds);
     CHECK(or1_reward_cache_parsed(cache) == 2, "two ground truths parsed %zu times", or1_reward_cache_parsed(cache));
-    or1_reward_batch(jobs, 1, NULL, 4, cache, out);
+    or1_reward_batch(jobs, 1, NULL, &(or1_reward_opts){.code_timeout = 4}, cache, out);
     CHECK(undecided(out[0], OR1_REWARD_SANDBOX_ERROR), "no pool: status %d", out[0].status);
     or1_reward_cache_free(cache);
     or1_sandbox_pool_free(pool);
@@ -116,7 +125,7 @@ static void test_broken_sandbox(void) {
     or1_sandbox_pool *pool = or1_sandbox_pool_new(1);
     or1_reward out[2];
     if (!CHECK(pool != NULL, "pool: %s", or1_error())) return;
-    or1_reward_batch(jobs, 2, pool, 4, NULL, out);
+    or1_reward_batch(jobs, 2, pool, &(or1_reward_opts){.code_timeout = 4}, NULL, out);
     for (int i = 0; i < 2; i++)
         CHECK(undecided(out[i], OR1_REWARD_SANDBOX_ERROR), "job %d: status %d score %g", i, out[i].status, out[i].score);
     or1_sandbox_pool_free(pool);

@@ -99,6 +99,7 @@ static void test_defaults(void) {
     CHECK(!c.reward.length.overlong && c.reward.length.overlong_len == 4096 && c.reward.length.overlong_penalty == 1 &&
               c.reward.length.truncation_penalty == 0,
           "length shaping defaults");
+    CHECK(!c.reward.opts.strict_box && c.reward.opts.code_timeout == 6, "reward defaults: Math-Verify's reading, 6 s");
     CHECK(c.eval.n_files == 0 && c.eval.every == 20 && c.eval.n == 8 && c.eval.n_temperatures == 2 &&
               c.eval.temperatures[0] == 0.6 && c.eval.temperatures[1] == 1.0, "eval defaults");
     CHECK(c.checkpoint.every == 20 && !strcmp(c.output_dir, "runs/train") && c.seed == 1, "output defaults");
@@ -126,6 +127,13 @@ static void test_overrides(void) {
     CHECK(c.seed == 1, "empty override = default");
     CHECK(c.eval.n_files == 1 && !strcmp(c.eval.files[0], "x.jsonl"), "eval.files override");
     or1_train_config_free(&c);
+    const char *strict[] = {"reward.strict_box=true", "reward.code_timeout=2"};
+    CHECK(load_text(text, strict, 2, &c) == 0 && c.reward.opts.strict_box && c.reward.opts.code_timeout == 2,
+          "reward.strict_box and reward.code_timeout overrides: %s", or1_error());
+    or1_train_config_free(&c);
+    const char *not_bool[] = {"reward.strict_box=1"};
+    CHECK(load_text(text, not_bool, 1, &c) != 0 && error_has("reward.strict_box", "true or false", NULL),
+          "reward.strict_box=1 refused");
 
     struct {
         const char *set, *frag1, *frag2;

@@ -22,17 +22,20 @@ def answer_text(completion):
 
 
 def gold_list(gold):
-    """The gold answers of a row, read as `or1 verify-math` reads them: a list of strings, a
-    string holding a JSON list of strings (a row's ground_truth as stored), or one string."""
+    """The gold answers of a row, read as or1 reads them (or1_math_gold_parse): a list of
+    strings; or a string holding JSON for a list that holds a string (Skywork-OR1's form; or1
+    refuses one with anything but non-empty strings), JSON for a string (its answer), or else
+    one answer as written ("72", an interval "[1, 2]")."""
     if isinstance(gold, list):
         return gold
-    if gold.startswith("["):
-        try:
-            parsed = json.loads(gold)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, list) and parsed and all(isinstance(g, str) for g in parsed):
-            return parsed
+    try:
+        parsed = json.loads(gold)
+    except ValueError:
+        return [gold]
+    if isinstance(parsed, str):
+        return [parsed]
+    if isinstance(parsed, list) and (not parsed or any(isinstance(g, str) for g in parsed)):
+        return parsed
     return [gold]
 
 

@@ -137,23 +137,43 @@ static void big(void) {
     free(resp), free(g), free(p);
 }
 
-/* Invalid arguments fail with a message; odd ground truths are read leniently. */
+/* Invalid arguments fail with a message; a ground truth is read by or1_math_gold_parse's rule:
+ * Skywork's JSON-encoded list of strings, a JSON string, else one answer as written. */
 static void api(void) {
     or1_math_result r;
     const char *gold[] = {"1", NULL};
     CHECK(or1_math_verify(NULL, gold, 1, NULL, &r) == -1, "NULL response accepted");
     CHECK(or1_math_verify("\\boxed{1}", gold, 2, NULL, &r) == -1, "NULL gold accepted");
-    if (CHECK(or1_math_verify_json("\\boxed{1}", "[1, {}]", NULL, &r) == -1, "object in the gold list accepted"))
-        printf("object in gold list refused: %s\n", or1_error());
-    CHECK(or1_math_verify_json("\\boxed{1}", "{\"a\": 1}", NULL, &r) == -1, "object gold accepted");
+    static const char *const refused[][2] = {
+        {"[\"1\", {}]", "element 1"}, {"[\"2\", 1]", "element 1"}, {"[\"1\", \"\"]", "empty"},
+        {"[]", "must not be empty"}, {"{\"a\": 1}", "JSON object"}, {"", "empty"}, {"\"\"", "empty"},
+        {"[\"a\\u0000b\"]", "U+0000"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        memset(&r, 0, sizeof r);
+        CHECK(or1_math_verify_json("\\boxed{1}", refused[k][0], NULL, &r) == -1 && strstr(or1_error(), refused[k][1]) &&
+                  strstr(or1_error(), "ground truth"),
+              "ground truth %s: want an error naming \"%s\", got \"%s\"", refused[k][0], refused[k][1], or1_error());
+    }
     const struct {
-        const char *truth;
+        const char *truth, *response;
         bool correct;
-    } lenient[] = {{"[\"2\", 1]", true}, {"1", true}, {"\"1\"", true}, {"[\"1\"", false}, {"[]", false},
-                   {"\\frac{2}{2}", true}};
-    for (size_t k = 0; k < sizeof lenient / sizeof lenient[0]; k++) {
-        CHECK(or1_math_verify_json("\\boxed{1}", lenient[k].truth, NULL, &r) == 0 && r.correct == lenient[k].correct,
-              "ground truth %s: want correct=%d", lenient[k].truth, lenient[k].correct);
+    } read[] = {
+        {"1", "\\boxed{1}", true},                  /* a plain number (verl's GSM8K rows) */
+        {"72", "\\boxed{72}", true},
+        {"\"1\"", "\\boxed{1}", true},             /* a JSON string: its one answer */
+        {"[\"2\", \"1\"]", "\\boxed{1}", true},     /* Skywork's list: any of its answers */
+        {"[1, 2]", "\\boxed{[1, 2]}", true},        /* no string inside: an interval, one answer */
+        {"[1, 2]", "\\boxed{1}", false},            /* ... not the answers 1 and 2 */
+        {"[0, 1)", "\\boxed{[0,1)}", true},         /* not JSON: as written */
+        {"[\"1\"", "\\boxed{1}", false},           /* a cut list is text that no box equals */
+        {"\"1\" or \"2\"", "\\boxed{1}", false},    /* JSON must be the whole text */
+        {"\\frac{2}{2}", "\\boxed{1}", true},
+        {"x^2 + 1", "\\boxed{1 + x^2}", true},
+    };
+    for (size_t k = 0; k < sizeof read / sizeof read[0]; k++) {
+        CHECK(or1_math_verify_json(read[k].response, read[k].truth, NULL, &r) == 0 && r.correct == read[k].correct,
+              "ground truth %s, response %s: want correct=%d", read[k].truth, read[k].response, read[k].correct);
         or1_math_result_free(&r);
     }
     char *e = or1_math_extract("<think>\\boxed{1}</think> The answer is \\boxed{\\frac{3}{4}}.", NULL);

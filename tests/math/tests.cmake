@@ -46,3 +46,7 @@ endif()
 or1_venv_test(math_verify_oracle ${CMAKE_CURRENT_LIST_DIR}/mv_oracle_test.py $<TARGET_FILE:or1>
               ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/math_verify_oracle --every ${OR1_MV_EVERY}
               TIMEOUT 900)
+
+# The strict rule (reward.strict_box, --strict-box) against verl's DAPO choice of box and the real
+# Math-Verify's verdict on its content, with the labels of each case.
+or1_venv_test(math_strict_box ${CMAKE_CURRENT_LIST_DIR}/strict_box_test.py $<TARGET_FILE:or1> TIMEOUT 300)

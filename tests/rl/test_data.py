@@ -266,10 +266,20 @@ def test_malformed(driver, work):
         ({k: v for k, v in good.items() if k != "ability"}, "ability"),
         (dict(good, reward_model={"style": "rule"}), "reward_model.ground_truth"),
         (dict(good, reward_model="x"), "reward_model"),
+        # a math ground truth: a string holding one answer or a JSON-encoded list of answers
         (dict(good, reward_model={"ground_truth": ["1"]}), "reward_model.ground_truth"),
-        (dict(good, reward_model={"ground_truth": "not json"}), "reward_model.ground_truth"),
-        (dict(good, reward_model={"ground_truth": "[]"}), "reward_model.ground_truth"),
-        (dict(good, reward_model={"ground_truth": "[1]"}), "reward_model.ground_truth"),
+        (dict(good, reward_model={"ground_truth": 72}), "reward_model.ground_truth"),
+        (dict(good, reward_model={"ground_truth": 7.5}), "reward_model.ground_truth"),
+        (dict(good, reward_model={"ground_truth": True}), "reward_model.ground_truth"),
+        (dict(good, reward_model={"ground_truth": {"a": "1"}}), "reward_model.ground_truth"),
+        (dict(good, reward_model={"ground_truth": None}), "reward_model.ground_truth"),
+        (dict(good, reward_model={"ground_truth": ""}), "is empty"),
+        (dict(good, reward_model={"ground_truth": "[]"}), "must not be empty"),
+        (dict(good, reward_model={"ground_truth": '["1", ""]'}), "element 1"),
+        (dict(good, reward_model={"ground_truth": '["1", 2]'}), "element 1"),
+        (dict(good, reward_model={"ground_truth": '""'}), "empty"),
+        (dict(good, reward_model={"ground_truth": '{"inputs": ["1"], "outputs": ["1"]}'}), "JSON object"),
+        (dict(good, reward_model={"ground_truth": '["a\\u0000b"]'}), "U+0000"),
         (dict(row(2, ability="code"), reward_model={"ground_truth": json.dumps({"inputs": ["1"], "outputs": []})}),
          "reward_model.ground_truth"),
         (dict(row(2, ability="code"), reward_model={"ground_truth": json.dumps(["1"])}), "reward_model.ground_truth"),
@@ -307,6 +317,22 @@ def test_malformed(driver, work):
     check("weight" in err, f"weight 0: {err}")
 
 
+def test_plain_truth(driver, work):
+    """A math row's ground truth may be one answer as a plain string (verl's GSM8K and MATH rows)
+    beside Skywork-OR1's JSON-encoded list; the row keeps the text as written."""
+    truths = ["72", "-63", "[1, 2]", "[0, 1)", "x^2 + 1", "\\frac{1}{2}", '["1", "2"]', '"72"', "not json", "[1]"]
+    rows = [dict(row(i), reward_model={"style": "rule", "ground_truth": t}) for i, t in enumerate(truths)]
+    # verl's GSM8K row as its examples/data_preprocess/gsm8k.py writes it
+    rows.append({"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": "What is 20 - 83?"}],
+                 "ability": "math", "reward_model": {"style": "rule", "ground_truth": "-63"},
+                 "extra_info": {"split": "train", "index": 7, "answer": "20 - 83 = -63 #### -63",
+                                "question": "What is 20 - 83?"}})
+    path = write(os.path.join(work, "plain.jsonl"), rows)
+    got, _, _ = run(driver, "--file", path)
+    check([r["ground_truth"] for r in got] == truths + ["-63"], f"plain ground truths: {[r['ground_truth'] for r in got]}")
+    check(len(got) == len(rows) and got[-1]["index"] == 7, "verl's GSM8K row loads with its index")
+
+
 def main(driver, data, work):
     os.makedirs(work, exist_ok=True)
     test_real_files(driver, data)
@@ -316,6 +342,7 @@ def main(driver, data, work):
     test_sampler(driver, data, work)
     test_stage_filter(driver, data, work)
     test_malformed(driver, work)
+    test_plain_truth(driver, work)
     finish("rl_data")
 
 
