@@ -1,7 +1,10 @@
 /* The ggml tensor types: one table of id -> name, block size, block bytes, dequantizer and
  * quantizer, and the block formats themselves. Each dequantizer computes its products in the
- * order gguf-py's numpy code does (e.g. Q4_K: (d * sc) * q - dmin * m), and this file is built
- * with -ffp-contract=off (CMakeLists.txt), so the fp32 results equal gguf-py's bit for bit. */
+ * order gguf-py's numpy code does (e.g. Q4_K: (d * sc) * q - dmin * m), so the fp32 results equal
+ * gguf-py's bit for bit. Wherever a sum follows, the product is exact in fp32 (a half times
+ * integers of a few bits), so fusing could not change it; the quantizers' x * id + 8.5 is not
+ * exact and would round differently from gguf-py if fused: this file is built with
+ * -ffp-contract=off (CMakeLists.txt). */
 #include "or1/io_gguf.h"
 
 #include "or1/core.h"
