@@ -143,7 +143,7 @@ static int parse_kv(cursor *c, or1_gguf_kv *kv, size_t index) {
         uint64_t len;
         return rd_str(c, &s, &len, "string value");
     }
-    return skip_values(c, type, 1);
+    return need(c, value_size[type], "value") ? -1 : skip_values(c, type, 1);
 }
 
 /* A name and where it was read, for the duplicate check. */
