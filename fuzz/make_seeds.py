@@ -175,6 +175,55 @@ def seeds_tokenizer():
             put("tokenizer", f"{name[:-5]}_text{k}", json.dumps(t) + "\0" + texts[k])
 
 
+def gguf(kvs, tensors, version=3, alignment=32):
+    """A GGUF file: kvs [(key, type id, packed value)], tensors [(name, ne, ggml type, raw bytes)],
+    each tensor's data padded to the alignment (as GGUFWriter lays them out)."""
+    def s(text):
+        b = text.encode() if isinstance(text, str) else text
+        return struct.pack("<Q", len(b)) + b
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for key, vtype, value in kvs:
+        out += s(key) + struct.pack("<I", vtype) + value
+    offset, data = 0, b""
+    for name, ne, gtype, raw in tensors:
+        out += s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", gtype, offset)
+        pad = -len(raw) % alignment
+        data += raw + bytes(pad)
+        offset += len(raw) + pad
+    return out + bytes(-len(out) % alignment) + data
+
+
+def seeds_gguf():
+    """Small GGUF files: every value type, typed and string arrays, a non-default alignment, and one
+    tensor of each block type or1 dequantizes (blocks of arbitrary bytes with a half scale of 1)."""
+    def arr(vtype, fmt, values):
+        return struct.pack("<IQ", vtype, len(values)) + b"".join(struct.pack(fmt, v) for v in values)
+    strs = struct.pack("<IQ", 8, 3) + b"".join(struct.pack("<Q", len(x)) + x for x in [b"<s>", b"\xc4\xa0a", b""])
+    kvs = [("general.architecture", 8, struct.pack("<Q", 5) + b"llama"), ("a.u8", 0, b"\x07"), ("a.i8", 1, b"\xff"),
+           ("a.u16", 2, struct.pack("<H", 9)), ("a.i16", 3, struct.pack("<h", -9)), ("a.u32", 4, struct.pack("<I", 30)),
+           ("a.i32", 5, struct.pack("<i", -3)), ("a.f32", 6, struct.pack("<f", 1e-5)), ("a.bool", 7, b"\x01"),
+           ("a.u64", 10, struct.pack("<Q", 2**63)), ("a.i64", 11, struct.pack("<q", -2)),
+           ("a.f64", 12, struct.pack("<d", 0.5)), ("tokenizer.ggml.tokens", 9, strs),
+           ("tokenizer.ggml.token_type", 9, arr(5, "<i", [1, 3, 6])), ("a.scores", 9, arr(6, "<f", [0.0, -1.5])),
+           ("a.flags", 9, arr(7, "<B", [0, 1])), ("a.big", 9, arr(10, "<Q", [2**64 - 1]))]
+    blocks = {2: (32, 18, [0]), 3: (32, 20, [0, 2]), 6: (32, 22, [0]), 7: (32, 24, [0, 2]), 8: (32, 34, [0]),
+              10: (256, 84, [80, 82]), 11: (256, 110, [108]), 12: (256, 144, [0, 2]), 13: (256, 176, [0, 2]),
+              14: (256, 210, [208])}
+    tensors = [("f32", [4, 2], 0, struct.pack("<8f", *range(8))), ("f16", [3], 1, struct.pack("<3H", 0x3C00, 0x8001, 0x7BFF)),
+               ("bf16", [2, 1, 1, 1], 30, struct.pack("<2H", 0x3F80, 0xC000))]
+    for gtype, (block, size, halves) in blocks.items():
+        raw = bytearray((i * 37 + gtype) % 256 for i in range(size))
+        for at in halves:
+            raw[at:at + 2] = struct.pack("<H", 0x3C00)
+        tensors.append((f"blk.{gtype}", [block], gtype, bytes(raw)))
+    put("gguf", "all.gguf", gguf(kvs, tensors))
+    put("gguf", "meta_only.gguf", gguf(kvs, []))
+    put("gguf", "align64_v2.gguf", gguf(kvs[:1] + [("general.alignment", 4, struct.pack("<I", 64))], tensors[:3],
+                                        version=2, alignment=64))
+    put("gguf", "iq.gguf", gguf(kvs[:1], [("iq4_nl", [32], 20, bytes(18)), ("empty", [0, 4], 0, b"")]))
+
+
 def seeds_chat_template():
     msgs = json.dumps([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+3?"},
                        {"role": "assistant", "content": "<think>2+3=5</think>\\boxed{5}"},
@@ -249,5 +298,5 @@ def seeds_checksums():
 
 
 for make in [seeds_checksums, seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
-             seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_code_tests, seeds_rows]:
+             seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_code_tests, seeds_rows, seeds_gguf]:
     make()

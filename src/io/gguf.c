@@ -143,7 +143,7 @@ static int parse_kv(cursor *c, or1_gguf_kv *kv, size_t index) {
         uint64_t len;
         return rd_str(c, &s, &len, "string value");
     }
-    return skip_values(c, type, 1);
+    return need(c, value_size[type], "value") ? -1 : skip_values(c, type, 1);
 }
 
 /* A name and where it was read, for the duplicate check. */
@@ -451,6 +451,7 @@ static int lookup(const or1_gguf_file *f, const char *key, bool (*ok)(or1_gguf_v
     return 0;
 }
 
+/* The type classes the getters accept. */
 static bool is_float_type(or1_gguf_vtype t) { return t == OR1_GGUF_F32 || t == OR1_GGUF_F64; }
 static bool is_bool_type(or1_gguf_vtype t) { return t == OR1_GGUF_BOOL; }
 static bool is_str_type(or1_gguf_vtype t) { return t == OR1_GGUF_STRING; }

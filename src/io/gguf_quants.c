@@ -1,7 +1,10 @@
 /* The ggml tensor types: one table of id -> name, block size, block bytes, dequantizer and
  * quantizer, and the block formats themselves. Each dequantizer computes its products in the
- * order gguf-py's numpy code does (e.g. Q4_K: (d * sc) * q - dmin * m), and this file is built
- * with -ffp-contract=off (CMakeLists.txt), so the fp32 results equal gguf-py's bit for bit. */
+ * order gguf-py's numpy code does (e.g. Q4_K: (d * sc) * q - dmin * m), so the fp32 results equal
+ * gguf-py's bit for bit. Wherever a sum follows, the product is exact in fp32 (a half times
+ * integers of a few bits), so fusing could not change it; the quantizers' x * id + 8.5 is not
+ * exact and would round differently from gguf-py if fused: this file is built with
+ * -ffp-contract=off (CMakeLists.txt). */
 #include "or1/io_gguf.h"
 
 #include "or1/core.h"
@@ -208,6 +211,11 @@ static void qz_bf16(const float *x, uint8_t *b) {
     b[1] = (uint8_t)(h >> 8);
 }
 
+/* v as an integer when it lies in [lo, hi], else 0: where a block's scale is subnormal, 1 / d is
+ * infinite and x / d infinite or NaN, which gguf-py's numpy casts turn into 0 (a C cast would be
+ * undefined). */
+static int int_or_zero(float v, int lo, int hi) { return v >= (float)lo && v <= (float)hi ? (int)v : 0; }
+
 /* Q8_0 as gguf-py (and ggml's reference) computes it: d = amax / 127, q = round(x / d) with ties
  * away from zero (roundf; gguf-py's np_roundf is the same, not numpy's half-to-even), d stored
  * as a half after q is computed from the fp32 d. */
@@ -216,7 +224,7 @@ static void qz_q8_0(const float *x, uint8_t *b) {
     for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
     float d = amax / 127.0f, id = d == 0 ? 0.0f : 1.0f / d;
     put_half(b, d);
-    for (int j = 0; j < QK; j++) b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    for (int j = 0; j < QK; j++) b[2 + j] = (uint8_t)(int8_t)int_or_zero(roundf(x[j] * id), -128, 127);
 }
 
 /* Q4_0 as gguf-py computes it: d = (the value of largest magnitude, first one) / -8,
@@ -228,7 +236,7 @@ static void qz_q4_0(const float *x, uint8_t *b) {
     float d = x[imax] / -8.0f, id = d == 0 ? 0.0f : 1.0f / d;
     put_half(b, d);
     for (int j = 0; j < QK / 2; j++) {
-        int lo = (int)truncf(x[j] * id + 8.5f), hi = (int)truncf(x[j + QK / 2] * id + 8.5f);
+        int lo = int_or_zero(truncf(x[j] * id + 8.5f), 0, 255), hi = int_or_zero(truncf(x[j + QK / 2] * id + 8.5f), 0, 255);
         b[2 + j] = (uint8_t)((lo > 15 ? 15 : lo) | (hi > 15 ? 15 : hi) << 4);
     }
 }
@@ -244,7 +252,8 @@ static void qz_q4_1(const float *x, uint8_t *b) {
     put_half(b, d);
     put_half(b + 2, lo);
     for (int j = 0; j < QK / 2; j++) {
-        int a = (int)truncf((x[j] - lo) * id + 0.5f), c = (int)truncf((x[j + QK / 2] - lo) * id + 0.5f);
+        int a = int_or_zero(truncf((x[j] - lo) * id + 0.5f), 0, 255),
+            c = int_or_zero(truncf((x[j + QK / 2] - lo) * id + 0.5f), 0, 255);
         b[4 + j] = (uint8_t)((a > 15 ? 15 : a) | (c > 15 ? 15 : c) << 4);
     }
 }

@@ -1,7 +1,8 @@
 """Pathological inputs through the fuzz targets (their replay builds): JSON and YAML nested
 10^5 deep, a 10 MB JSONL line, 10^{10^{10}} and 10^5 nested braces in a math answer, a
 tokenizer.json whose pre-tokenizer regex backtracks catastrophically, and the largest counts
-the parsers take (100,000 code tests, a config of 99,999 keys), where work quadratic in the
+the parsers take (100,000 code tests, a config of 99,999 keys, GGUF files of 500,000 keys,
+300,000 tensors or 10^6 strings), where work quadratic in the
 count would run for minutes. Each must end within the
 time limit with an error or a value; a crash, a sanitizer report or a slow input fails.
 
@@ -33,6 +34,22 @@ def tokenizer_with(pre_tokenizer):
 def split(pattern):
     """A Split pre-tokenizer on a regex."""
     return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
+
+
+def gguf_file(kvs=b"", n_kv=0, infos=b"", n_tensors=0):
+    """A GGUF v3 file from packed key/value records and tensor infos (no tensor data)."""
+    head = b"GGUF" + (3).to_bytes(4, "little") + n_tensors.to_bytes(8, "little") + n_kv.to_bytes(8, "little")
+    return head + kvs + infos + bytes(32)
+
+
+def gguf_records(n, kind):
+    """n tiny records: u8 keys k<i> ("kv"), or empty F32 tensors t<i> all at offset 0 ("tensor")."""
+    out = bytearray()
+    for i in range(n):
+        name = f"{kind[0]}{i}".encode()
+        out += len(name).to_bytes(8, "little") + name
+        out += b"\x00\x00\x00\x00\x07" if kind == "kv" else b"\x01\x00\x00\x00" + bytes(8) + bytes(12)
+    return bytes(out)
 
 
 def inputs():
@@ -71,6 +88,11 @@ def inputs():
                           split("(a+)+$"), split("(a|a?)+b"), split("(?:a*)*c"), {"type": "ByteLevel"}]}),
                       "deep": nested_json()},
         "safetensors": {"deep": len(nested_json()).to_bytes(8, "little") + nested_json()},
+        "gguf": {"many_keys": gguf_file(gguf_records(500_000, "kv"), 500_000),
+                 "many_keys_duplicate": gguf_file(gguf_records(500_000, "kv") + gguf_records(1, "kv"), 500_001),
+                 "many_tensors": gguf_file(infos=gguf_records(300_000, "tensor"), n_tensors=300_000),
+                 "many_strings": gguf_file(b"\x01\x00\x00\x00\x00\x00\x00\x00s\x09\x00\x00\x00\x08\x00\x00\x00"
+                                           + (1_000_000).to_bytes(8, "little") + bytes(8_000_000), 1)},
     }
 
 
@@ -91,6 +113,7 @@ EXPECT = {
     ("train_config", "many_keys_duplicate"): "duplicate key",
     ("set_value", "deep"): "nest",
     ("set_value", "deep_map"): "nest",
+    ("gguf", "many_keys_duplicate"): "key \"k0\" appears twice",
 }
 
 

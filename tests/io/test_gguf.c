@@ -153,7 +153,7 @@ static void test_valid(void) {
     if (!CHECK(or1_gguf_open(&g, path) == 0, "valid file refused: %s", or1_error())) return;
     CHECK(g.version == 3 && g.alignment == 32 && g.n_kv == 16 && g.n_tensors == 2, "header");
     CHECK(g.data_offset == f.at_data, "data offset %zu, expected %zu", g.data_offset, f.at_data);
-    CHECK(or1_gguf_is_gguf(path), "is_gguf");
+    CHECK(or1_gguf_is_gguf(path) && !or1_gguf_is_gguf(dir) && !or1_gguf_is_gguf("/nonexistent"), "is_gguf");
     int64_t i = 0;
     double d = 0;
     bool b = false;
@@ -444,6 +444,14 @@ static void test_writer(void) {
         CHECK(or1_gguf_read_f32(&g, &g.tensors[0], y) == 0 && near(y[0], -4, 0.02, 0) && near(y[63], 3.875, 0.02, 0), "q back: %g", y[63]);
         or1_gguf_close(&g);
     }
+    unlink(out); /* a failed write leaves no file behind */
+    or1_gguf_writer *bad = or1_gguf_writer_new();
+    float nan[32] = {[5] = NAN};
+    or1_gguf_add_tensor(bad, "n", nan, 1, ne, OR1_GGML_Q8_0);
+    CHECK(or1_gguf_write(bad, out) == -1 && strstr(or1_error(), "tensor \"n\"") && strstr(or1_error(), "element 5") &&
+              access(out, F_OK) != 0,
+          "NaN into Q8_0: %s", or1_error());
+    or1_gguf_writer_free(bad);
     or1_gguf_set_u32(w, "a.u32", 8);
     CHECK(or1_gguf_write(w, out) == -1 && strstr(or1_error(), "\"a.u32\" set twice"), "dup key: %s", or1_error());
     or1_gguf_writer_free(w);

@@ -12,8 +12,10 @@ usage: test_gguf.py GGUF_TOOL PART
           GGUFWriter's for the same content, byte for byte
   real    the GGUF file named by OR1_GGUF_REAL (SmolLM2-135M-Instruct Q4_1): metadata as in meta,
           every tensor bit-equal to gguf-py's; exits 77 (skip) when the variable or file is absent"""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ from or1test.check import check, finish
 
 TOOL, PART = sys.argv[1], sys.argv[2]
 SCRATCH = tempfile.mkdtemp(prefix="or1-gguf-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 RNG = np.random.default_rng(20261204)
 VNAMES = {GGUFValueType.UINT8: "u8", GGUFValueType.INT8: "i8", GGUFValueType.UINT16: "u16",
           GGUFValueType.INT16: "i16", GGUFValueType.UINT32: "u32", GGUFValueType.INT32: "i32",
@@ -103,6 +106,8 @@ def test_data(rows, cols):
     x[1, :32] = np.arange(32) - 16
     x[1, 32:64] = np.linspace(-127, 127, 32).round() / 2
     x[1, 64:96] = [127] + [k + 0.5 for k in range(-15, 16)]  # Q8_0: d = 1, ties at k + 0.5
+    x[0, 64:96] = 0
+    x[0, 64:67] = [1e-40, -1e-40, 5e-41]  # a subnormal scale: 1 / d is infinite
     return x
 
 
@@ -244,7 +249,7 @@ def writer_tensors():
     return [("w.q8", T.Q8_0, (4, 96), test_data(4, 96)),
             ("w.q8_3d", T.Q8_0, (2, 2, 64), test_data(4, 64).reshape(2, 2, 64)),
             ("w.q4_0", T.Q4_0, (3, 128), test_data(3, 128)),
-            ("w.q4_1", T.Q4_1, (1, 2, 2, 64), test_data(4, 64).reshape(1, 2, 2, 64)),
+            ("w.q4_1", T.Q4_1, (1, 2, 2, 128), test_data(4, 128).reshape(1, 2, 2, 128)),
             ("w.f16", T.F16, (256,), np.concatenate([edges, wide])),
             ("w.bf16", T.BF16, (3, 5), test_data(3, 5)),
             ("w.f32", T.F32, (7,), test_data(1, 7)[0])]
@@ -317,7 +322,4 @@ def part_real():
 
 
 {"blocks": part_blocks, "meta": part_meta, "writer": part_writer, "real": part_real}[PART]()
-for name in os.listdir(SCRATCH):
-    os.unlink(scratch(name))
-os.rmdir(SCRATCH)
 finish(f"io_gguf_{PART}")
