@@ -106,4 +106,12 @@ int or1_chat_vars_parse(const cJSON *kwargs, const char *where, or1_chat_vars *v
 int or1_tokenizer_chat(const or1_tokenizer *t, const char *template_name, const or1_chat_message *msgs, size_t n,
                        const or1_chat_vars *vars, char **text);
 
+/* Renders a Jinja chat template as transformers does (trim_blocks, lstrip_blocks, loop
+ * controls, its tojson, raise_exception, strftime_now, namespace; the final newline of the
+ * source dropped) with the variables of vars, a JSON object (messages, tools,
+ * add_generation_prompt, bos_token, ...), into new *out (free()) of *out_len bytes. A construct
+ * outside the supported subset, or an error the template raises, fails naming
+ * where:line:column. strftime_now reads the clock, or the epoch seconds in OR1_JINJA_NOW. */
+int or1_jinja_render(const char *src, size_t len, const cJSON *vars, const char *where, char **out, size_t *out_len);
+
 #endif

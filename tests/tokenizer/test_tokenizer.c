@@ -615,7 +615,10 @@ static void test_chat(void) {
     CHECK(or1_tokenizer_chat(t, NULL, sys, 2, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nS1<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"), "chatml with its own system prompt");
     free(out);
     or1_chat_message odd[] = {{"tool", "x"}};
-    CHECK(or1_tokenizer_chat(t, NULL, odd, 1, &gen, &out) != 0 && strstr(or1_error(), "tool"), "unknown role refused");
+    CHECK(or1_tokenizer_chat(t, NULL, odd, 1, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>tool\nx<|im_end|>\n<|im_start|>assistant\n"),
+          "the model's own template renders any role: %s", out ? out : or1_error());
+    free(out);
+    CHECK(or1_tokenizer_chat(t, "chatml", odd, 1, &gen, &out) != 0 && strstr(or1_error(), "tool"), "a C family refuses an unknown role");
     CHECK(or1_tokenizer_chat(t, "jinja", m, 1, &gen, &out) != 0 && strstr(or1_error(), "jinja"), "unknown template refused");
     or1_tokenizer_free(t);
     const char *bad = "{\"chat_template\": 7}";
@@ -626,8 +629,10 @@ static void test_chat(void) {
     const char *unk = "{\"chat_template\": \"{{ messages }}\"}";
     write_file("chat", "tokenizer_config.json", unk, strlen(unk));
     t = or1_tokenizer_load(d);
-    CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) != 0,
-          "unknown template kind needs a name");
+    CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) == 0 &&
+              !strcmp(out, "[{'role': 'user', 'content': '2+2?'}]"),
+          "a template of no known family is rendered all the same: %s", out ? out : or1_error());
+    free(out);
     or1_tokenizer_free(t);
     const char *math =
         "{\"chat_template\": \"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\\\nPlease "
@@ -637,7 +642,7 @@ static void test_chat(void) {
     const or1_chat_vars no_gen = {false, OR1_CHAT_UNDEFINED};
     CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &no_gen, &out) == 0 &&
               !strcmp(out, "<|im_start|>system\nPlease reason step by step, and put your final answer within "
-                           "\\boxed{}.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"),
+                           "\\boxed{}.<|im_end|>\n"),
           "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
     free(out);
     or1_tokenizer_free(t);
