@@ -119,6 +119,8 @@ jv jx_getitem(jx_eval *E, const jx_node *at, jv x, jv key) {
 
 jv jx_getattr(jx_eval *E, const jx_node *at, jv x, const char *name) {
     if (x.kind == JV_UNDEF) jx_undef_fail(E, at, x);
+    if ((x.kind == JV_INT || x.kind == JV_FLOAT || x.kind == JV_BOOL) && jx_has_method(x, name))
+        jx_fail(E->c, at->line, at->col, "attribute '%s' of a number is not supported", name);
     if (x.kind != JV_NS && jx_has_method(x, name)) {
         jx_method *m = jx_alloc(E->c, sizeof *m);
         m->self = x;
@@ -549,6 +551,13 @@ static void exec_set(jx_eval *E, jx_frame *f, const jx_node *x) {
     jx_dict_set(E->c, ns.u.dict, jv_cstr(x->name), v);
 }
 
+/* {{ v }}: str(v) appended; a function has no text Python would print alike (an address). */
+static void output(jx_eval *E, const jx_node *x, jv v) {
+    if (v.kind == JV_FUNC || v.kind == JV_METHOD || v.kind == JV_MACRO)
+        jx_fail(E->c, x->line, x->col, "printing a function or method is not supported");
+    jx_str_of(E->c, E->out, v);
+}
+
 /* Runs statements; returns how control leaves them (break/continue inside loops). */
 static int exec_body(jx_eval *E, jx_frame *f, const jx_nodes *body) {
     for (size_t i = 0; i < body->n; i++) {
@@ -557,7 +566,7 @@ static int exec_body(jx_eval *E, jx_frame *f, const jx_nodes *body) {
         int flow = FLOW_NEXT;
         switch (x->kind) {
         case JN_TEXT: jx_buf_add(E->c, E->out, x->lit.u.str.s, x->lit.u.str.n); break;
-        case JN_OUTPUT: jx_str_of(E->c, E->out, eval(E, f, x->a)); break;
+        case JN_OUTPUT: output(E, x, eval(E, f, x->a)); break;
         case JN_IF: flow = exec_body(E, f, jx_truthy(eval(E, f, x->a)) ? &x->body : &x->orelse); break;
         case JN_FOR: exec_for(E, f, x); break;
         case JN_SET: case JN_SET_BLOCK: exec_set(E, f, x); break;

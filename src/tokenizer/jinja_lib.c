@@ -30,6 +30,9 @@ static const char *const STR_METHODS[] = {"split", "strip", "lstrip", "rstrip", 
                                           "format", "rsplit", "isdigit", "isalpha", "isspace", "index", NULL};
 static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", "pop", "popitem", "setdefault",
                                            "update", "clear", "fromkeys", NULL};
+static const char *const NUM_ATTRS[] = {"real", "imag", "numerator", "denominator", "conjugate", "bit_length",
+                                       "bit_count", "to_bytes", "from_bytes", "as_integer_ratio", "is_integer",
+                                       "hex", "fromhex", NULL};
 static const char *const LIST_METHODS[] = {"append", "extend", "insert", "remove", "pop", "clear", "index", "count",
                                            "copy", "reverse", "sort", NULL};
 
@@ -48,6 +51,7 @@ bool jx_has_method(jv x, const char *name) {
     if (x.kind == JV_STR) return find(STR_METHODS, name) >= 0;
     if (x.kind == JV_DICT) return find(DICT_METHODS, name) >= 0;
     if (x.kind == JV_LIST) return find(LIST_METHODS, name) >= 0;
+    if (x.kind == JV_INT || x.kind == JV_FLOAT || x.kind == JV_BOOL) return find(NUM_ATTRS, name) >= 0;
     return false;
 }
 
@@ -145,9 +149,8 @@ static jv split(jx_eval *E, const jx_args *a, jv s, jv sep, int64_t max) {
     for (;;) {
         while (i < n && jx_space_at(p + i, n - i, &len)) i += len;
         if (i >= n) break;
-        if (max == 0) { /* the rest, less trailing whitespace */
-            jv rest = strip(E, jv_str(p + i, n - i), jv_none(), false, true);
-            jx_list_push(E->c, out.u.list, rest);
+        if (max == 0) { /* the rest as it is */
+            jx_list_push(E->c, out.u.list, jv_str(p + i, n - i));
             break;
         }
         size_t st = i;
@@ -302,7 +305,8 @@ static jv dict_method(jx_eval *E, jv d, const char *m, const jx_args *a) {
 jv jx_call_method(jx_eval *E, const jx_method *m, const jx_args *a) {
     if (m->self.kind == JV_STR) return str_method(E, m->self, m->name, a);
     if (m->self.kind == JV_DICT) return dict_method(E, m->self, m->name, a);
-    FAIL_AT(E, a, "list.%s() is not supported (the sandbox does not modify values)", m->name);
+    FAIL_AT(E, a, "%s.%s() is not supported%s", jx_type_name(m->self), m->name,
+            m->self.kind == JV_LIST ? " (the sandbox does not modify values)" : "");
 }
 
 /* range(stop), range(start, stop[, step]), within the sandbox's size limit. */
