@@ -196,8 +196,11 @@ static bool number(jv x, bool *fl, int64_t *i, double *d) {
     return false;
 }
 
-/* seq * n for a string or list. */
-static jv repeat(jx_eval *E, jv seq, int64_t n) {
+/* seq * n for a string or list (refused up front past the output limit). */
+static jv repeat(jx_eval *E, const jx_node *at, jv seq, int64_t n) {
+    size_t unit = seq.kind == JV_STR ? seq.u.str.n : seq.u.list->n * sizeof(jv);
+    if (n > 0 && unit && (uint64_t)n > JX_MAX_OUTPUT / unit)
+        jx_fail(E->c, at->line, at->col, "a repeated string or list exceeds %d MiB", JX_MAX_OUTPUT >> 20);
     if (seq.kind == JV_STR) {
         jx_buf b = {0};
         jx_buf_add(E->c, &b, "", 0);
@@ -280,9 +283,9 @@ static jv arith(jx_eval *E, const jx_node *at, jx_op op, jv a, jv b) {
         return l;
     }
     if (op == OP_MUL && (a.kind == JV_STR || a.kind == JV_LIST) && (b.kind == JV_INT || b.kind == JV_BOOL))
-        return repeat(E, a, b.kind == JV_BOOL ? b.u.b : b.u.i);
+        return repeat(E, at, a, b.kind == JV_BOOL ? b.u.b : b.u.i);
     if (op == OP_MUL && (b.kind == JV_STR || b.kind == JV_LIST) && (a.kind == JV_INT || a.kind == JV_BOOL))
-        return repeat(E, b, a.kind == JV_BOOL ? a.u.b : a.u.i);
+        return repeat(E, at, b, a.kind == JV_BOOL ? a.u.b : a.u.i);
     static const char *const sym[] = {"+", "-", "*", "/", "//", "%", "**"};
     if (op == OP_MOD && a.kind == JV_STR) jx_fail(E->c, at->line, at->col, "'%%' string formatting is not supported");
     jx_fail(E->c, at->line, at->col, "unsupported operand type(s) for %s: '%s' and '%s'", sym[op], jx_type_name(a),

@@ -664,6 +664,19 @@ static void test_chat(void) {
     name = t ? or1_tokenizer_chat_template(t) : NULL;
     CHECK(name && !strcmp(name, "deepseek-r1"), "template from chat_template.jinja: %s", name ? name : "NULL");
     or1_tokenizer_free(t);
+    const char *vars = "{{ bos_token }}|{{ eos_token is defined }}|{{ tools }}|{{ documents }}|{{ enable_thinking is defined }}|"
+                       "{{ add_generation_prompt }}|{{ messages | tojson }}\n";
+    write_file("chat", "chat_template.jinja", vars, strlen(vars));
+    t = or1_tokenizer_load(d);
+    or1_chat_vars think = {false, 1};
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) == 0 &&
+              !strcmp(out, "<|bos|>|False|None|None|False|True|[{\"role\": \"user\", \"content\": \"2+2?\"}]"),
+          "transformers' variables (special tokens named in the config only): %s", out ? out : or1_error());
+    free(out);
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 0, &think, &out) == 0 && !strcmp(out, "<|bos|>|False|None|None|True|False|[]"),
+          "enable_thinking passed when set: %s", out ? out : or1_error());
+    free(out);
+    or1_tokenizer_free(t);
     remove(write_file("chat", "chat_template.jinja", "", 0));
     write_file("chat", "tokenizer_config.json", "{", 1);
     CHECK(!or1_tokenizer_load(d) && strstr(or1_error(), "tokenizer_config.json"), "malformed config refused");
