@@ -70,7 +70,8 @@ size_t or1_tokenizer_vocab_size(const or1_tokenizer *t);
 int32_t or1_tokenizer_bos_id(const or1_tokenizer *t);
 int32_t or1_tokenizer_eos_id(const or1_tokenizer *t);
 
-/* One chat message; role is "system", "user" or "assistant". */
+/* One chat message: role ("system", "user", "assistant"; the model's own template may take
+ * others, such as "tool") and content. */
 typedef struct {
     const char *role;
     const char *content;
@@ -79,8 +80,8 @@ typedef struct {
 /* Names of the chat templates: "deepseek-r1", "deepseek", "chatml", "llama3", "plain". */
 extern const char *const or1_chat_template_names[];
 
-/* The template recognised from tokenizer_config.json ("plain" when it has none), or NULL
- * when it has a template of a kind we do not know (pass a name to or1_tokenizer_chat). */
+/* The C family the tokenizer's template is recognised as ("plain" when it has none), or NULL
+ * when it is of no family we know (or1_tokenizer_chat renders it all the same). */
 const char *or1_tokenizer_chat_template(const or1_tokenizer *t);
 
 /* The variables a chat template reads besides the messages, as transformers'
@@ -101,8 +102,10 @@ or1_chat_vars or1_chat_vars_default(void);
  * over *v; an unknown key or a wrong type is an error naming where and the key. */
 int or1_chat_vars_parse(const cJSON *kwargs, const char *where, or1_chat_vars *v);
 
-/* Renders messages with the named template (NULL: the recognised one) and the variables,
- * into new *text (free()). */
+/* Renders messages into new *text (free()): with the named C family, or with NULL the
+ * tokenizer's own Jinja template (transformers' variables: messages, tools and documents None,
+ * add_generation_prompt, enable_thinking when set, the special tokens the config names), or
+ * plain text when it has none. */
 int or1_tokenizer_chat(const or1_tokenizer *t, const char *template_name, const or1_chat_message *msgs, size_t n,
                        const or1_chat_vars *vars, char **text);
 

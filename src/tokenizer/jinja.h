@@ -17,11 +17,11 @@
 enum {
     JX_MAX_SOURCE = 4 << 20,    /* template source bytes */
     JX_MAX_OUTPUT = 64 << 20,   /* rendered bytes */
-    JX_MAX_ARENA = 512 << 20,   /* all memory of one render */
+    JX_MAX_ARENA = 256 << 20,   /* all memory of one render */
     JX_MAX_DEPTH = 400,         /* nesting of the syntax tree, and of evaluation with macro calls */
     JX_MAX_RANGE = 100000,      /* range() items (Jinja's sandbox limit) */
 };
-#define JX_MAX_STEPS 50000000L /* evaluation steps of one render */
+#define JX_MAX_STEPS 20000000L /* evaluation steps of one render */
 
 typedef struct jx_block jx_block;
 
