@@ -604,20 +604,25 @@ static void test_chat(void) {
         int rc = or1_tokenizer_chat(t, cases[i].tpl, m, cases[i].n, &v, &out);
         CHECK(rc == 0 && !strcmp(out, cases[i].want), "chat %s: \"%s\"", cases[i].tpl ? cases[i].tpl : "default", out ? out : or1_error());
         free(out);
+        out = NULL; /* the CHECK messages may read it before the next call sets it */
     }
     or1_chat_message sys[] = {{"system", "S1"}, {"user", "u"}, {"system", "S2"}};
     char *out = NULL;
     const or1_chat_vars gen = or1_chat_vars_default();
     CHECK(or1_tokenizer_chat(t, "deepseek", sys, 3, &gen, &out) == 0 && !strcmp(out, "<|bos|>S1\n\nS2<｜User｜>u<｜Assistant｜>"), "deepseek system prompts");
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     CHECK(or1_tokenizer_chat(t, "deepseek-r1", sys, 3, &gen, &out) == 0 && !strcmp(out, "<|bos|>S2<｜User｜>u<｜Assistant｜><think>\n"), "deepseek-r1 keeps the last system prompt");
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     CHECK(or1_tokenizer_chat(t, NULL, sys, 2, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nS1<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"), "chatml with its own system prompt");
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_chat_message odd[] = {{"tool", "x"}};
     CHECK(or1_tokenizer_chat(t, NULL, odd, 1, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>tool\nx<|im_end|>\n<|im_start|>assistant\n"),
           "the model's own template renders any role: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     CHECK(or1_tokenizer_chat(t, "chatml", odd, 1, &gen, &out) != 0 && strstr(or1_error(), "tool"), "a C family refuses an unknown role");
     CHECK(or1_tokenizer_chat(t, "jinja", m, 1, &gen, &out) != 0 && strstr(or1_error(), "jinja"), "unknown template refused");
     or1_tokenizer_free(t);
@@ -633,6 +638,7 @@ static void test_chat(void) {
               !strcmp(out, "[{'role': 'user', 'content': '2+2?'}]"),
           "a template of no known family is rendered all the same: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     const char *math =
         "{\"chat_template\": \"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\\\nPlease "
@@ -645,6 +651,7 @@ static void test_chat(void) {
                            "\\boxed{}.<|im_end|>\n"),
           "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     const char *qwq = "{\"chat_template\": \"{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\\\n' + "
                       "m['content'] + '<|im_end|>\\\\n'}}{% endfor %}{{ '<|im_start|>assistant\\\\n<think>\\\\n' }}\"}";
@@ -654,6 +661,7 @@ static void test_chat(void) {
               !strcmp(out, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n"),
           "ChatML generation that opens <think>: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     const char *jinja = "{{ bos_token }}{% for m in messages %}<｜User｜>{{ m['content'] }}{% endfor %}"
                         "{{ '<｜Assistant｜><think>\\n' }}";
@@ -673,9 +681,11 @@ static void test_chat(void) {
               !strcmp(out, "<|bos|>|False|None|None|False|True|[{\"role\": \"user\", \"content\": \"2+2?\"}]"),
           "transformers' variables (special tokens named in the config only): %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     CHECK(t && or1_tokenizer_chat(t, NULL, m, 0, &think, &out) == 0 && !strcmp(out, "<|bos|>|False|None|None|True|False|[]"),
           "enable_thinking passed when set: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     remove(write_file("chat", "chat_template.jinja", "", 0));
     write_file("chat", "tokenizer_config.json", "{", 1);
