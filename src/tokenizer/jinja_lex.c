@@ -90,6 +90,8 @@ static const char *unescape(lexer *L, const char *s, size_t n, size_t *out_n) {
             w += tok_utf8_put(w, (int32_t)v);
             continue;
         }
+        if (e == 'N') /* \N{NAME}: no table of Unicode names here */
+            jx_fail(L->c, L->line, (int)(L->pos - L->line_start) + 1, "\\N{...} escapes are not supported");
         if (!digits) {
             *w++ = '\\';
             *w++ = e;
@@ -220,52 +222,44 @@ static void emit_text(lexer *L, size_t a, size_t b, char tag, bool line_starting
     if (b > a) emit(L, JT_TEXT, s + a, b - a);
 }
 
+/* A comment from its body to "#}": whether it ends "-#}" (strip what follows) or trims. */
+static void lex_comment(lexer *L, size_t tag, size_t body, bool *strip, bool *trim) {
+    const char *s = L->s;
+    size_t close = body;
+    while (close + 1 < L->n && !(s[close] == '#' && s[close + 1] == '}')) close++;
+    if (close + 1 >= L->n) jx_fail(L->c, L->line, (int)(tag - L->line_start) + 1, "unclosed comment");
+    bool minus = close > body && s[close - 1] == '-', plus = close > body && s[close - 1] == '+';
+    *strip = minus;
+    *trim = !minus && !plus;
+    advance(L, close + 2);
+}
+
+/* Text, then each tag and what its whitespace control takes from the text after it. */
 jx_token *jx_lex(jx_ctx *c, const char *src, size_t len, size_t *n) {
     lexer L = {.c = c, .s = src, .n = len, .line = 1};
-    bool strip = false, trim = false, line_starting = true;
+    bool line_starting = true; /* the previous tag ended a line (or this is the start) */
     while (L.pos < len) {
         size_t tag = next_tag(src, len, L.pos);
         char kind = tag < len ? src[tag + 1] : 0;
-        size_t a = L.pos;
-        emit_text(&L, a, tag, kind, line_starting);
-        if (a < tag) line_starting = false;
-        strip = trim = false;
+        emit_text(&L, L.pos, tag, kind, line_starting);
         advance(&L, tag);
         if (tag >= len) break;
         size_t body = tag + 2 + (tag + 2 < len && (src[tag + 2] == '-' || src[tag + 2] == '+'));
+        bool strip = false, trim = false;
         if (kind == '#') {
-            const char *e = NULL;
-            for (size_t q = body; q + 1 < len && !e; q++)
-                if (src[q] == '#' && src[q + 1] == '}') e = src + q;
-            if (!e) jx_fail(c, L.line, (int)(tag - L.line_start) + 1, "unclosed comment");
-            size_t close = (size_t)(e - src);
-            bool minus = close > body && src[close - 1] == '-', plus = close > body && src[close - 1] == '+';
-            strip = minus;
-            trim = !minus && !plus;
-            advance(&L, close + 2);
+            lex_comment(&L, tag, body, &strip, &trim);
         } else {
             bool block = kind == '%';
             emit(&L, block ? JT_BLOCK_BEGIN : JT_VAR_BEGIN, NULL, 0);
             advance(&L, body);
-            const char *end = block ? "%}" : "}}";
-            bool t = false;
-            while (lex_in_tag(&L, end, block, &strip, &t)) {}
-            trim = t;
+            while (lex_in_tag(&L, block ? "%}" : "}}", block, &strip, &trim)) {}
             emit(&L, block ? JT_BLOCK_END : JT_VAR_END, NULL, 0);
         }
-        line_starting = L.pos > 0 && src[L.pos - 1] == '\n';
-        if (strip) { /* "-%}" consumed the whitespace after it: the next text starts past it */
-            size_t k = lspace(src + L.pos, len - L.pos);
-            advance(&L, L.pos + k);
-            if (k) line_starting = src[L.pos - 1] == '\n';
-            strip = false;
-        } else if (trim && L.pos < len && src[L.pos] == '\n') {
+        if (strip) /* "-%}" takes all the whitespace after it */
+            advance(&L, L.pos + lspace(src + L.pos, len - L.pos));
+        else if (trim && L.pos < len && src[L.pos] == '\n') /* trim_blocks: one newline */
             advance(&L, L.pos + 1);
-            line_starting = true;
-            trim = false;
-        } else {
-            trim = false;
-        }
+        line_starting = src[L.pos - 1] == '\n';
     }
     emit(&L, JT_EOF, NULL, 0);
     *n = L.nt;
