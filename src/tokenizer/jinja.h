@@ -34,10 +34,11 @@ typedef struct {
     int err_line, err_col;
     long steps;
     int depth;
+    int line, col; /* the node being evaluated: the place of errors raised below it without one */
     const char *src;
 } jx_ctx;
 
-/* Records an error at line:col (0: no place) and leaves the render. */
+/* Records an error at line:col (0: the node being evaluated, if any) and leaves the render. */
 _Noreturn void jx_fail(jx_ctx *c, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Zeroed arena memory, freed with the render. */
 void *jx_alloc(jx_ctx *c, size_t n);

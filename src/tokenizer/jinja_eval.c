@@ -417,10 +417,13 @@ static jv eval_display(jx_eval *E, jx_frame *f, const jx_node *x) {
     return l;
 }
 
-/* Counts a step and a level of recursion against the render's budgets. */
+/* Counts a step and a level of recursion against the render's budgets; notes the node's
+ * place for errors raised below it without one (memory, output). */
 static void enter(jx_eval *E, const jx_node *x) {
     if (++E->c->steps > JX_MAX_STEPS) jx_fail(E->c, x->line, x->col, "the template runs too long (over %ld steps)", JX_MAX_STEPS);
     if (++E->c->depth > JX_MAX_DEPTH) jx_fail(E->c, x->line, x->col, "the template recurses too deeply");
+    E->c->line = x->line;
+    E->c->col = x->col;
 }
 
 /* The value of an expression. */

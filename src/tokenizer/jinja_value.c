@@ -26,8 +26,8 @@ _Noreturn void jx_fail(jx_ctx *c, int line, int col, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
-    c->err_line = line;
-    c->err_col = col;
+    c->err_line = line ? line : c->line;
+    c->err_col = line ? col : c->col;
     longjmp(c->fail, 1);
 }
 

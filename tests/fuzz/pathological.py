@@ -71,6 +71,10 @@ def inputs():
                           split("(a+)+$"), split("(a|a?)+b"), split("(?:a*)*c"), {"type": "ByteLevel"}]}),
                       "deep": nested_json()},
         "safetensors": {"deep": len(nested_json()).to_bytes(8, "little") + nested_json()},
+        "jinja": {"deep_parens": b"{{ " + b"(" * DEEP + b"1" + b")" * DEEP + b" }}",
+                  "deep_blocks": b"{% if true %}" * DEEP + b"x",
+                  "long_loop": b"{% for i in range(99999) %}{% for j in range(99999) %}{{ i }}{% endfor %}{% endfor %}",
+                  "long_source": b"x" * (5 << 20)},
     }
 
 
@@ -91,6 +95,10 @@ EXPECT = {
     ("train_config", "many_keys_duplicate"): "duplicate key",
     ("set_value", "deep"): "nest",
     ("set_value", "deep_map"): "nest",
+    ("jinja", "deep_parens"): "nested too deeply",
+    ("jinja", "deep_blocks"): "nested too deeply",
+    ("jinja", "long_loop"): "MiB",
+    ("jinja", "long_source"): "larger than 4 MiB",
 }
 
 
