@@ -386,6 +386,7 @@ static jv attr_path(jx_eval *E, const jx_args *a, jv x, jv path) {
 /* select/reject/selectattr/rejectattr: the items for which the test (truthiness without one)
  * holds, or does not. */
 static jv select_items(jx_eval *E, jv x, const jx_args *a, bool attr, bool keep) {
+    jx_args_check(E, a, attr ? "selectattr" : "select", a->npos, NULL);
     jx_list *items = jx_iter(E, a->at, x);
     size_t t = attr ? 1 : 0;
     jv test = jx_arg(E, a, t, NULL, MISSING);
@@ -403,8 +404,11 @@ static jv select_items(jx_eval *E, jv x, const jx_args *a, bool attr, bool keep)
 
 /* map(attribute=...) or map('filter', args...). */
 static jv map(jx_eval *E, jv x, const jx_args *a) {
+    static const char *const kw[] = {"attribute", "default", NULL};
     jx_list *items = jx_iter(E, a->at, x);
+    /* keyword-only: no positional index reaches SIZE_MAX */
     jv attr = jx_arg(E, a, SIZE_MAX, "attribute", MISSING), def = jx_arg(E, a, SIZE_MAX, "default", MISSING);
+    jx_args_check(E, a, "map", absent(attr) ? a->npos : 0, absent(attr) ? NULL : kw);
     jv out = jv_list(E->c, items->n);
     if (absent(attr)) {
         jv name = jx_arg(E, a, 0, NULL, MISSING);

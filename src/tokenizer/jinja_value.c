@@ -373,8 +373,9 @@ static void json_newline(jx_ctx *c, jx_buf *b, const jx_json_opts *o, int depth)
 static void json_key(jx_ctx *c, jx_buf *b, jv k, const jx_json_opts *o, int line, int col) {
     char num[40];
     if (k.kind == JV_STR) return json_str(c, b, k.u.str.s, k.u.str.n, o->ensure_ascii);
-    if (k.kind == JV_BOOL || k.kind == JV_NONE) return json_str(c, b, k.kind == JV_NONE ? "null" : k.u.b ? "true" : "false", k.kind == JV_NONE ? 4 : k.u.b ? 4 : 5, false);
-    if (k.kind == JV_INT) snprintf(num, sizeof num, "%lld", (long long)k.u.i);
+    if (k.kind == JV_NONE) strcpy(num, "null");
+    else if (k.kind == JV_BOOL) strcpy(num, k.u.b ? "true" : "false");
+    else if (k.kind == JV_INT) snprintf(num, sizeof num, "%lld", (long long)k.u.i);
     else if (k.kind == JV_FLOAT) jx_float_repr(k.u.f, num);
     else jx_fail(c, line, col, "tojson: keys must be str, int, float, bool or None, not %s", jx_type_name(k));
     json_str(c, b, num, strlen(num), false);
