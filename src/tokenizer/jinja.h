@@ -110,6 +110,11 @@ typedef struct {
     size_t n, cap;
 } jx_buf;
 
+/* True for Python's ints, bool included (True + 1 == 2). */
+static inline bool jv_is_int(jv v) { return v.kind == JV_INT || v.kind == JV_BOOL; }
+/* The integer of an int or bool. */
+static inline int64_t jv_int_of(jv v) { return v.kind == JV_BOOL ? v.u.b : v.u.i; }
+
 jv jv_undef(const char *what);
 jv jv_none(void);
 jv jv_bool(bool b);

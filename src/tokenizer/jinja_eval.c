@@ -47,6 +47,7 @@ static jv lookup(jx_eval *E, jx_frame *f, const char *name) {
     return jv_undef(msg);
 }
 
+/* Fails with the message an undefined value carries (what was missing, and where). */
 _Noreturn void jx_undef_fail(jx_eval *E, const jx_node *at, jv v) {
     jx_fail(E->c, at->line, at->col, "%s", v.u.undef ? v.u.undef : "undefined value");
 }
@@ -61,6 +62,7 @@ static jv missing(jx_eval *E, jv x, jv key) {
     return jv_undef(b.s);
 }
 
+/* Python iteration: list items, dict keys, string characters; undefined is empty. */
 jx_list *jx_iter(jx_eval *E, const jx_node *at, jv v) {
     if (v.kind == JV_LIST) return v.u.list;
     jv l = jv_list(E->c, 0);
@@ -87,16 +89,17 @@ static size_t cp_offset(jv s, size_t i) {
 
 /* Python index of a sequence of n: negative from the end; false when out of range. */
 static bool seq_index(jv key, size_t n, size_t *i) {
-    int64_t k = key.kind == JV_BOOL ? key.u.b : key.u.i;
+    int64_t k = jv_int_of(key);
     if (k < 0) k += (int64_t)n;
     if (k < 0 || (uint64_t)k >= n) return false;
     *i = (size_t)k;
     return true;
 }
 
+/* x[key] as Jinja looks it up: the item first, then a method of that name. */
 jv jx_getitem(jx_eval *E, const jx_node *at, jv x, jv key) {
     if (x.kind == JV_UNDEF) jx_undef_fail(E, at, x);
-    bool intkey = key.kind == JV_INT || key.kind == JV_BOOL;
+    bool intkey = jv_is_int(key);
     if (x.kind == JV_DICT || x.kind == JV_NS) {
         jv *v = jx_dict_get(x.u.dict, key);
         if (v) return *v;
@@ -117,6 +120,7 @@ jv jx_getitem(jx_eval *E, const jx_node *at, jv x, jv key) {
     return missing(E, x, key);
 }
 
+/* x.name as Jinja looks it up: a method of x's Python type first (d.items is the method), then the key. */
 jv jx_getattr(jx_eval *E, const jx_node *at, jv x, const char *name) {
     if (x.kind == JV_UNDEF) jx_undef_fail(E, at, x);
     if ((x.kind == JV_INT || x.kind == JV_FLOAT || x.kind == JV_BOOL) && jx_has_method(x, name))
@@ -141,12 +145,12 @@ static size_t slice_bounds(jx_eval *E, const jx_node *at, jv a, jv b, jv c, size
         if (v.kind != JV_NONE && v.kind != JV_UNDEF && v.kind != JV_INT && v.kind != JV_BOOL)
             jx_fail(E->c, at->line, at->col, "slice indices must be integers or None, not %s", jx_type_name(v));
     }
-    int64_t len = (int64_t)n, st = c.kind == JV_INT ? c.u.i : c.kind == JV_BOOL ? c.u.b : 1;
+    int64_t len = (int64_t)n, st = jv_is_int(c) ? jv_int_of(c) : 1;
     if (st == 0) jx_fail(E->c, at->line, at->col, "slice step cannot be zero");
-    bool has_a = a.kind == JV_INT || a.kind == JV_BOOL, has_b = b.kind == JV_INT || b.kind == JV_BOOL;
+    bool has_a = jv_is_int(a), has_b = jv_is_int(b);
     int64_t lo = st < 0 ? -1 : 0, hi = st < 0 ? len - 1 : len;
-    int64_t s = has_a ? (a.kind == JV_BOOL ? a.u.b : a.u.i) : (st < 0 ? hi : lo);
-    int64_t e = has_b ? (b.kind == JV_BOOL ? b.u.b : b.u.i) : (st < 0 ? lo : hi);
+    int64_t s = has_a ? jv_int_of(a) : (st < 0 ? hi : lo);
+    int64_t e = has_b ? jv_int_of(b) : (st < 0 ? lo : hi);
     if (has_a) s = s < 0 ? (s + len < lo ? lo : s + len) : (s > hi ? hi : s);
     if (has_b) e = e < 0 ? (e + len < lo ? lo : e + len) : (e > hi ? hi : e);
     *start = s;
@@ -182,9 +186,9 @@ static jv slice(jx_eval *E, const jx_node *at, jv x, jv a, jv b, jv c) {
 
 /* A number as (is_float, int, double); false when x is not a number. */
 static bool number(jv x, bool *fl, int64_t *i, double *d) {
-    if (x.kind == JV_BOOL || x.kind == JV_INT) {
+    if (jv_is_int(x)) {
         *fl = false;
-        *i = x.kind == JV_BOOL ? x.u.b : x.u.i;
+        *i = jv_int_of(x);
         *d = (double)*i;
         return true;
     }
@@ -282,10 +286,10 @@ static jv arith(jx_eval *E, const jx_node *at, jx_op op, jv a, jv b) {
         for (size_t i = 0; i < b.u.list->n; i++) jx_list_push(E->c, l.u.list, b.u.list->v[i]);
         return l;
     }
-    if (op == OP_MUL && (a.kind == JV_STR || a.kind == JV_LIST) && (b.kind == JV_INT || b.kind == JV_BOOL))
-        return repeat(E, at, a, b.kind == JV_BOOL ? b.u.b : b.u.i);
-    if (op == OP_MUL && (b.kind == JV_STR || b.kind == JV_LIST) && (a.kind == JV_INT || a.kind == JV_BOOL))
-        return repeat(E, at, b, a.kind == JV_BOOL ? a.u.b : a.u.i);
+    if (op == OP_MUL && (a.kind == JV_STR || a.kind == JV_LIST) && jv_is_int(b))
+        return repeat(E, at, a, jv_int_of(b));
+    if (op == OP_MUL && (b.kind == JV_STR || b.kind == JV_LIST) && jv_is_int(a))
+        return repeat(E, at, b, jv_int_of(a));
     static const char *const sym[] = {"+", "-", "*", "/", "//", "%", "**"};
     if (op == OP_MOD && a.kind == JV_STR) jx_fail(E->c, at->line, at->col, "'%%' string formatting is not supported");
     jx_fail(E->c, at->line, at->col, "unsupported operand type(s) for %s: '%s' and '%s'", sym[op], jx_type_name(a),
@@ -337,6 +341,7 @@ static jx_args eval_args(jx_eval *E, jx_frame *f, const jx_node *x) {
     return a;
 }
 
+/* Argument i, or the keyword argument called name, or def. */
 jv jx_arg(jx_eval *E, const jx_args *a, size_t i, const char *name, jv def) {
     (void)E;
     if (i < a->npos) return a->pos[i];
@@ -345,6 +350,7 @@ jv jx_arg(jx_eval *E, const jx_args *a, size_t i, const char *name, jv def) {
     return def;
 }
 
+/* Refuses more than max positional arguments and keywords not among names. */
 void jx_args_check(jx_eval *E, const jx_args *a, const char *what, size_t max, const char *const *names) {
     if (a->npos > max) jx_fail(E->c, a->at->line, a->at->col, "%s takes at most %zu positional argument(s)", what, max);
     for (size_t k = 0; k < a->nkw; k++) {
@@ -472,7 +478,7 @@ static jv eval(jx_eval *E, jx_frame *f, const jx_node *x) {
         a = eval(E, f, x->a);
         if (a.kind == JV_UNDEF) jx_undef_fail(E, x, a);
         if (a.kind == JV_FLOAT) v = jv_float(x->kind == JN_NEG ? -a.u.f : a.u.f);
-        else if (a.kind == JV_INT || a.kind == JV_BOOL) v = x->kind == JN_NEG ? int_op(E, x, OP_SUB, 0, a.kind == JV_BOOL ? a.u.b : a.u.i) : jv_int(a.kind == JV_BOOL ? a.u.b : a.u.i);
+        else if (jv_is_int(a)) v = x->kind == JN_NEG ? int_op(E, x, OP_SUB, 0, jv_int_of(a)) : jv_int(jv_int_of(a));
         else jx_fail(E->c, x->line, x->col, "bad operand type for unary %c: '%s'", x->kind == JN_NEG ? '-' : '+', jx_type_name(a));
         break;
     case JN_NOT: v = jv_bool(!jx_truthy(eval(E, f, x->a))); break;
@@ -593,6 +599,7 @@ static int exec_body(jx_eval *E, jx_frame *f, const jx_nodes *body) {
     return FLOW_NEXT;
 }
 
+/* Runs the template with vars as the top scope. */
 void jx_render(jx_ctx *c, const jx_nodes *prog, jx_dict *vars, jx_buf *out) {
     jx_eval E = {.c = c, .out = out};
     E.root = frame_new(&E, NULL);
@@ -643,6 +650,7 @@ static int guarded(jx_ctx *c, const char *src, size_t len, const cJSON *vars, ch
     return render(c, src, len, vars, out, out_len);
 }
 
+/* Checks the input, renders under the error exit, and reports an error with where:line:col. */
 int or1_jinja_render(const char *src, size_t len, const cJSON *vars, const char *where, char **out, size_t *out_len) {
     *out = NULL;
     *out_len = 0;

@@ -153,6 +153,11 @@ static void lex_number(lexer *L, bool after_dot) {
     advance(L, p);
 }
 
+/* True for the ASCII letters, digits and underscore of Jinja names (locale-independent). */
+static bool name_char(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+}
+
 /* One token inside a tag; false at its end marker (which it consumes, with the
  * whitespace control that follows). */
 static bool lex_in_tag(lexer *L, const char *end, bool block, bool *strip_after, bool *trim) {
@@ -175,7 +180,7 @@ static bool lex_in_tag(lexer *L, const char *end, bool block, bool *strip_after,
     }
     if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_') {
         size_t q = p;
-        while (q < n && ((s[q] >= 'a' && s[q] <= 'z') || (s[q] >= 'A' && s[q] <= 'Z') || s[q] == '_' || (s[q] >= '0' && s[q] <= '9'))) q++;
+        while (q < n && name_char(s[q])) q++;
         emit(L, JT_NAME, s + p, q - p);
         advance(L, q);
         return true;

@@ -47,6 +47,7 @@ bool jx_filter_known(const char *name) { return find(FILTERS, name) >= 0; }
 bool jx_test_known(const char *name) { return find(TESTS, name) >= 0; }
 int jx_func_id(const char *name) { return find(FUNCS, name); }
 
+/* True when x's Python type has an attribute called name (found before a dict key). */
 bool jx_has_method(jv x, const char *name) {
     if (x.kind == JV_STR) return find(STR_METHODS, name) >= 0;
     if (x.kind == JV_DICT) return find(DICT_METHODS, name) >= 0;
@@ -205,7 +206,7 @@ static int64_t int_arg(jx_eval *E, const jx_args *a, size_t i, const char *name,
     jv v = jx_arg(E, a, i, name, MISSING);
     if (absent(v) || v.kind == JV_NONE) return def;
     if (v.kind != JV_INT && v.kind != JV_BOOL) FAIL_AT(E, a, "argument %s must be an integer", name);
-    return v.kind == JV_BOOL ? v.u.b : v.u.i;
+    return jv_int_of(v);
 }
 
 /* Python str methods. */
@@ -265,7 +266,8 @@ static jv str_method(jx_eval *E, jv s, const char *m, const jx_args *a) {
         jx_buf b = {0};
         jx_buf_add(E->c, &b, "", 0);
         for (size_t i = 0; i < items->n; i++) {
-            if (items->v[i].kind != JV_STR) FAIL_AT(E, a, "join: sequence item %zu: expected str instance, %s found", i, jx_type_name(items->v[i]));
+            if (items->v[i].kind != JV_STR)
+                FAIL_AT(E, a, "join: sequence item %zu: expected str instance, %s found", i, jx_type_name(items->v[i]));
             if (i) jx_buf_add(E->c, &b, s.u.str.s, s.u.str.n);
             jx_buf_add(E->c, &b, items->v[i].u.str.s, items->v[i].u.str.n);
         }
@@ -302,6 +304,7 @@ static jv dict_method(jx_eval *E, jv d, const char *m, const jx_args *a) {
     FAIL_AT(E, a, "dict.%s() is not supported (the sandbox does not modify values)", m);
 }
 
+/* Calls a bound method of a str or dict (a list's mutate and are refused). */
 jv jx_call_method(jx_eval *E, const jx_method *m, const jx_args *a) {
     if (m->self.kind == JV_STR) return str_method(E, m->self, m->name, a);
     if (m->self.kind == JV_DICT) return dict_method(E, m->self, m->name, a);
@@ -316,8 +319,9 @@ static jv range(jx_eval *E, const jx_args *a) {
     int64_t v[3] = {0, 0, 1};
     for (size_t i = 0; i < a->npos; i++) {
         jv x = a->pos[i];
-        if (x.kind != JV_INT && x.kind != JV_BOOL) FAIL_AT(E, a, "range: '%s' object cannot be interpreted as an integer", jx_type_name(x));
-        v[a->npos == 1 ? 1 : i] = x.kind == JV_BOOL ? x.u.b : x.u.i;
+        if (!jv_is_int(x))
+            FAIL_AT(E, a, "range: '%s' object cannot be interpreted as an integer", jx_type_name(x));
+        v[a->npos == 1 ? 1 : i] = jv_int_of(x);
     }
     if (!v[2]) FAIL_AT(E, a, "range() arg 3 must not be zero");
     double n = v[2] > 0 ? ((double)v[1] - (double)v[0]) / (double)v[2] : ((double)v[0] - (double)v[1]) / -(double)v[2];
@@ -342,6 +346,7 @@ static jv strftime_now(jx_eval *E, const jx_args *a) {
     return jv_str(jx_strndup(E->c, out, n), n);
 }
 
+/* Calls a global function: range, namespace, dict, raise_exception, strftime_now. */
 jv jx_call_func(jx_eval *E, int func, const jx_args *a) {
     switch (func) {
     case F_RANGE: return range(E, a);
@@ -351,7 +356,8 @@ jv jx_call_func(jx_eval *E, int func, const jx_args *a) {
         if (a->npos > 1) FAIL_AT(E, a, "%s takes at most one positional argument", FUNCS[func]);
         if (a->npos) {
             if (a->pos[0].kind != JV_DICT) FAIL_AT(E, a, "%s: the positional argument must be a dict", FUNCS[func]);
-            for (size_t i = 0; i < a->pos[0].u.dict->n; i++) jx_dict_set(E->c, d.u.dict, a->pos[0].u.dict->k[i], a->pos[0].u.dict->v[i]);
+            const jx_dict *src = a->pos[0].u.dict;
+            for (size_t i = 0; i < src->n; i++) jx_dict_set(E->c, d.u.dict, src->k[i], src->v[i]);
         }
         for (size_t i = 0; i < a->nkw; i++) jx_dict_set(E->c, d.u.dict, jv_cstr(a->kwn[i]), a->kw[i]);
         if (func == F_NAMESPACE) d.kind = JV_NS;
@@ -391,7 +397,8 @@ static jv select_items(jx_eval *E, jv x, const jx_args *a, bool attr, bool keep)
     size_t t = attr ? 1 : 0;
     jv test = jx_arg(E, a, t, NULL, MISSING);
     if (!absent(test) && (test.kind != JV_STR || !jx_test_known(jx_strndup(E->c, test.u.str.s, test.u.str.n))))
-        FAIL_AT(E, a, "select: no test named %s", test.kind == JV_STR ? jx_strndup(E->c, test.u.str.s, test.u.str.n) : "(not a string)");
+        FAIL_AT(E, a, "select: no test named %s",
+                test.kind == JV_STR ? jx_strndup(E->c, test.u.str.s, test.u.str.n) : "(not a string)");
     jx_args rest = {.pos = a->npos > t + 1 ? a->pos + t + 1 : NULL, .npos = a->npos > t + 1 ? a->npos - t - 1 : 0, .at = a->at};
     jv out = jv_list(E->c, 0);
     for (size_t i = 0; i < items->n; i++) {
@@ -434,8 +441,8 @@ static jv tojson(jx_eval *E, jv x, const jx_args *a) {
     jv asc = jx_arg(E, a, 0, "ensure_ascii", jv_bool(false)), ind = jx_arg(E, a, 1, "indent", jv_none());
     jv sep = jx_arg(E, a, 2, "separators", jv_none()), sort = jx_arg(E, a, 3, "sort_keys", jv_bool(false));
     jx_json_opts o = {.ensure_ascii = jx_truthy(asc), .sort_keys = jx_truthy(sort), .indent = -1};
-    if (ind.kind == JV_INT || ind.kind == JV_BOOL) {
-        int64_t k = ind.kind == JV_BOOL ? ind.u.b : ind.u.i;
+    if (jv_is_int(ind)) {
+        int64_t k = jv_int_of(ind);
         o.indent = k < 0 ? 0 : k > 64 ? 64 : (int)k;
     } else if (ind.kind != JV_NONE) {
         FAIL_AT(E, a, "tojson: indent must be an integer or None");
@@ -486,7 +493,7 @@ static jv length(jx_eval *E, jv x, const jx_args *a) {
 /* int() / float() as Jinja's filters convert (default on failure). */
 static jv to_number(jx_eval *E, jv x, const jx_args *a, bool fl) {
     jv def = jx_arg(E, a, 0, "default", fl ? jv_float(0) : jv_int(0));
-    if (x.kind == JV_INT || x.kind == JV_BOOL) return fl ? jv_float(x.kind == JV_BOOL ? x.u.b : (double)x.u.i) : jv_int(x.kind == JV_BOOL ? x.u.b : x.u.i);
+    if (jv_is_int(x)) return fl ? jv_float((double)jv_int_of(x)) : jv_int(jv_int_of(x));
     if (x.kind == JV_FLOAT) return fl ? x : (x.u.f >= -9.2e18 && x.u.f <= 9.2e18 ? jv_int((int64_t)x.u.f) : def);
     if (x.kind != JV_STR) return def;
     jv t = strip(E, x, jv_none(), true, true);
@@ -508,6 +515,7 @@ static jv edge(jx_eval *E, jv x, const jx_args *a, bool last) {
     return items->v[last ? items->n - 1 : 0];
 }
 
+/* Applies the filter called f (known to exist: checked at parse) to x. */
 jv jx_filter(jx_eval *E, const char *f, jv x, const jx_args *a) {
     static const char *const none[] = {NULL}, *const dflt[] = {"default_value", "boolean", NULL};
     static const char *const trim_kw[] = {"chars", NULL}, *const join_kw[] = {"d", "attribute", NULL};
@@ -578,8 +586,8 @@ jv jx_filter(jx_eval *E, const char *f, jv x, const jx_args *a) {
         FAIL_AT(E, a, "reverse: cannot reverse %s", jx_type_name(x));
     }
     if (!strcmp(f, "abs")) {
-        if (x.kind == JV_INT || x.kind == JV_BOOL) {
-            int64_t v = x.kind == JV_BOOL ? x.u.b : x.u.i;
+        if (jv_is_int(x)) {
+            int64_t v = jv_int_of(x);
             if (v == INT64_MIN) FAIL_AT(E, a, "integer overflow (beyond 64 bits)");
             return jv_int(v < 0 ? -v : v);
         }
@@ -606,15 +614,16 @@ static bool cmp_test(jx_eval *E, const char *t, jv x, const jx_args *a) {
         FAIL_AT(E, a, "test 'in': argument of type '%s' is not a container", jx_type_name(y));
     }
     if (!strcmp(t, "divisibleby")) {
-        if ((x.kind != JV_INT && x.kind != JV_BOOL) || (y.kind != JV_INT && y.kind != JV_BOOL) || (y.kind == JV_INT ? y.u.i : y.u.b) == 0)
+        if ((x.kind != JV_INT && x.kind != JV_BOOL) || (y.kind != JV_INT && y.kind != JV_BOOL) || jv_int_of(y) == 0)
             FAIL_AT(E, a, "divisibleby: integers needed, with a non-zero divisor");
-        int64_t p = x.kind == JV_INT ? x.u.i : x.u.b, q = y.kind == JV_INT ? y.u.i : y.u.b;
+        int64_t p = jv_int_of(x), q = jv_int_of(y);
         return q == -1 || p % q == 0;
     }
     int c = jx_cmp(E->c, x, y, a->at->line, a->at->col);
     return !strcmp(t, "lt") ? c < 0 : !strcmp(t, "le") ? c <= 0 : !strcmp(t, "gt") ? c > 0 : c >= 0;
 }
 
+/* The test called t (checked at parse) applied to x. */
 bool jx_test(jx_eval *E, const char *t, jv x, const jx_args *a) {
     jv_kind k = x.kind;
     if (!strcmp(t, "defined")) return k != JV_UNDEF;

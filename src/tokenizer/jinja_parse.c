@@ -36,6 +36,12 @@ static bool is_name(parser *P, const char *nm) {
     return t->kind == JT_NAME && t->n == strlen(nm) && memcmp(t->s, nm, t->n) == 0;
 }
 
+/* True when the token after the current one is the name nm. */
+static bool next_is_name(parser *P, const char *nm) {
+    const jx_token *t = &P->t[P->i + 1];
+    return cur(P)->kind != JT_EOF && t->kind == JT_NAME && t->n == strlen(nm) && memcmp(t->s, nm, t->n) == 0;
+}
+
 /* Consumes operator op or fails saying what was expected. */
 static void expect_op(parser *P, const char *op) {
     if (!is_op(P, op)) FAIL(P, "expected '%s'", op);
@@ -367,7 +373,7 @@ static jx_node *parse_compare(parser *P) {
         else if (is_op(P, ">")) op = OP_GT;
         else if (is_op(P, ">=")) op = OP_GE;
         else if (is_name(P, "in")) op = OP_IN;
-        else if (is_name(P, "not") && P->t[P->i + 1].kind == JT_NAME && P->t[P->i + 1].n == 2 && !memcmp(P->t[P->i + 1].s, "in", 2)) op = OP_NOTIN, P->i++;
+        else if (is_name(P, "not") && next_is_name(P, "in")) op = OP_NOTIN, P->i++;
         else break;
         P->i++;
         if (!x) {
@@ -649,6 +655,7 @@ static jx_nodes parse_body(parser *P, const char *const *stops, const char **sto
     return out;
 }
 
+/* The whole template as a list of statements. */
 jx_nodes jx_parse(jx_ctx *c, const jx_token *t, size_t n) {
     parser P = {.c = c, .t = t, .n = n};
     return parse_body(&P, NULL, NULL);

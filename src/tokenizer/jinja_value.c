@@ -21,6 +21,7 @@ struct jx_block {
     _Alignas(16) unsigned char data[];
 };
 
+/* Records the message and its place and leaves through the render's error exit. */
 _Noreturn void jx_fail(jx_ctx *c, int line, int col, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -58,6 +59,7 @@ void *jx_alloc(jx_ctx *c, size_t n) {
     return p;
 }
 
+/* Frees every block of the arena. */
 void jx_arena_free(jx_ctx *c) {
     for (jx_block *b = c->blocks, *next; b; b = next) {
         next = b->next;
@@ -67,6 +69,7 @@ void jx_arena_free(jx_ctx *c) {
     c->used = 0;
 }
 
+/* An arena copy of s[0, n), NUL-terminated. */
 char *jx_strndup(jx_ctx *c, const char *s, size_t n) {
     char *p = jx_alloc(c, n + 1);
     if (n) memcpy(p, s, n);
@@ -81,6 +84,7 @@ jv jv_float(double f) { return (jv){.kind = JV_FLOAT, .u.f = f}; }
 jv jv_str(const char *s, size_t n) { return (jv){.kind = JV_STR, .u.str = {s, n}}; }
 jv jv_cstr(const char *s) { return jv_str(s, strlen(s)); }
 
+/* An empty list with room for cap items. */
 jv jv_list(jx_ctx *c, size_t cap) {
     jx_list *l = jx_alloc(c, sizeof *l);
     l->cap = cap;
@@ -88,6 +92,7 @@ jv jv_list(jx_ctx *c, size_t cap) {
     return (jv){.kind = JV_LIST, .u.list = l};
 }
 
+/* An empty dict with room for cap entries. */
 jv jv_dict(jx_ctx *c, size_t cap) {
     jx_dict *d = jx_alloc(c, sizeof *d);
     d->cap = cap;
@@ -106,17 +111,20 @@ static void *grow(jx_ctx *c, void *v, size_t n, size_t *cap, size_t sz) {
     return p;
 }
 
+/* Appends v. */
 void jx_list_push(jx_ctx *c, jx_list *l, jv v) {
     l->v = grow(c, l->v, l->n, &l->cap, sizeof *l->v);
     l->v[l->n++] = v;
 }
 
+/* The value under key (Python equality), or NULL. */
 jv *jx_dict_get(const jx_dict *d, jv key) {
     for (size_t i = 0; i < d->n; i++)
         if (jx_eq(d->k[i], key)) return &d->v[i];
     return NULL;
 }
 
+/* The value under a string key, or NULL. */
 jv *jx_dict_gets(const jx_dict *d, const char *key) {
     size_t n = strlen(key);
     for (size_t i = 0; i < d->n; i++)
@@ -124,6 +132,7 @@ jv *jx_dict_gets(const jx_dict *d, const char *key) {
     return NULL;
 }
 
+/* Sets key to v: an equal key is replaced in place, a new one appended (insertion order). */
 void jx_dict_set(jx_ctx *c, jx_dict *d, jv key, jv v) {
     jv *old = jx_dict_get(d, key);
     if (old) {
@@ -156,6 +165,7 @@ void jx_buf_add(jx_ctx *c, jx_buf *b, const char *s, size_t n) {
 
 void jx_buf_adds(jx_ctx *c, jx_buf *b, const char *s) { jx_buf_add(c, b, s, strlen(s)); }
 
+/* Bytes of the UTF-8 code point at s (1 for an invalid byte). */
 size_t jx_cp_len(const char *s, size_t n) {
     unsigned char c = (unsigned char)s[0];
     size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
@@ -165,6 +175,7 @@ size_t jx_cp_len(const char *s, size_t n) {
     return k;
 }
 
+/* Code points of s[0, n) (Python's len of a str). */
 size_t jx_cp_count(const char *s, size_t n) {
     size_t k = 0;
     for (size_t i = 0; i < n; i += jx_cp_len(s + i, n - i)) k++;
@@ -238,6 +249,7 @@ void jx_float_repr(double f, char *buf) {
     }
 }
 
+/* Python's name of v's type, for error messages. */
 const char *jx_type_name(jv v) {
     static const char *const names[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list",
                                         "dict", "Namespace", "builtin_function_or_method", "method", "Macro"};
@@ -292,6 +304,7 @@ static bool scalar_str(jx_ctx *c, jx_buf *b, jv v) {
     }
 }
 
+/* Appends Python's repr(v) (nesting bounded: a namespace may hold itself). */
 void jx_repr(jx_ctx *c, jx_buf *b, jv v) {
     if (++c->depth > JX_MAX_DEPTH) jx_fail(c, 0, 0, "values nested too deeply to print");
     if (v.kind == JV_STR) {
@@ -320,11 +333,13 @@ void jx_repr(jx_ctx *c, jx_buf *b, jv v) {
     c->depth--;
 }
 
+/* Appends Python's str(v): strings as they are, containers as repr. */
 void jx_str_of(jx_ctx *c, jx_buf *b, jv v) {
     if (v.kind == JV_STR) jx_buf_add(c, b, v.u.str.s, v.u.str.n);
     else if (!scalar_str(c, b, v)) jx_repr(c, b, v);
 }
 
+/* str(v) as a string value. */
 jv jx_to_str(jx_ctx *c, jv v) {
     if (v.kind == JV_STR) return v;
     jx_buf b = {0};
@@ -394,6 +409,7 @@ static size_t *json_order(jx_ctx *c, const jx_dict *d, bool sort, int line, int 
     return ix;
 }
 
+/* Appends json.dumps(v) with transformers' tojson options. */
 void jx_json(jx_ctx *c, jx_buf *b, jv v, const jx_json_opts *o, int depth, int line, int col) {
     if (depth > JX_MAX_DEPTH) jx_fail(c, line, col, "tojson: values nested too deeply");
     char num[40];
@@ -438,6 +454,7 @@ void jx_json(jx_ctx *c, jx_buf *b, jv v, const jx_json_opts *o, int depth, int l
     }
 }
 
+/* Python truthiness; undefined is false. */
 bool jx_truthy(jv v) {
     switch (v.kind) {
     case JV_UNDEF: case JV_NONE: return false;
@@ -458,10 +475,11 @@ static bool is_num(jv v) { return v.kind == JV_BOOL || v.kind == JV_INT || v.kin
  * for the values templates see). */
 static double num_f(jv v) { return v.kind == JV_BOOL ? v.u.b : v.kind == JV_INT ? (double)v.u.i : v.u.f; }
 
+/* Python ==: numbers across int/float/bool, containers item by item. */
 bool jx_eq(jv a, jv b) {
     if (is_num(a) && is_num(b)) {
         if (a.kind != JV_FLOAT && b.kind != JV_FLOAT)
-            return (a.kind == JV_BOOL ? a.u.b : a.u.i) == (b.kind == JV_BOOL ? b.u.b : b.u.i);
+            return jv_int_of(a) == jv_int_of(b);
         return num_f(a) == num_f(b);
     }
     if (a.kind != b.kind) return false;
@@ -487,10 +505,11 @@ bool jx_eq(jv a, jv b) {
     }
 }
 
+/* Python ordering of numbers, strings and lists; other types fail as Python's TypeError. */
 int jx_cmp(jx_ctx *c, jv a, jv b, int line, int col) {
     if (is_num(a) && is_num(b)) {
         if (a.kind != JV_FLOAT && b.kind != JV_FLOAT) {
-            int64_t x = a.kind == JV_BOOL ? a.u.b : a.u.i, y = b.kind == JV_BOOL ? b.u.b : b.u.i;
+            int64_t x = jv_int_of(a), y = jv_int_of(b);
             return (x > y) - (x < y);
         }
         double x = num_f(a), y = num_f(b);
@@ -511,6 +530,7 @@ int jx_cmp(jx_ctx *c, jv a, jv b, int line, int col) {
     jx_fail(c, line, col, "'<' not supported between instances of '%s' and '%s'", jx_type_name(a), jx_type_name(b));
 }
 
+/* The value of a cJSON tree (integral numbers within 2^53 become ints). */
 jv jx_from_json(jx_ctx *c, const cJSON *j, int depth) {
     if (depth > JX_MAX_DEPTH) jx_fail(c, 0, 0, "the variables are nested too deeply");
     if (cJSON_IsNull(j) || !j) return jv_none();
