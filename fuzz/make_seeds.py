@@ -248,6 +248,23 @@ def seeds_chat_template():
     put("chat_template", "jinja", json.dumps(base) + "\0" + msgs + "\0" + templates["llama3"])
 
 
+def seeds_jinja():
+    """The test templates alone (the target's own conversation), and with variables."""
+    folder = src("tests", "tokenizer", "templates")
+    small = {"messages": [{"role": "user", "content": "hi {{ x }}"}], "tools": None, "add_generation_prompt": True,
+             "bos_token": "<s>", "builtin_tools": ["brave_search"], "date_string": "1 Jan 2025"}
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".jinja"):
+            with open(os.path.join(folder, f), encoding="utf-8") as t:
+                tpl = t.read()
+            put("jinja", f[:-6], tpl)
+            put("jinja", f[:-6] + "_vars", tpl + "\0" + json.dumps(small))
+    put("jinja", "constructs", "{% macro m(a, b=2) %}{{ a ~ b }}{% endmacro %}{% set ns = namespace(k=0) %}"
+        "{% for x in range(3) if x is odd %}{% set ns.k = ns.k + loop.index %}{{ m(x) }}{% else %}none{% endfor %}"
+        "{{ ns.k }}{{ [1, 'a', none][::-1] | tojson(indent=2) }}{{ 'a b'.split() | join('-') | upper }}"
+        "{{ {'k': (1, 2.5)} }}{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }}")
+
+
 def seeds_code_tests():
     for i, line in enumerate(jsonl(src("tests", "code", "hostile.jsonl"), 40)):
         row = json.loads(line)
@@ -298,5 +315,6 @@ def seeds_checksums():
 
 
 for make in [seeds_checksums, seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
-             seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_code_tests, seeds_rows, seeds_gguf]:
+             seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_jinja, seeds_code_tests, seeds_rows,
+             seeds_gguf]:
     make()

@@ -81,7 +81,8 @@ size_t or1_tokenizer_vocab_size(const or1_tokenizer *t);
 int32_t or1_tokenizer_bos_id(const or1_tokenizer *t);
 int32_t or1_tokenizer_eos_id(const or1_tokenizer *t);
 
-/* One chat message; role is "system", "user" or "assistant". */
+/* One chat message: role ("system", "user", "assistant"; the model's own template may take
+ * others, such as "tool") and content. */
 typedef struct {
     const char *role;
     const char *content;
@@ -90,8 +91,8 @@ typedef struct {
 /* Names of the chat templates: "deepseek-r1", "deepseek", "chatml", "llama3", "plain". */
 extern const char *const or1_chat_template_names[];
 
-/* The template recognised from tokenizer_config.json ("plain" when it has none), or NULL
- * when it has a template of a kind we do not know (pass a name to or1_tokenizer_chat). */
+/* The C family the tokenizer's template is recognised as ("plain" when it has none), or NULL
+ * when it is of no family we know (or1_tokenizer_chat renders it all the same). */
 const char *or1_tokenizer_chat_template(const or1_tokenizer *t);
 
 /* The variables a chat template reads besides the messages, as transformers'
@@ -112,9 +113,19 @@ or1_chat_vars or1_chat_vars_default(void);
  * over *v; an unknown key or a wrong type is an error naming where and the key. */
 int or1_chat_vars_parse(const cJSON *kwargs, const char *where, or1_chat_vars *v);
 
-/* Renders messages with the named template (NULL: the recognised one) and the variables,
- * into new *text (free()). */
+/* Renders messages into new *text (free()): with the named C family, or with NULL the
+ * tokenizer's own Jinja template (transformers' variables: messages, tools and documents None,
+ * add_generation_prompt, enable_thinking when set, the special tokens the config names), or
+ * plain text when it has none. */
 int or1_tokenizer_chat(const or1_tokenizer *t, const char *template_name, const or1_chat_message *msgs, size_t n,
                        const or1_chat_vars *vars, char **text);
+
+/* Renders a Jinja chat template as transformers does (trim_blocks, lstrip_blocks, loop
+ * controls, its tojson, raise_exception, strftime_now, namespace; the final newline of the
+ * source dropped) with the variables of vars, a JSON object (messages, tools,
+ * add_generation_prompt, bos_token, ...), into new *out (free()) of *out_len bytes. A construct
+ * outside the supported subset, or an error the template raises, fails naming
+ * where:line:column. strftime_now reads the clock, or the epoch seconds in OR1_JINJA_NOW. */
+int or1_jinja_render(const char *src, size_t len, const cJSON *vars, const char *where, char **out, size_t *out_len);
 
 #endif

@@ -185,3 +185,53 @@ static int cmd_chat(cli_args *a) {
 const cli_command cli_cmd_chat = CLI_COMMAND(
     "chat", cmd_chat, "JSONL {\"messages\"} -> chat-template prompt {\"text\", \"ids\"}", chat_flags,
     "or1 chat --tokenizer models/arith-base --template chatml --input messages.jsonl");
+
+/* The flags of `or1 render-template`. */
+static const cli_flag_spec render_flags[] = {
+    FLAG_NEED("template", "a Jinja chat template file (chat_template.jinja)"),
+    FLAG_PATH("input", "-", "JSONL of template variables ({\"messages\": [...], \"tools\": ...}); -: stdin"),
+    FLAG_PATH("output", "-", "JSONL output; -: stdout"),
+};
+
+/* Each line's variables -> {"text": rendered} or {"error": message}: a row the template
+ * refuses (raise_exception, an undefined value) is reported on its line, and the command
+ * then exits 1 after the other rows. */
+static int cmd_render_template(cli_args *a) {
+    const char *path = cli_str(a, "template"), *in = cli_str(a, "input"), *outp = cli_str(a, "output");
+    char *src = NULL;
+    size_t len;
+    or1_jsonl_reader r;
+    if (cli_check_unused(a) != 0 || or1_read_file(path, 16 << 20, &src, &len) != 0) return 1;
+    if (or1_jsonl_open(&r, in) != 0) return free(src), 1;
+    FILE *out = strcmp(outp, "-") != 0 ? fopen(outp, "w") : stdout;
+    if (!out) {
+        free(src);
+        or1_jsonl_close(&r);
+        or1_fail("%s: cannot open for writing", outp);
+        return 1;
+    }
+    cJSON *row;
+    int got, failed = 0;
+    while ((got = or1_jsonl_next(&r, &row)) == 1) {
+        char *text;
+        size_t n;
+        int rc = or1_jinja_render(src, len, row, path, &text, &n);
+        cJSON_Delete(row);
+        fputs(rc == 0 ? "{\"text\": " : "{\"error\": ", out);
+        if (rc == 0) write_text(out, text, n);
+        else or1_json_write_string(out, or1_error());
+        fputs("}\n", out);
+        free(text);
+        failed |= rc != 0;
+    }
+    or1_jsonl_close(&r);
+    free(src);
+    if (fflush(out) != 0 && got == 0) got = or1_fail("write error on the output");
+    if (out != stdout) fclose(out);
+    if (got == 0 && failed) or1_fail("some rows were refused by the template (their \"error\")");
+    return got != 0 || failed;
+}
+
+const cli_command cli_cmd_render_template = CLI_COMMAND(
+    "render-template", cmd_render_template, "JSONL template variables -> {\"text\"} rendered by a Jinja chat template",
+    render_flags, "or1 render-template --template chat_template.jinja --input vars.jsonl");

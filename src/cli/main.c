@@ -14,7 +14,8 @@
 static const cli_command *const commands[] = {
     &cli_cmd_logprobs, &cli_cmd_init,     &cli_cmd_generate,    &cli_cmd_train,    &cli_cmd_eval,
     &cli_cmd_difficulty, &cli_cmd_grad,   &cli_cmd_verify_math, &cli_cmd_verify_code, &cli_cmd_tokenize,
-    &cli_cmd_detokenize, &cli_cmd_chat,   &cli_cmd_gen_arith,   &cli_cmd_sft,       &cli_cmd_convert,
+    &cli_cmd_detokenize, &cli_cmd_chat,   &cli_cmd_render_template, &cli_cmd_gen_arith, &cli_cmd_sft,
+    &cli_cmd_convert,
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

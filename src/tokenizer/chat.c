@@ -1,5 +1,7 @@
-/* tokenizer_config.json (BOS/EOS, chat template) and the chat templates we render in C:
- * the template is recognised from markers in its Jinja source, never interpreted. */
+/* tokenizer_config.json (special tokens, chat template) and chat rendering: the model's own
+ * Jinja template through the interpreter (jinja_*.c) with transformers' variables, or, when a
+ * family is named, the families written in C ("chatml", "llama3", ...), which a template's
+ * markers also name for or1_tokenizer_chat_template. */
 #include "tok.h"
 
 #include "or1/core.h"
@@ -87,36 +89,55 @@ static const char *recognise(or1_tokenizer *t, const char *tpl) {
     return NULL;
 }
 
-/* Recognises the template in dir/chat_template.jinja, where newer checkpoints keep it
- * outside tokenizer_config.json; nothing happens when the file is absent. */
+const char *const tok_special_names[TOK_N_SPECIAL] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                                      "pad_token", "cls_token", "mask_token"};
+
+void tok_set_special(or1_tokenizer *t, int i, const char *text) {
+    free(t->special[i]);
+    t->special[i] = text ? or1_strdup(text) : NULL;
+}
+
+int tok_set_chat_source(or1_tokenizer *t, const char *src, size_t len) {
+    if (memchr(src, 0, len)) return or1_fail("chat template: holds a NUL byte");
+    free(t->chat_source);
+    free(t->chat_default_system);
+    t->chat_default_system = NULL;
+    t->chat_source = or1_malloc(len + 1);
+    memcpy(t->chat_source, src, len);
+    t->chat_source[len] = '\0';
+    t->chat_source_len = len;
+    t->chat_name = recognise(t, t->chat_source);
+    return 0;
+}
+
+/* Takes the template in dir/chat_template.jinja, where newer checkpoints keep it outside
+ * tokenizer_config.json; nothing happens when the file is absent. */
 static int load_jinja_file(or1_tokenizer *t, const char *dir) {
     char *path = or1_path_join(dir, "chat_template.jinja"), *text = NULL;
     size_t len;
     int rc = 0;
     if (or1_is_file(path) && (rc = or1_read_file(path, MAX_CONFIG, &text, &len)) == 0)
-        t->chat_name = recognise(t, text);
+        rc = tok_set_chat_source(t, text, len);
     free(text);
     free(path);
     return rc;
 }
 
-/* Applies a tokenizer_config.json object (where names it): BOS/EOS ids and the chat template;
- * *have_tpl tells whether it held one. */
+/* Applies a tokenizer_config.json object (where names it): the special tokens (BOS/EOS ids) and
+ * the chat template; *have_tpl tells whether it held one. */
 int tok_apply_config(or1_tokenizer *t, const cJSON *cfg, const char *where, bool *have_tpl) {
     if (!cJSON_IsObject(cfg)) return or1_fail("%s: expected a JSON object", where);
-    const char *bos = config_token(cfg, "bos_token"), *eos = config_token(cfg, "eos_token");
-    if (bos) {
-        t->bos_token = or1_strdup(bos);
-        t->bos_id = or1_tokenizer_token_id(t, bos);
-    }
-    if (eos) t->eos_id = or1_tokenizer_token_id(t, eos);
+    for (int i = 0; i < TOK_N_SPECIAL; i++) tok_set_special(t, i, config_token(cfg, tok_special_names[i]));
+    if (t->special[TOK_BOS]) t->bos_id = or1_tokenizer_token_id(t, t->special[TOK_BOS]);
+    if (t->special[TOK_EOS]) t->eos_id = or1_tokenizer_token_id(t, t->special[TOK_EOS]);
     const char *tpl = config_template(cfg);
-    if ((*have_tpl = tpl != NULL)) t->chat_name = recognise(t, tpl);
-    return 0;
+    *have_tpl = tpl != NULL;
+    return tpl ? tok_set_chat_source(t, tpl, strlen(tpl)) : 0;
 }
 
-/* Reads tokenizer_config.json in dir when present: BOS/EOS ids and the chat template
- * (or chat_template.jinja beside it). A NULL dir (a tokenizer from a GGUF file) reads nothing. */
+/* Reads tokenizer_config.json in dir when present: the special tokens (BOS/EOS ids) and the
+ * chat template (or chat_template.jinja beside it). A NULL dir (a tokenizer from a GGUF file)
+ * reads nothing. */
 int tok_load_config(or1_tokenizer *t, const char *dir) {
     t->chat_name = "plain";
     t->chat_join_systems = -1;
@@ -180,7 +201,7 @@ static int check_role(const or1_chat_message *m, size_t i, const char *tpl) {
  * assistant turns (up to the last </think>) and opens the generation with <think>\n. */
 static void render_deepseek(const or1_tokenizer *t, bool r1, const or1_chat_message *m, size_t n,
                             bool gen, sbuf *b) {
-    put(b, t->bos_token ? t->bos_token : DS_BOS);
+    put(b, t->special[TOK_BOS] ? t->special[TOK_BOS] : DS_BOS);
     bool join = t->chat_join_systems >= 0 ? t->chat_join_systems == 1 : !r1, first = true;
     const char *last = NULL;
     for (size_t i = 0; i < n; i++) {
@@ -290,7 +311,7 @@ static bool trim_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c 
  * assistant header to generate (always, where the template does not test the flag). */
 static void render_llama3(const or1_tokenizer *t, const or1_chat_message *m, size_t n, bool gen,
                           sbuf *b) {
-    put(b, t->bos_token ? t->bos_token : LLAMA3_BOS);
+    put(b, t->special[TOK_BOS] ? t->special[TOK_BOS] : LLAMA3_BOS);
     for (size_t i = 0; i < n; i++) {
         put(b, "<|start_header_id|>");
         put(b, m[i].role);
@@ -337,15 +358,50 @@ int or1_chat_vars_parse(const cJSON *kwargs, const char *where, or1_chat_vars *v
     return 0;
 }
 
-/* Renders the conversation with the named (or recognised) template. */
+/* The variables transformers' apply_chat_template hands a template: messages, tools and
+ * documents (None), add_generation_prompt, enable_thinking when set, the special tokens. */
+static cJSON *template_vars(const or1_tokenizer *t, const or1_chat_message *msgs, size_t n, const or1_chat_vars *v) {
+    cJSON *vars = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(vars, "messages");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", msgs[i].role);
+        cJSON_AddStringToObject(m, "content", msgs[i].content);
+        cJSON_AddItemToArray(list, m);
+    }
+    cJSON_AddNullToObject(vars, "tools");
+    cJSON_AddNullToObject(vars, "documents");
+    cJSON_AddBoolToObject(vars, "add_generation_prompt", v->add_generation_prompt);
+    for (int i = 0; i < TOK_N_SPECIAL; i++)
+        if (t->special[i]) cJSON_AddStringToObject(vars, tok_special_names[i], t->special[i]);
+    if (v->enable_thinking != OR1_CHAT_UNDEFINED) cJSON_AddBoolToObject(vars, "enable_thinking", v->enable_thinking);
+    return vars;
+}
+
+/* Renders the conversation with the tokenizer's own Jinja template. */
+static int render_source(const or1_tokenizer *t, const or1_chat_message *msgs, size_t n, const or1_chat_vars *v,
+                         char **text) {
+    for (size_t i = 0; i < n; i++)
+        if (!msgs[i].role || !msgs[i].content) return or1_fail("chat: message %zu lacks a role or content", i);
+    cJSON *vars = template_vars(t, msgs, n, v);
+    size_t len;
+    int rc = or1_jinja_render(t->chat_source, t->chat_source_len, vars, "chat template", text, &len);
+    cJSON_Delete(vars);
+    if (rc == 0 && strlen(*text) != len) {
+        free(*text);
+        *text = NULL;
+        rc = or1_fail("chat template: the prompt holds a NUL character");
+    }
+    return rc;
+}
+
+/* Renders the conversation with the named family, or else the tokenizer's own template (or
+ * plain text when it has none). */
 int or1_tokenizer_chat(const or1_tokenizer *t, const char *name, const or1_chat_message *msgs, size_t n,
                        const or1_chat_vars *vars, char **text) {
     bool gen = vars->add_generation_prompt;
     *text = NULL;
-    if (!name) name = t->chat_name;
-    if (!name)
-        return or1_fail("chat: the chat_template of tokenizer_config.json is of no known kind; "
-                        "name one (deepseek-r1, deepseek, chatml, llama3, plain)");
+    if (!name && t->chat_source) return render_source(t, msgs, n, vars, text);
+    if (!name) name = t->chat_name ? t->chat_name : "plain";
     int k = -1;
     for (int i = 0; or1_chat_template_names[i]; i++)
         if (strcmp(name, or1_chat_template_names[i]) == 0) k = i;

@@ -623,7 +623,8 @@ void or1_tokenizer_free(or1_tokenizer *t) {
     for (size_t i = 0; i < t->n_step; i++) pcre2_code_free(t->step[i].re);
     free(t->post_pre);
     free(t->post_post);
-    free(t->bos_token);
+    for (int i = 0; i < TOK_N_SPECIAL; i++) free(t->special[i]);
+    free(t->chat_source);
     free(t->chat_default_system);
     tok_cache_free(t);
     tok_work_free_all(t);

@@ -19,6 +19,9 @@ enum {
     TOK_CACHE_WORD = 128,       /* longest pre-token whose BPE result is cached */
 };
 
+/* The special tokens a chat template sees, in transformers' order. */
+enum { TOK_BOS, TOK_EOS, TOK_UNK, TOK_SEP, TOK_PAD, TOK_CLS, TOK_MASK, TOK_N_SPECIAL };
+
 /* Per-id flags. */
 enum { TOKF_PRESENT = 1, TOKF_SPECIAL = 2 };
 
@@ -119,7 +122,9 @@ struct or1_tokenizer {
 
     /* From tokenizer_config.json. */
     int32_t bos_id, eos_id;
-    char *bos_token;
+    char *special[TOK_N_SPECIAL]; /* bos_token, eos_token, ... as strings (tok_special_names), or NULL */
+    char *chat_source;            /* the Jinja chat template, rendered when no family is named */
+    size_t chat_source_len;
     const char *chat_name; /* recognised template, NULL if unknown */
     char *chat_default_system;
     bool chat_opens_think; /* the ChatML generation prompt opens <think> (QwQ) */
@@ -208,5 +213,14 @@ int tok_load_config(or1_tokenizer *t, const char *dir);
 /* Applies a tokenizer_config.json object (where names it in messages); *have_tpl: it held a
  * chat template. */
 int tok_apply_config(or1_tokenizer *t, const cJSON *cfg, const char *where, bool *have_tpl);
+/* The names of the special tokens a chat template sees (transformers' special_tokens_map). */
+extern const char *const tok_special_names[TOK_N_SPECIAL];
+/* Sets special token i (TOK_BOS, TOK_EOS, ...) to a copy of text (NULL: none); a GGUF loader
+ * calls it with the token strings of its metadata. */
+void tok_set_special(or1_tokenizer *t, int i, const char *text);
+/* Takes a copy of a Jinja chat template source (tokenizer_config.json's chat_template, the
+ * chat_template.jinja file, or GGUF's tokenizer.chat_template) and recognises its family;
+ * or1_tokenizer_chat renders it when no family is named. */
+int tok_set_chat_source(or1_tokenizer *t, const char *src, size_t len);
 
 #endif

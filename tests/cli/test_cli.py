@@ -43,6 +43,7 @@ FLAGS = {
     "tokenize": ["tokenizer", "input", "output", "add-special", "split-special"],
     "detokenize": ["tokenizer", "input", "output", "skip-special"],
     "chat": ["tokenizer", "input", "output", "template", "no-generation-prompt", "chat-template-kwargs"],
+    "render-template": ["template", "input", "output"],
     "gen-arith": ["n", "seed", "split", "min-ops", "max-ops", "out", "traces", "tokenizer", "noise", "guess",
                   "split-products", "tool"],
     "sft": ["model", "data", "out", "tokenizer", "steps", "batch", "warmup", "micro-batch-tokens", "seed",

@@ -93,6 +93,10 @@ def inputs():
                  "many_tensors": gguf_file(infos=gguf_records(300_000, "tensor"), n_tensors=300_000),
                  "many_strings": gguf_file(b"\x01\x00\x00\x00\x00\x00\x00\x00s\x09\x00\x00\x00\x08\x00\x00\x00"
                                            + (1_000_000).to_bytes(8, "little") + bytes(8_000_000), 1)},
+        "jinja": {"deep_parens": b"{{ " + b"(" * DEEP + b"1" + b")" * DEEP + b" }}",
+                  "deep_blocks": b"{% if true %}" * DEEP + b"x",
+                  "long_loop": b"{% for i in range(99999) %}{% for j in range(99999) %}{{ i }}{% endfor %}{% endfor %}",
+                  "long_source": b"x" * (5 << 20)},
     }
 
 
@@ -114,6 +118,10 @@ EXPECT = {
     ("set_value", "deep"): "nest",
     ("set_value", "deep_map"): "nest",
     ("gguf", "many_keys_duplicate"): "key \"k0\" appears twice",
+    ("jinja", "deep_parens"): "nested too deeply",
+    ("jinja", "deep_blocks"): "nested too deeply",
+    ("jinja", "long_loop"): "MiB",
+    ("jinja", "long_source"): "larger than 4 MiB",
 }
 
 

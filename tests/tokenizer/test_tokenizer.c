@@ -604,18 +604,26 @@ static void test_chat(void) {
         int rc = or1_tokenizer_chat(t, cases[i].tpl, m, cases[i].n, &v, &out);
         CHECK(rc == 0 && !strcmp(out, cases[i].want), "chat %s: \"%s\"", cases[i].tpl ? cases[i].tpl : "default", out ? out : or1_error());
         free(out);
+        out = NULL; /* the CHECK messages may read it before the next call sets it */
     }
     or1_chat_message sys[] = {{"system", "S1"}, {"user", "u"}, {"system", "S2"}};
     char *out = NULL;
     const or1_chat_vars gen = or1_chat_vars_default();
     CHECK(or1_tokenizer_chat(t, "deepseek", sys, 3, &gen, &out) == 0 && !strcmp(out, "<|bos|>S1\n\nS2<｜User｜>u<｜Assistant｜>"), "deepseek system prompts");
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     CHECK(or1_tokenizer_chat(t, "deepseek-r1", sys, 3, &gen, &out) == 0 && !strcmp(out, "<|bos|>S2<｜User｜>u<｜Assistant｜><think>\n"), "deepseek-r1 keeps the last system prompt");
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     CHECK(or1_tokenizer_chat(t, NULL, sys, 2, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nS1<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"), "chatml with its own system prompt");
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_chat_message odd[] = {{"tool", "x"}};
-    CHECK(or1_tokenizer_chat(t, NULL, odd, 1, &gen, &out) != 0 && strstr(or1_error(), "tool"), "unknown role refused");
+    CHECK(or1_tokenizer_chat(t, NULL, odd, 1, &gen, &out) == 0 && !strcmp(out, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>tool\nx<|im_end|>\n<|im_start|>assistant\n"),
+          "the model's own template renders any role: %s", out ? out : or1_error());
+    free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
+    CHECK(or1_tokenizer_chat(t, "chatml", odd, 1, &gen, &out) != 0 && strstr(or1_error(), "tool"), "a C family refuses an unknown role");
     CHECK(or1_tokenizer_chat(t, "jinja", m, 1, &gen, &out) != 0 && strstr(or1_error(), "jinja"), "unknown template refused");
     or1_tokenizer_free(t);
     const char *bad = "{\"chat_template\": 7}";
@@ -626,8 +634,11 @@ static void test_chat(void) {
     const char *unk = "{\"chat_template\": \"{{ messages }}\"}";
     write_file("chat", "tokenizer_config.json", unk, strlen(unk));
     t = or1_tokenizer_load(d);
-    CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) != 0,
-          "unknown template kind needs a name");
+    CHECK(t && or1_tokenizer_chat_template(t) == NULL && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) == 0 &&
+              !strcmp(out, "[{'role': 'user', 'content': '2+2?'}]"),
+          "a template of no known family is rendered all the same: %s", out ? out : or1_error());
+    free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     const char *math =
         "{\"chat_template\": \"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\\\nPlease "
@@ -637,9 +648,10 @@ static void test_chat(void) {
     const or1_chat_vars no_gen = {false, OR1_CHAT_UNDEFINED};
     CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &no_gen, &out) == 0 &&
               !strcmp(out, "<|im_start|>system\nPlease reason step by step, and put your final answer within "
-                           "\\boxed{}.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n"),
+                           "\\boxed{}.<|im_end|>\n"),
           "default system prompt with braces and an escaped backslash: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     const char *qwq = "{\"chat_template\": \"{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\\\n' + "
                       "m['content'] + '<|im_end|>\\\\n'}}{% endfor %}{{ '<|im_start|>assistant\\\\n<think>\\\\n' }}\"}";
@@ -649,6 +661,7 @@ static void test_chat(void) {
               !strcmp(out, "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n"),
           "ChatML generation that opens <think>: %s", out ? out : or1_error());
     free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     const char *jinja = "{{ bos_token }}{% for m in messages %}<｜User｜>{{ m['content'] }}{% endfor %}"
                         "{{ '<｜Assistant｜><think>\\n' }}";
@@ -658,6 +671,21 @@ static void test_chat(void) {
     t = or1_tokenizer_load(d);
     name = t ? or1_tokenizer_chat_template(t) : NULL;
     CHECK(name && !strcmp(name, "deepseek-r1"), "template from chat_template.jinja: %s", name ? name : "NULL");
+    or1_tokenizer_free(t);
+    const char *vars = "{{ bos_token }}|{{ eos_token is defined }}|{{ tools }}|{{ documents }}|{{ enable_thinking is defined }}|"
+                       "{{ add_generation_prompt }}|{{ messages | tojson }}\n";
+    write_file("chat", "chat_template.jinja", vars, strlen(vars));
+    t = or1_tokenizer_load(d);
+    or1_chat_vars think = {false, 1};
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) == 0 &&
+              !strcmp(out, "<|bos|>|False|None|None|False|True|[{\"role\": \"user\", \"content\": \"2+2?\"}]"),
+          "transformers' variables (special tokens named in the config only): %s", out ? out : or1_error());
+    free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
+    CHECK(t && or1_tokenizer_chat(t, NULL, m, 0, &think, &out) == 0 && !strcmp(out, "<|bos|>|False|None|None|True|False|[]"),
+          "enable_thinking passed when set: %s", out ? out : or1_error());
+    free(out);
+    out = NULL; /* the CHECK messages may read it before the next call sets it */
     or1_tokenizer_free(t);
     remove(write_file("chat", "chat_template.jinja", "", 0));
     write_file("chat", "tokenizer_config.json", "{", 1);

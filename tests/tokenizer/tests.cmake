@@ -29,3 +29,10 @@ endforeach()
 add_test(NAME tokenizer_cli_errors
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli_errors.sh $<TARGET_FILE:or1> ${OR1_TOK_REF_DIR}/qwen2_5)
 set_tests_properties(tokenizer_cli_errors PROPERTIES FIXTURES_REQUIRED tokenizer_files)
+# The Jinja interpreter against jinja2 configured as transformers configures it, over the chat
+# templates of tests/tokenizer/templates.
+or1_venv_test(tokenizer_jinja_oracle ${CMAKE_CURRENT_LIST_DIR}/jinja_oracle.py $<TARGET_FILE:or1>
+              ${CMAKE_CURRENT_LIST_DIR}/templates TIMEOUT 300)
+add_executable(test_jinja ${CMAKE_CURRENT_LIST_DIR}/test_jinja.c)
+target_link_libraries(test_jinja PRIVATE or1lib)
+add_test(NAME tokenizer_jinja_unit COMMAND test_jinja)
