@@ -30,6 +30,11 @@ from or1test.check import Checker
 # of a quantized block moves log-probs by 1e-2 to 10, a row permutation by whole nats.
 ATOL = 2e-3
 
+# Q8_0 rounds each weight to 1/254 of its block's largest: llama.cpp's log-probs on such a file
+# stay within about a tenth of a nat a token of the F32 file's on average (0.094 measured); a Q8_0 block
+# written wrong (a scale, a row order) moves them by whole nats.
+Q8_DRIFT = 0.3
+
 PROMPTS = [
     "What is the capital of France?",
     "What is 47 + 38? Put the final answer in \\boxed{}.",
@@ -211,12 +216,11 @@ def part_export(chk, or1, model, tmp):
             continue
         x = gguf.quants.dequantize(want[t.name].data, want[t.name].tensor_type)
         q = gguf.quants.quantize(x.reshape(-1, x.shape[-1]).astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
-        if "attn_q" in t.name or "attn_k" in t.name:
-            continue  # both files hold llama.cpp's row order, checked through the logits above
         chk.ok(bytes(np.asarray(t.data).tobytes()) == bytes(q.tobytes()), f"{t.name}: or1's Q8_0 bytes != gguf-py's")
     lq = llama(q8)
-    text = lq.detokenize(llama_greedy(lq, prompts[0], 16)).decode("utf-8", "replace")
-    chk.ok("Paris" in text, f"llama.cpp on or1's Q8_0 export answers {text!r}")
+    drift = max(float(np.abs(llama_logprobs(lq, s)[0] - llama_logprobs(a, s)[0]).mean()) for s in seqs)
+    print(f"llama.cpp on or1's Q8_0 export against the F32 file: mean |d log p| up to {drift:.3g}")
+    chk.ok(drift < Q8_DRIFT, f"llama.cpp's log-probs on or1's Q8_0 export drift {drift:.3g} nats a token from F32")
 
 
 PARTS = {"tokenizer": part_tokenizer, "forward": part_forward, "export": part_export}
