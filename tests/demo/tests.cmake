@@ -26,4 +26,8 @@ if(NOT OR1_SANITIZE)
   # The tool-use demo shortened (make run-tools): its path beyond train_tools, which both passes run.
   or1_demo_test(tools_demo test_tools_demo.py)
   set_tests_properties(demo_tools_demo PROPERTIES TIMEOUT 1200)
+  # The real-model demo shortened (make run-smollm2): SmolLM2's GGUF file (tests/real's fixture).
+  or1_demo_test(smollm2_demo test_smollm2_demo.py)
+  set_tests_properties(demo_smollm2_demo PROPERTIES TIMEOUT 1500 FIXTURES_REQUIRED real_model)
+  set_property(TEST demo_smollm2_demo APPEND PROPERTY ENVIRONMENT OMP_NUM_THREADS=2)
 endif()
