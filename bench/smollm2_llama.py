@@ -11,11 +11,10 @@ batch (logits of each prompt's last token only); each sequence's first new token
 those logits; then N - 1 decode steps each take one batch of B tokens (token i: sequence i, at its
 next position, logits on) and pick each next token as the argmax of its logits (numpy over the
 [B, vocab] logits llama.cpp returns). Prints one JSON line: seconds of loading, of the prefill
-(with the first token) and of the N - 1 decode steps, the share of those spent in the argmax, and
-the tokens of every sequence.
+(with the first token) and of the N - 1 decode steps, the CPU seconds of those steps (every
+thread of the process), the seconds of them spent in the argmax, and the tokens of every sequence.
 """
 import argparse
-import ctypes
 import json
 import time
 
@@ -89,7 +88,7 @@ def run(path, prompts, new, threads):
         if a + 2048 < len(rows):  # llama.cpp keeps only the last batch's logits
             fail("prompts longer than one batch of 2048 tokens")
     out = [[int(t)] for t in argmax_logits(ctx, B, vocab)]
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     pick = 0.0
     for step in range(1, new):
         fill(batch, [(out[i][-1], len(p) + step - 1, i, True) for i, p in enumerate(prompts)])
@@ -98,11 +97,11 @@ def run(path, prompts, new, threads):
         for i, t in enumerate(argmax_logits(ctx, B, vocab)):
             out[i].append(int(t))
         pick += time.perf_counter() - tp
-    t3 = time.perf_counter()
+    t3, c3 = time.perf_counter(), time.process_time()
     L.llama_batch_free(batch)
     L.llama_free(ctx)
     L.llama_model_free(model)
-    return dict(load_s=t1 - t0, prefill_s=t2 - t1, decode_s=t3 - t2, pick_s=pick,
+    return dict(load_s=t1 - t0, prefill_s=t2 - t1, decode_s=t3 - t2, decode_cpu_s=c3 - c2, pick_s=pick,
                 decode_tokens=B * (new - 1), tokens=out)
 
 
