@@ -16,22 +16,15 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import time
+
+from demo import read_metrics, sh  # demo/ is this script's folder
 
 MODEL = "build/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 QUESTION = "What is {a} + {b}? Put the final answer in \\boxed{{}}."
 EXAMPLE = (23, 45)  # the worked example turn every prompt starts with
 EVAL_N, EVAL_T, EVAL_LEN = 8, 1.0, 64
-
-
-def sh(cmd, capture=False):
-    """Runs a command (stderr to the terminal, so progress shows); stops the demo on failure."""
-    r = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE if capture else None, text=True)
-    if r.returncode != 0:
-        sys.exit(f"smollm2: {' '.join(map(str, cmd[:3]))} ... failed (exit {r.returncode})")
-    return r.stdout
 
 
 def row(a, b, split):
@@ -59,19 +52,9 @@ def task_rows(run, n_train, n_test):
 
 def held_out(or1, model, rows, dump):
     """avg@8 at temperature 1 on the held-out rows under the strict reward, from `or1 eval`."""
-    rep = json.loads(sh([or1, "eval", "--model", model, "--data", rows, "--n", EVAL_N, "--temperature", EVAL_T,
-                         "--max-new-tokens", EVAL_LEN, "--seed", 7, "--strict-box", "--dump", dump], True))
+    rep = json.loads(sh([or1, "eval", "--model", model, "--data", rows, "--n", str(EVAL_N), "--temperature", str(EVAL_T),
+                         "--max-new-tokens", str(EVAL_LEN), "--seed", "7", "--strict-box", "--dump", dump], True))
     return rep["overall"][f"avg@{EVAL_N}"]
-
-
-def read_metrics(path):
-    """Training rows and validation rows of metrics.jsonl."""
-    steps, evals = [], []
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            (evals if r.get("type") == "eval" else steps).append(r)
-    return steps, evals
 
 
 def plot(path, runs):
