@@ -318,6 +318,34 @@ def cat_truncated(rng, g, v):
     return text[:rng.randint(len(text) // 2, len(text))], "wrong"
 
 
+def cat_units_box(rng, g, v):
+    """Any gold with a unit word inside its box (\\boxed{g\\text{ units}}): Math-Verify drops a
+    trailing \\text{...} of a boxed answer whatever comes before it."""
+    unit = rng.choice(UNITS)
+    form = rng.choice((f"{g}\\text{{ {unit}}}", f"{g} \\text{{ {unit}}}", f"{g}\\text{{{unit}}}",
+                       f"{g} \\mbox{{ {unit}}}"))
+    return reasoning(rng, rng.randint(1, 3)) + "\n\n" + rng.choice((
+        f"Therefore, the answer is $\\boxed{{{form}}}$.", f"\\[ \\boxed{{{form}}} \\]",
+        f"So the final answer is \\boxed{{{form}}}.")), "same"
+
+
+def cat_answer_plain(rng, g, v):
+    """No box and no math delimiters: the gold as written after an answer phrase ("The answer is
+    52_8.", "... the value is -\\frac{\\pi}{6}")."""
+    r = reasoning(rng, rng.randint(2, 6))
+    tail = rng.choice((f"The answer is {g}.", f"Thus the value is {g}", f"So the answer is {g}",
+                       f"Answer: {g}", f"Hence the final answer is {g}."))
+    return r + "\n\n" + tail, "same"
+
+
+def cat_display_words(rng, g, v):
+    """No box: the gold in display math with a word after it (\\[ g\\text{ degrees} \\])."""
+    unit = rng.choice(UNITS)
+    form = rng.choice((f"\\[ {g}\\text{{ {unit}}} \\]", f"\\[\n{g} \\text{{ {unit}}}\n\\]",
+                       f"$$ {g}\\text{{ {unit}}} $$", f"\\[{g}\\text{{ {unit}}}\\]"))
+    return reasoning(rng, rng.randint(2, 6)) + "\n\nSo the result is\n" + form, "same"
+
+
 CATEGORIES = {
     "boxed": cat_boxed, "latex-variants": cat_latex, "number-forms": cat_number,
     "thousands": cat_thousands, "thousands-space": cat_thousands_space, "units": cat_units,
@@ -325,6 +353,7 @@ CATEGORIES = {
     "intervals": cat_interval, "sqrt-forms": cat_sqrt, "long-reasoning": cat_long, "think": cat_think,
     "think-unclosed": cat_think_open, "wrong-number": cat_wrong_number, "wrong-string": cat_wrong_string,
     "wrong-unit": cat_wrong_unit, "wrong-think": cat_wrong_think, "truncated": cat_truncated,
+    "units-in-box": cat_units_box, "answer-plain": cat_answer_plain, "display-words": cat_display_words,
 }
 
 
