@@ -88,6 +88,9 @@ bool mv_expired(mv_ctx *c);
 
 /* Normalises an answer's LaTeX into the arena (units, spacing, \left, \dfrac, \text...). */
 char *mv_normalize(mv_ctx *c, const char *s, size_t n);
+/* Math-Verify's unit at the end of an extracted answer (math_norm.c): cut, or kept as a factor
+ * when the answer ends in whitespace; text is malloc'd, the result replaces it. */
+char *mv_answer_units(char *text);
 /* The string-comparison key of a normalised answer (no whitespace). */
 char *mv_string_key(mv_ctx *c, const char *norm);
 /* Parses a normalised answer; on any failure a text answer holding the string key. */

@@ -3,7 +3,10 @@
  * commands, no $ or \% signs, no degree marks and no trailing units or full stop. */
 #include "math_internal.h"
 
+#include "or1/core.h"
+
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Output buffer in the arena with a hard capacity (3x the input plus slack suffices). */
@@ -371,4 +374,93 @@ char *mv_string_key(mv_ctx *c, const char *norm) {
         if (!isspace((unsigned char)norm[i])) k[j++] = norm[i];
     k[j] = '\0';
     return k;
+}
+
+/* Commands Math-Verify reads as \text before it looks for a unit at the end of an answer. */
+static const char *const UNIT_TEXT[] = {"text", "mbox", "mathrm", "mathit", "mathbf", "textnormal",
+                                        "textbf", "textit", "textrm"};
+
+/* Length of the text-like command "\name{" at s[i] whose group Math-Verify can take for a unit
+ * (not an empty one, nor \mathrm{T}, {d} or {th}, which it rewrites first); 0 if none. */
+static size_t unit_text_at(const char *s, size_t n, size_t i) {
+    if (s[i] != '\\') return 0;
+    for (size_t u = 0; u < sizeof UNIT_TEXT / sizeof UNIT_TEXT[0]; u++) {
+        size_t k = strlen(UNIT_TEXT[u]);
+        if (i + 1 + k >= n || strncmp(s + i + 1, UNIT_TEXT[u], k) != 0 || s[i + 1 + k] != '{') continue;
+        const char *arg = s + i + 2 + k;
+        size_t m = 0;
+        while (arg + m < s + n && arg[m] != '}') m++;
+        size_t sp = 0;
+        while (sp < m && isspace((unsigned char)arg[sp])) sp++;
+        if (sp == m) return 0;
+        if (arg[sp] == ',') sp++;
+        while (sp < m && isspace((unsigned char)arg[sp])) sp++;
+        size_t w = m;
+        while (w > sp && isspace((unsigned char)arg[w - 1])) w--;
+        if (word_is(arg + sp, w - sp, "and") || word_is(arg + sp, w - sp, "or")) return 0;
+        if (u == 2 && ((m == 1 && (*arg == 'T' || *arg == 'd')) || (m == 2 && !strncmp(arg, "th", 2)))) return 0;
+        return k + 2;
+    }
+    return 0;
+}
+
+/* True if s[0..n) ends as Math-Verify's unit pattern wants: "}" (so "}{^2}" too) or "}^d". */
+static bool ends_unit_group(const char *s, size_t n) {
+    if (n >= 1 && s[n - 1] == '}') return true;
+    return n >= 3 && s[n - 3] == '}' && s[n - 2] == '^' && isdigit((unsigned char)s[n - 1]);
+}
+
+/* True if s[0..n) holds something other than whitespace. */
+static bool has_text(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isspace((unsigned char)s[i])) return true;
+    return false;
+}
+
+/* True if the group of the command at s[i] (cmd bytes up to its '{') is a unit or1 also takes
+ * for one (a word list, or a letter after a space: "\\text{i}" stays the imaginary unit) and
+ * what comes before it, s[0..i), is a value: not blank, not a bare "x =" (a word answer to an
+ * assignment, "x = \\text{east}", stays that word). */
+static bool unit_after_value(const char *s, size_t n, size_t i, size_t cmd) {
+    const char *t = s + i + cmd;
+    size_t tn = 0;
+    while (t + tn < s + n && t[tn] != '}') tn++;
+    bool lead = tn > 1 && (t[0] == ' ' || t[0] == '~') && isalpha((unsigned char)t[1]);
+    size_t b = i;
+    while (b > 0 && isspace((unsigned char)s[b - 1])) b--;
+    return (is_wordy(t, tn) || lead) && b > 0 && s[b - 1] != '=';
+}
+
+/* Math-Verify's reading of a unit at the end of an extracted answer (its normaliser's unit
+ * step, on the answer as written): when the answer ends with a "}" (a "^2" after it allowed),
+ * everything from its first \text{...}-like group on is a unit and is cut, provided something
+ * comes before it ("p - q\text{ units}" is "p - q"). When nothing is cut, because the answer
+ * ends with whitespace ("\[ 15\text{ cm} \]") or nothing comes before its first group
+ * ("\text{(C)}\text{ cm}"), Math-Verify reads the last group's word as a symbol multiplying
+ * what comes before (15*cm); or1 writes an explicit "\cdot " before that group so that its
+ * normaliser keeps the word. text is malloc'd; returns it or its replacement. */
+char *mv_answer_units(char *text) {
+    size_t n = strlen(text), t = n;
+    while (t > 0 && isspace((unsigned char)text[t - 1])) t--;
+    if (!ends_unit_group(text, t)) return text;
+    size_t first = n, last = n, cmd_first = 0, cmd_last = 0;
+    for (size_t i = 0; i < t; i++) {
+        size_t k = unit_text_at(text, t, i);
+        if (!k) continue;
+        if (first == n) first = i, cmd_first = k;
+        last = i, cmd_last = k;
+    }
+    if (first == n) return text;
+    if (t == n && has_text(text, first)) {
+        if (unit_after_value(text, t, first, cmd_first)) text[first] = '\0';
+        return text;
+    }
+    const char *close = strchr(text + last, '}');
+    if (close != text + t - 1 || !unit_after_value(text, t, last, cmd_last)) return text;
+    char *out = or1_malloc(n + 8);
+    memcpy(out, text, last);
+    memcpy(out + last, " \\cdot ", 7);
+    memcpy(out + last + 7, text + last, n - last + 1);
+    free(text);
+    return out;
 }

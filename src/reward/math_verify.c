@@ -149,8 +149,8 @@ static answer extract_answer(const char *s, size_t n, const or1_math_limits *lim
         a.text = or1_strdup("");
         return a;
     }
-    a.text = answer_text(s, &sp);
-    if (alt.n > 0 && mv_malformed(a.text, lim)) a.alt = answer_text(s, &alt);
+    a.text = mv_answer_units(answer_text(s, &sp));
+    if (alt.n > 0 && mv_malformed(a.text, lim)) a.alt = mv_answer_units(answer_text(s, &alt));
     return a;
 }
 
@@ -207,7 +207,7 @@ static answer gold_answer(const char *gold, const or1_math_limits *lim) {
         if (a.text[0]) return a;
         answer_free(&a);
     }
-    return (answer){or1_strdup(gold), NULL};
+    return (answer){mv_answer_units(or1_strdup(gold)), NULL};
 }
 
 /* The limits of one step of a call started at t0: lim with the time left (false, and
