@@ -227,6 +227,29 @@ static bool box_answer(const char *s, size_t from, size_t to, mv_spans *out) {
     return true;
 }
 
+/* The end of a base subscript ("_8", "_{5}") after the whole number s[i..e), else e: "52_8" is
+ * one answer, read whole, never the 52 or the 8 alone. */
+static size_t base_end(const char *s, size_t n, size_t i, size_t e) {
+    for (size_t k = i; k < e; k++)
+        if (!isdigit((unsigned char)s[k])) return e;
+    if (e + 1 >= n || s[e] != '_') return e;
+    bool brace = s[e + 1] == '{';
+    size_t k = e + 1 + brace, d = k;
+    while (k < n && isdigit((unsigned char)s[k])) k++;
+    if (k == d || (brace && (k >= n || s[k] != '}'))) return e;
+    return k + brace;
+}
+
+/* True if the digits ending at s[e - 1] are a subscript ("_8", "_{5}"); *sub gets the '_'. */
+static bool subscript_digits(const char *s, size_t from, size_t e, size_t *sub) {
+    size_t a = e;
+    while (a > from && isdigit((unsigned char)s[a - 1])) a--;
+    if (a > from && s[a - 1] == '{') a--;
+    if (a <= from || s[a - 1] != '_') return false;
+    *sub = a - 1;
+    return true;
+}
+
 /* The end of the number (digits with ',' '.' or ' ' separators, a '/' fraction, a '%')
  * starting at s[i], a digit. */
 static size_t number_end(const char *s, size_t n, size_t i) {
@@ -240,7 +263,7 @@ static size_t number_end(const char *s, size_t n, size_t i) {
         else break;
     }
     if (e < n && s[e] == '%') e++;
-    return e;
+    return base_end(s, n, i, e);
 }
 
 /* The end of an arithmetic run "n op n op n" (+ - * / ^ and ×) starting with the number
@@ -300,12 +323,22 @@ static bool first_number(const char *s, size_t from, size_t to, size_t *start, s
     return false;
 }
 
+/* True unless the number starting at s[a] opens a brace group ("\\frac{1}{}", "\\sqrt{5}"):
+ * Math-Verify's plain-number pattern never reads a number right after "{". */
+static bool number_anchored(const char *s, size_t from, size_t a) {
+    return a == from || s[a - 1] != '{';
+}
+
 /* The last number in s[from..to) not glued to a word; false if none. */
 static bool last_number(const char *s, size_t from, size_t to, size_t *start, size_t *len) {
     for (size_t e = to; e > from; e--) {
         if (!isdigit((unsigned char)s[e - 1])) continue;
         size_t a;
-        if (number_start(s, from, e, &a) && !(e < to && isalpha((unsigned char)s[e]) && e + 1 < to &&
+        if (subscript_digits(s, from, e, &a)) {
+            e = a + 1; /* the number before the '_' is read with its subscript */
+            continue;
+        }
+        if (number_start(s, from, e, &a) && number_anchored(s, from, a) && !(e < to && isalpha((unsigned char)s[e]) && e + 1 < to &&
                                                !isalpha((unsigned char)s[e + 1]) && s[e + 1] != ' ')) {
             size_t b = a;
             while (b < e && !isdigit((unsigned char)s[b])) b++;
@@ -318,30 +351,31 @@ static bool last_number(const char *s, size_t from, size_t to, size_t *start, si
     return false;
 }
 
-/* The span of the last "\\frac{..}{..}" (or \\dfrac, \\tfrac) of s[from..to) with a leading
- * minus sign; false if none closes. Each group is read within 200 bytes. */
+/* The end of a plain number "-12", "3.5" or "0,25" written at s[i..to), or 0 if none is there. */
+static size_t plain_number_end(const char *s, size_t i, size_t to) {
+    if (i < to && s[i] == '-') i++;
+    size_t d = i;
+    while (i < to && isdigit((unsigned char)s[i])) i++;
+    if (i == d) return 0;
+    if (i + 1 < to && (s[i] == '.' || s[i] == ',') && isdigit((unsigned char)s[i + 1]))
+        for (i++; i < to && isdigit((unsigned char)s[i]); i++) {
+        }
+    return i;
+}
+
+/* The span of the last fraction of s[from..to) that Math-Verify reads outside a math span:
+ * "\frac{a}{b}" written exactly so, a and b plain numbers, with a minus sign right before it
+ * ("\frac{\pi}{6}", "\dfrac{1}{2}" and "\frac 12" are not read, as its pattern wants); false
+ * if none. */
 static bool last_fraction(const char *s, size_t from, size_t to, size_t *start, size_t *len) {
     for (size_t i = to; i-- > from;) {
-        if (s[i] != '\\') continue;
-        size_t k = i + 1;
-        if (k < to && (s[k] == 'd' || s[k] == 't')) k++;
-        if (k + 4 > to || memcmp(s + k, "frac", 4) != 0) continue;
-        k += 4;
-        for (int g = 0; g < 2; g++) {
-            while (k < to && s[k] == ' ') k++;
-            if (k >= to || s[k] != '{') return false;
-            int d = 0;
-            size_t lim = k + 200 < to ? k + 200 : to, e = k;
-            for (; e < lim; e++)
-                if (s[e] == '{') d++;
-                else if (s[e] == '}' && --d == 0) break;
-            if (e >= lim) return false;
-            k = e + 1;
-        }
-        size_t a = i;
-        while (a > from && s[a - 1] == ' ') a--;
-        *start = a > from && s[a - 1] == '-' ? a - 1 : i;
-        *len = k - *start;
+        if (s[i] != '\\' || i + 6 > to || memcmp(s + i + 1, "frac{", 5) != 0) continue;
+        size_t k = plain_number_end(s, i + 6, to);
+        if (!k || k + 1 >= to || s[k] != '}' || s[k + 1] != '{') continue;
+        size_t e = plain_number_end(s, k + 2, to);
+        if (!e || e >= to || s[e] != '}') continue;
+        *start = i > from && s[i - 1] == '-' ? i - 1 : i;
+        *len = e + 1 - *start;
         return true;
     }
     return false;
