@@ -164,8 +164,11 @@ def check_known(rows):
     print(f"mv_known.jsonl: {kept} kept disagreements and {len(rows) - kept} fixed agreements checked")
 
 
-def check_corpus(rows):
-    """Per category and overall agreement on the corpus, the disagreements by class, floors."""
+def check_corpus(rows, every):
+    """Per category and overall agreement on the corpus, the disagreements by class, floors. The
+    category floors hold on the whole corpus; on every n-th pair (the sanitizer builds) a
+    category has 125 pairs, where two of its rare disagreements already fall under 99%, so
+    only the overall floor is checked there."""
     n_all = agree_all = 0
     classes = collections.Counter()
     print(f"{'category':26} {'pairs':>6} {'agree':>6} {'%':>7}  known  other")
@@ -181,7 +184,7 @@ def check_corpus(rows):
             continue
         n_all, agree_all = n_all + n, agree_all + agree
         floor = CATEGORY_FLOORS.get(cat, CATEGORY_FLOOR)
-        check(pct(agree, n) >= floor, f"{cat}: agreement {pct(agree, n):.2f}% < {floor}%")
+        check(every > 1 or pct(agree, n) >= floor, f"{cat}: agreement {pct(agree, n):.2f}% < {floor}%")
         for r in [r for r, c in zip(bad, names) if not c][:SHOW] + [r for r, c in zip(bad, names) if c][:SHOW]:
             print(show(r) + f" [{classify(r) or 'unexplained'}]")
     print(f"corpus overall (categories meant to agree): {agree_all}/{n_all} ({pct(agree_all, n_all):.3f}%)")
@@ -226,7 +229,7 @@ def main():
           f"(its timer {or1_s:.2f} s), Math-Verify {t2 - t1:.1f} s on {a.workers} workers")
     check_shipped(shipped)
     check_known(known)
-    check_corpus(pairs)
+    check_corpus(pairs, a.every)
     finish("math_verify_oracle")
 
 
