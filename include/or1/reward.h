@@ -26,12 +26,15 @@ typedef struct {
 #define OR1_REWARD_OPTIONS(X)                                                                                 \
     X("reward.strict_box", "strict-box", strict_box, bool, false, 0, 1,                                       \
       "math: a response's answer is the content of its last \\boxed{} alone and a response without one "    \
-      "scores 0 (verl's DAPO strict_box_verify); off: the recipe's Math-Verify extraction")
+      "scores 0 (verl's DAPO strict_box_verify); off: the recipe's Math-Verify extraction")               \
+    X("reward.keep_base", "keep-base", keep_base, bool, false, 0, 1,                                          \
+      "math: a base subscript is part of its number (2516_9 is not 2516_8); off: Math-Verify drops it "       \
+      "(2516_9 = 2516_8 = 2516)")
 #define OR1_REWARD_FIELD(key, flag, field, type, def, lo, hi, help) type field;
 
 /* How a batch is scored: the rows of OR1_REWARD_OPTIONS and the code sandbox's time limit. */
 typedef struct {
-    OR1_REWARD_OPTIONS(OR1_REWARD_FIELD) /* strict_box */
+    OR1_REWARD_OPTIONS(OR1_REWARD_FIELD) /* strict_box, keep_base */
     double code_timeout;                 /* CPU seconds per code test (reward.code_timeout) */
 } or1_reward_opts;
 

@@ -33,6 +33,8 @@ typedef struct {
     double time_limit_s;       /* wall clock per call; <= 0 means no clock check */
     bool strict_box;           /* read only the content of the last \boxed{...} (no box: no answer);
                                   not a bound but how far the reading goes (or1_reward_opts) */
+    bool keep_base;            /* a base subscript is part of its number (2516_9 != 2516_8); off:
+                                  Math-Verify drops it (2516_9 = 2516_8 = 2516) (or1_reward_opts) */
 } or1_math_limits;
 
 /* The default bounds: 1 MiB responses, 8 KiB answers, 8 MiB scratch, depth 64,

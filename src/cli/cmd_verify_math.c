@@ -69,6 +69,7 @@ static int cmd_verify_math(cli_args *a) {
     or1_reward_opts ro = {0};
     cli_reward_flags(a, &ro);
     lim.strict_box = ro.strict_box;
+    lim.keep_base = ro.keep_base;
     if (cli_check_unused(a) != 0) return 2;
     FILE *out = stdout;
     if (strcmp(outp, "-") != 0 && !(out = fopen(outp, "w")))

@@ -34,6 +34,7 @@ static or1_reward verify_math(const or1_reward_job *j, const or1_reward_opts *o,
     or1_math_limits lim;
     or1_math_limits_defaults(&lim);
     lim.strict_box = o->strict_box;
+    lim.keep_base = o->keep_base;
     or1_math_result r;
     if (or1_math_verify_json(j->response, j->ground_truth, &lim, &r) != 0)
         return failed(OR1_REWARD_VERIFIER_ERROR, or1_error());

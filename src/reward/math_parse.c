@@ -194,8 +194,17 @@ static bool comma_group(const char *s, size_t n, size_t i) {
            isdigit((unsigned char)s[i + 3]) && (i + 4 >= n || !isdigit((unsigned char)s[i + 4]));
 }
 
+/* The end of a base subscript "_8" or "_{8}" at s[i] == '_', or 0 if digits do not follow. */
+static size_t base_subscript_end(const char *s, size_t n, size_t i) {
+    bool brace = i + 1 < n && s[i + 1] == '{';
+    size_t k = i + 1 + brace, d = k;
+    while (k < n && isdigit((unsigned char)s[k])) k++;
+    if (k == d || (brace && (k >= n || s[k] != '}'))) return 0;
+    return k + brace;
+}
+
 /* A number: digits with thousands commas (or spaces: "1 000"), a decimal part, an exponent, or a base
- * subscript (2516_8, kept as an opaque name). */
+ * subscript (2516_8: dropped, as Math-Verify drops it; kept as an opaque name with keep_base). */
 static mv_node *number(mv_parser *p) {
     const char *s = p->s;
     size_t i = p->i, n = p->n, start = i;
@@ -258,8 +267,12 @@ static mv_node *number(mv_parser *p) {
     digits[nd] = '\0';
     if (nd >= sizeof digits - 1) return bad(p);
     if (i < n && s[i] == '_' && !decimal) {
-        p->i = i;
-        return symbol(p, s + start, i - start);
+        size_t e = base_subscript_end(s, n, i);
+        if (p->c->lim->keep_base || !e) {
+            p->i = i;
+            return symbol(p, s + start, i - start);
+        }
+        i = e; /* Math-Verify's parser drops a base: 2516_8 is 2516 */
     }
     p->i = i;
     mv_node *x = node(p, N_NUM, NULL, NULL);

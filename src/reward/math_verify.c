@@ -22,6 +22,7 @@ void or1_math_limits_defaults(or1_math_limits *l) {
     l->max_work = 4000000;
     l->time_limit_s = 2.0;
     l->strict_box = false;
+    l->keep_base = false;
 }
 
 /* Equality of two answer strings: same normalised string, else same mathematics. */

@@ -21,7 +21,7 @@ MODEL = os.path.join(ROOT, "models", "arith-base")
 SAMPLING = ["n", "temperature", "top-p", "top-k", "max-new-tokens", "seed"]
 TOOLS = ["tools", "tool-timeout", "tool-output-bytes", "tool-memory-mb"]
 EVAL = ["model", "data", "tokenizer", "chat-template", "chat-template-kwargs", "dump", *SAMPLING, "max-slots", "kv-cache-gb",
-        "prefill-chunk", "code-timeout", "strict-box", *TOOLS, "device", "precision"]
+        "prefill-chunk", "code-timeout", "strict-box", "keep-base", *TOOLS, "device", "precision"]
 # Every flag of every command, written out here (not read from the program) so that a flag
 # dropped from a table, or a table the help does not show, fails the test.
 FLAGS = {
@@ -38,7 +38,7 @@ FLAGS = {
              "rollout-is", "rollout-is-low", "rollout-is-high", "offpolicy-delta", "loss-agg", "loss-scale", "loss-mode", "clip-ratio-c",
              "gspo-clip-low", "gspo-clip-high", "cispo-clip-low", "cispo-clip-high", "clip-cov-ratio", "clip-cov-lb",
              "clip-cov-ub", "kl-cov-ratio", "ppo-kl-coef", "top-entropy-quantile", "seed", "device", "precision"],
-    "verify-math": ["input", "output", "time-limit", "strict-box"],
+    "verify-math": ["input", "output", "time-limit", "strict-box", "keep-base"],
     "verify-code": ["input", "output", "workers", "memory-mb", "all-tests", "chunk"],
     "tokenize": ["tokenizer", "input", "output", "add-special", "split-special"],
     "detokenize": ["tokenizer", "input", "output", "skip-special"],

@@ -33,7 +33,8 @@ def run(text, *flags):
 
 
 def main():
-    """Good rows, the summary line, malformed inputs, an unknown flag and empty input."""
+    """Good rows, the summary line, malformed inputs, a base subscript dropped by default and kept
+    with --keep-base, an unknown flag and empty input."""
     rc, out, err, _ = run("".join(json.dumps(r) + "\n" for r, _, _ in ROWS))
     lines = out.splitlines()
     if not check(rc == 0 and len(lines) == len(ROWS), f"good input: rc={rc} lines={len(lines)} stderr={err!r}"):
@@ -53,6 +54,12 @@ def main():
     for text, place in bad_inputs:
         rc, out, err, path = run(text)
         check(rc != 0 and err.startswith("or1: ") and (path + place) in err, f"malformed {text!r}: rc={rc} stderr={err!r}")
+    base = "".join(json.dumps({"response": r, "gold": ["2516_8"]}) + "\n"
+                   for r in ("The answer is 2516_9.", "\\boxed{2516_{8}}", "\\boxed{1358}", "The value is 2516_8."))
+    for flags, want in (((), [True, True, False, True]), (("--keep-base",), [False, True, False, True])):
+        rc, out, err, _ = run(base, *flags)
+        got = [json.loads(line)["correct"] for line in out.splitlines()]
+        check(rc == 0 and got == want, f"base subscripts {flags or 'by default'}: {got}, want {want} ({err!r})")
     rc, _, err, _ = run("", "--bogus", "1")
     check(rc != 0, "unknown flag accepted")
     rc, out, err, _ = run("\n\n")

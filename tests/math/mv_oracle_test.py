@@ -56,7 +56,6 @@ KNOWN = [
     Known("comma-grouped number after 'lhs ='", _answer_is(r"^[A-Za-z]\s*=.*\d,(?:\\!)?\s*\d{3}"), (True, False)),
     Known("gold Math-Verify cannot read", lambda row: row["mv_gold_unread"], (True, False)),
     Known("set-builder gold", lambda row: any("\\mid" in g for g in row["golds"]), None),
-    Known("base subscript", _answer_is(r"\d_\{?\d"), (False, True)),
 ]
 
 
