@@ -380,8 +380,13 @@ char *mv_string_key(mv_ctx *c, const char *norm) {
 static const char *const UNIT_TEXT[] = {"text", "mbox", "mathrm", "mathit", "mathbf", "textnormal",
                                         "textbf", "textit", "textrm"};
 
+/* The longest group read as a unit word: longer ones are not units, and the bound keeps the
+ * scan of an answer full of unclosed groups linear. */
+#define UNIT_GROUP_MAX 256
+
 /* Length of the text-like command "\name{" at s[i] whose group Math-Verify can take for a unit
- * (not an empty one, nor \mathrm{T}, {d} or {th}, which it rewrites first); 0 if none. */
+ * (closed within UNIT_GROUP_MAX bytes; not an empty one, an "and" or "or", nor \mathrm{T},
+ * {d} or {th}, which it rewrites first); 0 if none. */
 static size_t unit_text_at(const char *s, size_t n, size_t i) {
     if (s[i] != '\\') return 0;
     for (size_t u = 0; u < sizeof UNIT_TEXT / sizeof UNIT_TEXT[0]; u++) {
@@ -389,7 +394,8 @@ static size_t unit_text_at(const char *s, size_t n, size_t i) {
         if (i + 1 + k >= n || strncmp(s + i + 1, UNIT_TEXT[u], k) != 0 || s[i + 1 + k] != '{') continue;
         const char *arg = s + i + 2 + k;
         size_t m = 0;
-        while (arg + m < s + n && arg[m] != '}') m++;
+        while (arg + m < s + n && arg[m] != '}' && m < UNIT_GROUP_MAX) m++;
+        if (arg + m >= s + n || arg[m] != '}') return 0;
         size_t sp = 0;
         while (sp < m && isspace((unsigned char)arg[sp])) sp++;
         if (sp == m) return 0;
@@ -418,13 +424,13 @@ static bool has_text(const char *s, size_t n) {
 }
 
 /* True if the group of the command at s[i] (cmd bytes up to its '{') is a unit or1 also takes
- * for one (a word list, or a letter after a space: "\\text{i}" stays the imaginary unit) and
+ * for one (a word list, or a letter after a space: "\text{i}" stays the imaginary unit) and
  * what comes before it, s[0..i), is a value: not blank, not a bare "x =" (a word answer to an
- * assignment, "x = \\text{east}", stays that word). */
+ * assignment, "x = \text{east}", stays that word). */
 static bool unit_after_value(const char *s, size_t n, size_t i, size_t cmd) {
     const char *t = s + i + cmd;
     size_t tn = 0;
-    while (t + tn < s + n && t[tn] != '}') tn++;
+    while (t + tn < s + n && t[tn] != '}' && tn < UNIT_GROUP_MAX) tn++;
     bool lead = tn > 1 && (t[0] == ' ' || t[0] == '~') && isalpha((unsigned char)t[1]);
     size_t b = i;
     while (b > 0 && isspace((unsigned char)s[b - 1])) b--;
