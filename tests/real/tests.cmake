@@ -17,13 +17,13 @@ if(NOT OR1_SANITIZE)
 endif()
 foreach(part ${OR1_REAL_PARTS})
   or1_venv_test(real_${part} ${CMAKE_CURRENT_LIST_DIR}/test_llama_cpp.py $<TARGET_FILE:or1> ${OR1_REAL_MODEL}
-                ${CMAKE_CURRENT_BINARY_DIR}/scratch ${part} TIMEOUT 1200 ENV OMP_NUM_THREADS=2)
+                ${CMAKE_CURRENT_BINARY_DIR}/real_scratch ${part} TIMEOUT 1200 ENV OMP_NUM_THREADS=2)
   set_tests_properties(real_${part} PROPERTIES FIXTURES_REQUIRED "venv;real_model;llama_cpp" SKIP_RETURN_CODE 77)
 endforeach()
 # GGUF files that are not a model or1 can run (gguf-py rewrites a tiny one): each refused naming
 # the key or tensor. Both passes.
 or1_venv_test(real_gguf_errors ${CMAKE_CURRENT_LIST_DIR}/test_gguf_errors.py $<TARGET_FILE:or1>
-              ${CMAKE_CURRENT_BINARY_DIR}/errors TIMEOUT 600)
+              ${CMAKE_CURRENT_BINARY_DIR}/real_errors TIMEOUT 600)
 # The io module's comparison with gguf-py on every tensor of the real file.
 if(TEST io_gguf_real)
   set_property(TEST io_gguf_real APPEND PROPERTY ENVIRONMENT OR1_GGUF_REAL=${OR1_REAL_MODEL})
