@@ -16,7 +16,7 @@ if cmp -s "$req" "$record"; then
 fi
 cache=${OR1_CACHE:-/var/cache/or1}
 mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache="$HOME/.cache/or1"
-key=$(sha256sum "$req" "$here/llama-cpp-build-constraints.txt" | sha256sum | cut -c1-16)
+key=$(cat "$req" "$here/llama-cpp-build-constraints.txt" | sha256sum | cut -c1-16)  # contents only: any clone finds it
 wheels="$cache/llama-cpp-$key"
 py="$venv/bin/python"
 if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
