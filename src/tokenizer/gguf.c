@@ -86,7 +86,7 @@ static int token_arrays(const or1_gguf_file *f, const or1_gguf_kv **tokens, cons
     return 0;
 }
 
-/* The model object: vocab (every token, first spelling wins), merges, ignore_merges; and the
+/* The model object: vocab (every token by its id), merges, ignore_merges; and the
  * added_tokens array of control (special) and user-defined tokens. */
 static int vocab_json(const or1_gguf_file *f, const pre_row *pre, cJSON *root) {
     const or1_gguf_kv *tokens, *types, *merges;
@@ -110,7 +110,7 @@ static int vocab_json(const or1_gguf_file *f, const pre_row *pre, cJSON *root) {
             free(tok);
             return or1_fail("%s: tokenizer.ggml.tokens[%llu] holds a NUL byte", f->path, (unsigned long long)i);
         }
-        if (!cJSON_GetObjectItemCaseSensitive(vocab, tok)) cJSON_AddNumberToObject(vocab, tok, (double)i);
+        cJSON_AddNumberToObject(vocab, tok, (double)i); /* a repeated spelling keeps its id too */
         if (ty == TT_CONTROL || ty == TT_USER) {
             cJSON *a = cJSON_CreateObject();
             cJSON_AddNumberToObject(a, "id", (double)i);

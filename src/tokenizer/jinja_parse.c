@@ -405,31 +405,25 @@ static jx_node *parse_not(parser *P) {
     return parse_compare(P);
 }
 
-/* "and". */
-static jx_node *parse_and(parser *P) {
-    jx_node *x = parse_not(P);
-    while (is_name(P, "and")) {
-        jx_node *y = node(P, JN_AND, cur(P));
+/* A left-associative chain of operands (parsed by next) joined by the keyword op into kind nodes:
+ * "and" and "or", one level each. */
+static jx_node *parse_chain(parser *P, const char *op, jn_kind kind, jx_node *(*next)(parser *)) {
+    jx_node *x = next(P);
+    while (is_name(P, op)) {
+        jx_node *y = node(P, kind, cur(P));
         P->i++;
         y->a = x;
-        y->b = parse_not(P);
+        y->b = next(P);
         x = y;
     }
     return x;
 }
 
+/* "and". */
+static jx_node *parse_and(parser *P) { return parse_chain(P, "and", JN_AND, parse_not); }
+
 /* "or". */
-static jx_node *parse_or(parser *P) {
-    jx_node *x = parse_and(P);
-    while (is_name(P, "or")) {
-        jx_node *y = node(P, JN_OR, cur(P));
-        P->i++;
-        y->a = x;
-        y->b = parse_and(P);
-        x = y;
-    }
-    return x;
-}
+static jx_node *parse_or(parser *P) { return parse_chain(P, "or", JN_OR, parse_and); }
 
 /* A full expression: "a if cond else b" (the else optional: undefined). */
 static jx_node *parse_expr(parser *P) {

@@ -3,6 +3,7 @@
  * needs (trainer_state.json, a reset reference). */
 #include "or1/core.h"
 #include "or1/io.h"
+#include "or1/io_gguf.h"
 #include "internal.h"
 
 #include <cjson/cJSON.h>
@@ -45,9 +46,12 @@ static int write_state_files(const trainer *t, const char *dir) {
 }
 
 /* Puts the tokenizer's files into the checkpoint: copies when they live outside the model
- * folder, written from the metadata when the tokenizer is a GGUF file. */
+ * folder (or1_model_save copied the model folder's own), written from the metadata when the
+ * tokenizer is a GGUF file. */
 static int copy_tokenizer(const trainer *t, const char *dir) {
-    return or1_tokenizer_carry(or1_train_tokenizer_path(t->cfg), dir);
+    const char *tp = or1_train_tokenizer_path(t->cfg);
+    if (strcmp(tp, t->cfg->model.path) == 0 && !or1_gguf_is_gguf(tp)) return 0;
+    return or1_tokenizer_carry(tp, dir);
 }
 
 /* Removes a folder of the plain files a checkpoint holds. */
