@@ -3,7 +3,7 @@
 # Three CUDA-only spellings become host C++ the emulator's headers define:
 #   kernel<<<grid, block, smem, stream>>>(args)  ->  EMU_LAUNCH(kernel, grid, block, smem, stream)(args)
 #   extern __shared__ T name[];                  ->  T *name = static_cast<T *>(::emu::dynamic_shared());
-#   __shared__ T name[N]...;                     ->  static T name[N]...; ::emu::static_shared(name, sizeof name);
+#   __shared__ [__align__(A)] T name[N]...;      ->  static [__align__(A)] T name[N]...; ::emu::static_shared(name, sizeof name);
 # A #line directive keeps the original file and lines in diagnostics and reports. Any other
 # use of those spellings stops the build, so that a new form is noticed.
 file(READ "${IN}" text)
@@ -12,8 +12,8 @@ string(REGEX REPLACE "(${id})[ \t]*<<<" "EMU_LAUNCH(\\1, " text "${text}")
 string(REPLACE ">>>" ")" text "${text}")
 string(REGEX REPLACE "extern[ \t]+__shared__[ \t]+(${id})[ \t]+(${id})[ \t]*\\[[ \t]*\\][ \t]*;"
        "\\1 *\\2 = static_cast<\\1 *>(::emu::dynamic_shared());" text "${text}")
-string(REGEX REPLACE "__shared__[ \t]+(${id})[ \t]+(${id})((\\[[^];\n]+\\])+)[ \t]*;"
-       "static \\1 \\2\\3; ::emu::static_shared(\\2, sizeof \\2);" text "${text}")
+string(REGEX REPLACE "__shared__[ \t]+((__align__\\([0-9]+\\)[ \t]+)?)(${id})[ \t]+(${id})((\\[[^];\n]+\\])+)[ \t]*;"
+       "static \\1\\3 \\4\\5; ::emu::static_shared(\\4, sizeof \\4);" text "${text}")
 foreach(spelling "__shared__" "<<<" ">>>")
   string(FIND "${text}" "${spelling}" at)
   if(NOT at EQUAL -1)

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,11 +49,22 @@ struct thread_view {
 
 enum { MAX_THREADS = 1024, WARP = 32, STACK = 128 << 10, DEFAULT_SMEM = 48 << 10, MAX_SMEM = 163 << 10 };
 enum state { RUN, AT_BARRIER, AT_SHUFFLE, DONE };
+/* Warp-wide instructions besides the shuffles (SHFL_IDX, SHFL_XOR) that wait as a shuffle does. */
+enum { MMA = 2, LDMATRIX = 3 };
 
 /* A place in the kernels' sources, and the return address of the call that reached it. */
 struct site {
     const char *file;
     int line;
+    const void *pc;
+};
+
+/* An asynchronous copy (cp.async) on its way to shared memory: read at its start, written at
+ * the wait that completes its group. */
+struct copy {
+    char *dst;
+    unsigned char data[16];
+    int bytes, group;
     const void *pc;
 };
 
@@ -67,12 +79,16 @@ struct fiber {
     unsigned mask;   /* a shuffle's operands and result */
     int kind, lane_arg, width;
     uint64_t value, result;
+    const void *ops[4];        /* a tensor-core instruction's operands (on the fiber's stack) */
+    std::vector<copy> copies;  /* cp.async copies not yet landed */
+    int committed;             /* cp.async groups committed */
 #if EMU_ASAN
     void *fake;
 #endif
 };
 
-/* The last writer and reader of a 4-byte shared word, each with the epoch (barrier interval) of
+/* The last writer and reader of a 2-byte shared word (bf16 elements written by different threads
+ * do not race), each with the epoch (barrier interval) of
  * the access and its place. reader == MANY: several threads read it in that epoch. */
 struct word {
     int32_t writer, reader;
@@ -241,7 +257,9 @@ void print_context() {
             L->bid.z);
 }
 
-const char *what_waits(const fiber *f) { return f->st == AT_BARRIER ? "__syncthreads" : "a warp shuffle"; }
+const char *what_waits(const fiber *f) {
+    return f->st == AT_BARRIER ? "__syncthreads" : f->kind == MMA ? "mma.sync" : f->kind == LDMATRIX ? "ldmatrix" : "a warp shuffle";
+}
 
 /* Whether a and b wait the same way at the same place. */
 bool same_wait(const fiber *a, const fiber *b) {
@@ -276,7 +294,128 @@ bool same_wait(const fiber *a, const fiber *b) {
     abort();
 }
 
+/* ---- Counters ------------------------------------------------------------------------------ */
+
+/* What a kernel did over all its launches, for the cost model (OR1_EMU_COUNTERS names a file
+ * that gets one JSON line per kernel at exit): global bytes the threads read and wrote (each
+ * load and store as issued, so a value read by two blocks counts twice), tensor-core
+ * instructions, shared-memory wavefronts of ldmatrix (8 rows a wavefront when their 16-byte
+ * pieces fall in distinct bank groups, more when they collide), and the CUDA-core FLOPs the
+ * kernels declare (emu::count_flops). */
+struct counts {
+    uint64_t launches, blocks, threads, read, written, mma, ldmatrix, wavefronts, ideal_wavefronts, cp_bytes, flops;
+};
+
+std::mutex count_lock;
+std::map<std::string, counts> *all_counts;
+thread_local counts *K; /* the running launch's */
+
+/* Writes the counters as JSON lines to OR1_EMU_COUNTERS (appended: several programs may run). */
+void dump_counts() {
+    const char *path = getenv("OR1_EMU_COUNTERS");
+    if (!path || !*path || !all_counts) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    for (auto &[name, c] : *all_counts)
+        fprintf(f,
+                "{\"kernel\": \"%s\", \"launches\": %llu, \"blocks\": %llu, \"threads\": %llu, \"read\": %llu, "
+                "\"written\": %llu, \"mma\": %llu, \"ldmatrix\": %llu, \"wavefronts\": %llu, "
+                "\"ideal_wavefronts\": %llu, \"cp_bytes\": %llu, \"flops\": %llu}\n",
+                name.c_str(), (unsigned long long)c.launches, (unsigned long long)c.blocks,
+                (unsigned long long)c.threads, (unsigned long long)c.read, (unsigned long long)c.written,
+                (unsigned long long)c.mma, (unsigned long long)c.ldmatrix, (unsigned long long)c.wavefronts,
+                (unsigned long long)c.ideal_wavefronts, (unsigned long long)c.cp_bytes, (unsigned long long)c.flops);
+    fclose(f);
+}
+
+/* The counters of kernel name (made on first use). */
+counts *counts_of(const char *name) {
+    std::lock_guard<std::mutex> lk(count_lock);
+    if (!all_counts) {
+        all_counts = new std::map<std::string, counts>();
+        atexit(dump_counts);
+    }
+    return &(*all_counts)[name];
+}
+
+/* A read of n bytes of shared memory at p by thread by (a warp-wide instruction's lane),
+ * checked as that thread's own read would be; false if p is not in shared memory. */
+bool shared_read_by(fiber *by, const void *p, size_t n, const void *pc);
+
 /* ---- Scheduling ---------------------------------------------------------------------------- */
+
+/* bf16 bits as a float (exact). */
+float bf(uint32_t bits16) {
+    uint32_t u = bits16 << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Element (r, c) of a 16 x 16 A fragment spread over a warp's registers (the PTX layout). */
+float frag_a(fiber *lanes, int r, int c) {
+    int g = r % 8, t = c % 8 / 2, reg = (r >= 8) + 2 * (c >= 8);
+    uint32_t v = static_cast<const uint32_t *>(lanes[g * 4 + t].ops[1])[reg];
+    return bf(c % 2 ? v >> 16 : v & 0xffffu);
+}
+
+/* Element (k, n) of a 16 x 8 B fragment. */
+float frag_b(fiber *lanes, int k, int n) {
+    int t = k % 8 / 2, reg = k >= 8;
+    uint32_t v = static_cast<const uint32_t *>(lanes[n * 4 + t].ops[2])[reg];
+    return bf(k % 2 ? v >> 16 : v & 0xffffu);
+}
+
+/* Completes a warp's mma.m16n8k16: every element of D is C's plus the 16 exact products, summed
+ * in double in order of k, rounded once to fp32 (the emulator's model of the tensor core, whose
+ * internal rounding NVIDIA does not specify). All 32 lanes must take part. */
+void complete_mma(fiber *lanes) {
+    float d[32][4];
+    for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 8; n++) {
+            int lane = (r % 8) * 4 + n / 2, i = (r >= 8) * 2 + n % 2;
+            double acc = static_cast<const float *>(lanes[lane].ops[3])[i];
+            for (int k = 0; k < 16; k++) acc += (double)frag_a(lanes, r, k) * frag_b(lanes, k, n);
+            d[lane][i] = (float)acc;
+        }
+    for (int l = 0; l < WARP; l++) memcpy(const_cast<void *>(lanes[l].ops[0]), d[l], sizeof d[l]);
+    K->mma++;
+}
+
+/* Completes a warp's ldmatrix of n matrices: lane 8i + j gives row j of matrix i (16 bytes in
+ * shared memory, 16-byte aligned); each lane gets two bf16 of each matrix. Counts shared-memory
+ * wavefronts: the 8 rows of a matrix are served at once when their 16-byte pieces lie in
+ * distinct groups of four banks. */
+void complete_ldmatrix(fiber *lanes, int n, bool trans) {
+    uint16_t m[4][8][8];
+    for (int i = 0; i < n; i++) {
+        int used[8] = {}, worst = 0;
+        for (int j = 0; j < 8; j++) {
+            fiber &f = lanes[8 * i + j];
+            const void *row = f.ops[1];
+            char w[96], pc[512];
+            if ((uintptr_t)row % 16)
+                fatal("ldmatrix at %s:%d: %s gives row address %p, not 16-byte aligned [%s]", f.at.file, f.at.line,
+                      who(&f, w, sizeof w), row, describe_pc(f.at.pc, pc, sizeof pc));
+            if (!shared_read_by(&f, row, 16, f.at.pc))
+                fatal("ldmatrix at %s:%d: %s gives row address %p, outside the block's shared memory [%s]", f.at.file,
+                      f.at.line, who(&f, w, sizeof w), row, describe_pc(f.at.pc, pc, sizeof pc));
+            memcpy(m[i][j], row, 16);
+            int bank = (int)((uintptr_t)row / 16 % 8);
+            worst = ++used[bank] > worst ? used[bank] : worst;
+        }
+        K->wavefronts += (uint64_t)worst;
+        K->ideal_wavefronts++;
+    }
+    for (int l = 0; l < WARP; l++) {
+        uint32_t *r = static_cast<uint32_t *>(const_cast<void *>(lanes[l].ops[0]));
+        int a = l / 4, b = 2 * (l % 4);
+        for (int i = 0; i < n; i++)
+            r[i] = trans ? (uint32_t)m[i][b][a] | (uint32_t)m[i][b + 1][a] << 16
+                         : (uint32_t)m[i][a][b] | (uint32_t)m[i][a][b + 1] << 16;
+    }
+    K->ldmatrix++;
+}
 
 /* Completes the shuffles of warps whose live lanes all wait at one; reports lanes that wait at
  * different places or read an exited lane. Returns whether any warp went on. */
@@ -298,6 +437,15 @@ bool release_shuffles() {
             if (f.at.file != first->at.file || f.at.line != first->at.line || f.kind != first->kind ||
                 f.width != first->width)
                 deadlock("the lanes of a warp wait at different shuffles");
+        }
+        if (first->kind == MMA || first->kind == LDMATRIX) {
+            if (nl != WARP || live != WARP)
+                deadlock("a warp-wide tensor-core instruction (mma.sync / ldmatrix) without all 32 lanes");
+            if (first->kind == MMA) complete_mma(lanes);
+            else complete_ldmatrix(lanes, first->width, first->lane_arg);
+            for (int l = 0; l < nl; l++) lanes[l].st = RUN;
+            any = true;
+            continue;
         }
         for (int l = 0; l < nl; l++) {
             fiber &f = lanes[l];
@@ -350,6 +498,8 @@ void run_block() {
     for (int i = 0; i < L->n; i++) {
         fiber &f = L->fibers[i];
         f.st = RUN;
+        f.copies.clear();
+        f.committed = 0;
         f.stack = stack_of(i);
         f.view.bid = L->bid;
         fiber_init(&f);
@@ -440,7 +590,7 @@ const char *refused(const void *kernel, dim3 g, dim3 b, size_t smem, cudaError_t
 void shared_access(std::vector<word> &s, const char *where, size_t off, size_t n, bool write, const void *pc) {
     if (!config().racecheck) return;
     int t = cur->linear;
-    for (size_t i = off / 4; i <= (off + n - 1) / 4; i++) {
+    for (size_t i = off / 2; i <= (off + n - 1) / 2; i++) {
         word &w = s[i];
         if (w.wepoch == epoch && w.writer != t) race(where, off, write, pc, w.writer, w.wpc, true);
         if (write) {
@@ -482,6 +632,7 @@ inline void access(const void *p, size_t n, bool write, const void *pc) {
             shared_access(r.shadow, "a __shared__ array", a - (uintptr_t)r.base, n, write, pc);
             return;
         }
+    (write ? K->written : K->read) += n;
     if (hit && a - hit->base < hit->bytes && n <= hit->bytes - (a - hit->base)) return;
     hit = find(p, n);
     if (hit) return;
@@ -495,9 +646,113 @@ inline void access(const void *p, size_t n, bool write, const void *pc) {
     stray(a, n, write, pc, why);
 }
 
+/* Where p lies in shared memory: the array's shadow, its name for reports, and the offset;
+ * false outside shared memory or past an array's end. */
+bool shared_place(const void *p, size_t n, std::vector<word> **shadow, const char **where, size_t *off) {
+    uintptr_t a = (uintptr_t)p, d = (uintptr_t)dyn.data();
+    if (a - d < dyn.size()) {
+        if (a - d + n > L->smem) return false;
+        *shadow = &dyn_shadow, *where = "dynamic shared memory", *off = a - d;
+        return true;
+    }
+    for (region &r : statics)
+        if (a - (uintptr_t)r.base < r.bytes) {
+            if (a - (uintptr_t)r.base + n > r.bytes) return false;
+            *shadow = &r.shadow, *where = "a __shared__ array", *off = a - (uintptr_t)r.base;
+            return true;
+        }
+    return false;
+}
+
+bool shared_read_by(fiber *by, const void *p, size_t n, const void *pc) {
+    std::vector<word> *shadow;
+    const char *where;
+    size_t off;
+    if (!shared_place(p, n, &shadow, &where, &off)) return false;
+    fiber *was = cur;
+    cur = by;
+    shared_access(*shadow, where, off, n, false, pc);
+    cur = was;
+    return true;
+}
+
+/* Lands the copies of the running thread's groups before group `upto` (in issue order), each
+ * a write by this thread now. */
+void land_copies(int upto) {
+    fiber *f = cur;
+    size_t keep = 0;
+    for (size_t i = 0; i < f->copies.size(); i++) {
+        copy &c = f->copies[i];
+        if (c.group >= upto) {
+            f->copies[keep++] = c;
+            continue;
+        }
+        std::vector<word> *shadow;
+        const char *where;
+        size_t off;
+        if (!shared_place(c.dst, 16, &shadow, &where, &off)) stray((uintptr_t)c.dst, 16, true, c.pc, "cp.async destination outside shared memory");
+        shared_access(*shadow, where, off, 16, true, c.pc);
+        memcpy(c.dst, c.data, 16);
+    }
+    f->copies.resize(keep);
+}
+
 } // namespace
 
 /* ---- The entry points the rewritten sources call -------------------------------------- */
+
+/* A warp-wide tensor-core instruction: the lane waits as at a shuffle, with its operands. */
+static void warp_op(const char *file, int line, int kind, const void *o0, const void *o1, const void *o2,
+                    const void *o3, int width, int arg, const void *pc) {
+    fiber *f = cur;
+    if (!f) fatal("a tensor-core instruction outside a kernel (%s:%d)", file, line);
+    f->st = AT_SHUFFLE;
+    f->at = site{file, line, pc};
+    f->kind = kind, f->width = width, f->lane_arg = arg, f->mask = 0xffffffffu;
+    f->ops[0] = o0, f->ops[1] = o1, f->ops[2] = o2, f->ops[3] = o3;
+    yield(f);
+}
+
+void mma_m16n8k16(const char *file, int line, float *d, const uint32_t *a, const uint32_t *b, const float *c) {
+    warp_op(file, line, MMA, d, a, b, c, 1, 0, __builtin_return_address(0));
+}
+
+void ldmatrix(const char *file, int line, uint32_t *r, int n, bool trans, const void *row) {
+    warp_op(file, line, LDMATRIX, r, row, nullptr, nullptr, n, trans, __builtin_return_address(0));
+}
+
+void cp_async(const char *file, int line, void *smem, const void *gmem, int bytes, int src_bytes) {
+    fiber *f = cur;
+    const void *pc = __builtin_return_address(0);
+    if (!f) fatal("cp.async outside a kernel (%s:%d)", file, line);
+    if (bytes != 16 || (src_bytes != 0 && src_bytes != bytes) || (uintptr_t)smem % 16 || (uintptr_t)gmem % 16)
+        fatal("cp.async at %s:%d: %d of %d bytes from %p to %p (16-byte aligned, 0 or 16 read)", file, line,
+              src_bytes, bytes, gmem, smem);
+    std::vector<word> *shadow;
+    const char *where;
+    size_t off;
+    if (!shared_place(smem, 16, &shadow, &where, &off)) stray((uintptr_t)smem, 16, true, pc, "cp.async destination outside shared memory");
+    copy c{(char *)smem, {}, bytes, f->committed, pc};
+    if (src_bytes) {
+        access(gmem, (size_t)src_bytes, false, pc);
+        memcpy(c.data, gmem, (size_t)src_bytes);
+        K->cp_bytes += (uint64_t)src_bytes;
+    }
+    f->copies.push_back(c);
+}
+
+void cp_async_commit() {
+    if (cur) cur->committed++;
+}
+
+void cp_async_wait(const char *file, int line, int n) {
+    if (!cur) fatal("cp.async.wait_group outside a kernel (%s:%d)", file, line);
+    land_copies(cur->committed - n);
+}
+
+void count_flops(uint64_t n) {
+    if (K) K->flops += n;
+}
 
 cudaError_t func_set_attribute(const void *kernel, cudaFuncAttribute attr, int value) {
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > MAX_SMEM) {
@@ -542,8 +797,12 @@ void launch(const char *name, const char *file, int line, const void *kernel, di
         f.view.tid = uint3{(unsigned)i % block.x, (unsigned)i / block.x % block.y, (unsigned)i / (block.x * block.y)};
         f.view.bdim = block, f.view.gdim = grid;
     }
-    if (dyn.size() < smem) dyn.resize(smem), dyn_shadow.assign((smem + 3) / 4, word{-1, -1, 0, 0, nullptr, nullptr});
+    if (dyn.size() < smem) dyn.resize(smem), dyn_shadow.assign((smem + 1) / 2, word{-1, -1, 0, 0, nullptr, nullptr});
     L = &s;
+    K = counts_of(name);
+    K->launches++;
+    K->blocks += (uint64_t)grid.x * grid.y * grid.z;
+    K->threads += (uint64_t)grid.x * grid.y * grid.z * (uint64_t)s.n;
     watch_name = name;
     watch_start = now_s();
     unsigned long long nb = (unsigned long long)grid.x * grid.y * grid.z;
@@ -590,7 +849,7 @@ void static_shared(void *p, size_t bytes) {
             if (r.block != block_serial) memset(p, 0xff, bytes), r.block = block_serial;
             return;
         }
-    statics.push_back(region{(char *)p, bytes, block_serial, std::vector<word>((bytes + 3) / 4, word{-1, -1, 0, 0, nullptr, nullptr})});
+    statics.push_back(region{(char *)p, bytes, block_serial, std::vector<word>((bytes + 1) / 2, word{-1, -1, 0, 0, nullptr, nullptr})});
     memset(p, 0xff, bytes);
 }
 

@@ -6,6 +6,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "tc.cuh"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +125,69 @@ __global__ void k_spin(float *out) {
 
 /* Every thread stores its index in one word: the last to run wins. */
 __global__ void k_last_writer(float *out) { out[0] = (float)threadIdx.x; }
+
+/* D = A B + C for one m16n8k16 tile, two ways: A (16 x 16, row-major) and B (given as Bt, 8 x 16:
+ * its columns as rows) through ldmatrix from shared memory staged by cp.async, and B again from
+ * a 16 x 8 row-major copy Bk through ldmatrix .trans; out gets both products (2 x 128). */
+__global__ void k_mma(float *out, const __nv_bfloat16 *A, const __nv_bfloat16 *Bt, const __nv_bfloat16 *Bk,
+                      const float *C) {
+    __shared__ __align__(16) __nv_bfloat16 as[16 * 16];
+    __shared__ __align__(16) __nv_bfloat16 bs[8 * 16];
+    __shared__ __align__(16) __nv_bfloat16 bks[16 * 8];
+    int lane = threadIdx.x;
+    for (int i = lane; i < 16 * 16 / 8; i += 32) tc_cp_async16(as + 8 * i, A + 8 * i, 16);
+    tc_cp_commit();
+    if (lane < 16) tc_cp_async16(bs + 8 * lane, Bt + 8 * lane, 16);
+    else tc_cp_async16(bks + 8 * (lane - 16), Bk + 8 * (lane - 16), 16);
+    tc_cp_commit();
+    tc_cp_wait<0>();
+    __syncthreads();
+    uint32_t a[4], b[2], bt[2];
+    int i = lane / 8, j = lane % 8;
+    tc_ldmatrix<4, false>(a, as + ((i % 2) * 8 + j) * 16 + (i / 2) * 8);
+    tc_ldmatrix<2, false>(b, bs + j * 16 + (i % 2) * 8);
+    tc_ldmatrix<2, true>(bt, bks + ((i % 2) * 8 + j) * 8);
+    int g = lane / 4, t = lane % 4;
+    float c[4] = {C[g * 8 + 2 * t], C[g * 8 + 2 * t + 1], C[(g + 8) * 8 + 2 * t], C[(g + 8) * 8 + 2 * t + 1]}, d[4], e[4];
+    tc_mma(d, a, b, c);
+    tc_mma(e, a, bt, c);
+    for (int k = 0; k < 4; k++) {
+        int r = g + 8 * (k / 2), n = 2 * t + k % 2;
+        out[r * 8 + n] = d[k];
+        out[128 + r * 8 + n] = e[k];
+    }
+}
+
+/* An ldmatrix whose row addresses are 8 bytes off the 16-byte alignment. */
+__global__ void k_ldmatrix_misaligned(float *out) {
+    __shared__ __align__(16) __nv_bfloat16 sh[16 * 24];
+    for (int i = threadIdx.x; i < 16 * 24; i += 32) sh[i] = __float2bfloat16(1.0f);
+    __syncthreads();
+    uint32_t r[4];
+    tc_ldmatrix<4, false>(r, sh + 4 + (threadIdx.x % 16) * 16);
+    out[threadIdx.x] = (float)r[0];
+}
+
+/* Half the warp has left when the other half reaches mma.sync. */
+__global__ void k_mma_partial(float *out) {
+    if (threadIdx.x >= 16) return;
+    uint32_t a[4] = {}, b[2] = {};
+    float c[4] = {}, d[4];
+    tc_mma(d, a, b, c);
+    out[threadIdx.x] = d[0];
+}
+
+/* ldmatrix over rows 16 bytes apart (conflict-free) and 128 bytes apart (all in one bank group:
+ * 8 wavefronts a matrix), for the counters. */
+__global__ void k_ldmatrix_banks(float *out) {
+    __shared__ __align__(16) __nv_bfloat16 sh[8 * 64 * 4];
+    for (int i = threadIdx.x; i < 8 * 64 * 4; i += 32) sh[i] = __float2bfloat16(0.0f);
+    __syncthreads();
+    uint32_t r[4], q[4];
+    tc_ldmatrix<4, false>(r, sh + threadIdx.x * 8);
+    tc_ldmatrix<4, false>(q, sh + threadIdx.x * 64);
+    out[threadIdx.x] = (float)(r[0] + q[0]);
+}
 
 /* The cases. */
 static int case_warp_loops() {
@@ -251,6 +316,56 @@ static int case_host_pointer() {
     return 0;
 }
 
+/* bf16 device copy of n host floats (rounded); the rounded values back in h. */
+static __nv_bfloat16 *dev_bf16(float *h, size_t n) {
+    __nv_bfloat16 b[256];
+    for (size_t i = 0; i < n; i++) b[i] = __float2bfloat16(h[i]), h[i] = __bfloat162float(b[i]);
+    void *p = nullptr;
+    EXPECT(cudaMalloc(&p, n * 2) == cudaSuccess, "cudaMalloc");
+    EXPECT(cudaMemcpyAsync(p, b, n * 2, cudaMemcpyHostToDevice, nullptr) == cudaSuccess, "upload");
+    return (__nv_bfloat16 *)p;
+}
+
+static int case_mma() {
+    float A[256], B[128], Bt[128], C[128], out[256];
+    unsigned s = 7;
+    auto rnd = [&] { return (s = s * 1103515245u + 12345u, (float)((s >> 8) % 2001) / 1000.0f - 1.0f); };
+    for (float &x : A) x = rnd();
+    for (float &x : B) x = rnd(); /* B[k][n], 16 x 8 */
+    for (float &x : C) x = rnd();
+    for (int k = 0; k < 16; k++)
+        for (int n = 0; n < 8; n++) Bt[n * 16 + k] = B[k * 8 + n];
+    __nv_bfloat16 *a = dev_bf16(A, 256), *bk = dev_bf16(B, 128), *bt = dev_bf16(Bt, 128);
+    float *c = dev(128, C), *d = dev(256);
+    k_mma<<<1, 32>>>(d, a, bt, bk, c);
+    EXPECT(cudaGetLastError() == cudaSuccess, "launch");
+    get(out, d, 256);
+    for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 8; n++) {
+            double want = C[r * 8 + n];
+            for (int k = 0; k < 16; k++) want += (double)A[r * 16 + k] * B[k * 8 + n];
+            EXPECT(out[r * 8 + n] == (float)want, "D[%d][%d] = %.9g, want %.9g", r, n, out[r * 8 + n], want);
+            EXPECT(out[128 + r * 8 + n] == (float)want, "D[%d][%d] via .trans = %.9g, want %.9g", r, n,
+                   out[128 + r * 8 + n], want);
+        }
+    return 0;
+}
+
+static int case_ldmatrix_misaligned() {
+    k_ldmatrix_misaligned<<<1, 32>>>(dev(32));
+    return 0;
+}
+
+static int case_mma_partial() {
+    k_mma_partial<<<1, 32>>>(dev(32));
+    return 0;
+}
+
+static int case_ldmatrix_banks() {
+    k_ldmatrix_banks<<<1, 32>>>(dev(32));
+    return 0;
+}
+
 static int case_watchdog() {
     k_spin<<<1, 1>>>(dev(1));
     return 0;
@@ -268,7 +383,9 @@ int main(int argc, char **argv) {
         {"divergent_barrier", case_divergent_barrier}, {"shuffle_deadlock", case_shuffle_deadlock},
         {"shuffle_exited", case_shuffle_exited}, {"shared_race", case_shared_race},
         {"oob", case_oob},                     {"host_pointer", case_host_pointer},
-        {"watchdog", case_watchdog},
+        {"watchdog", case_watchdog},           {"mma", case_mma},
+        {"ldmatrix_misaligned", case_ldmatrix_misaligned}, {"mma_partial", case_mma_partial},
+        {"ldmatrix_banks", case_ldmatrix_banks},
     };
     for (const auto &c : cases)
         if (argc == 2 && strcmp(argv[1], c.name) == 0) return c.run();

@@ -27,4 +27,8 @@ static inline float __bfloat162float(__nv_bfloat16 b) {
     return f;
 }
 
+/* The bits of a bf16, and a bf16 from its bits. */
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
+static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { return __nv_bfloat16{u}; }
+
 #endif

@@ -82,11 +82,16 @@ template <class K> cudaError_t cudaFuncSetAttribute(K *kernel, cudaFuncAttribute
 
 /* ---- Kernel side ---------------------------------------------------------------------------- */
 
+/* Sources see that they are built for the emulator (src/cuda/tc.cuh calls its models of the
+ * tensor-core instructions, which a host compiler cannot assemble). */
+#define OR1_CUDA_EMU 1
+
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
 
 namespace emu {
 
@@ -103,6 +108,18 @@ float atomic_add(float *p, float v);
 double atomic_add(double *p, double v);
 
 enum { SHFL_IDX = 0, SHFL_XOR = 1 };
+
+/* The warp-wide tensor-core instructions of src/cuda/tc.cuh (the PTX ISA's fragment layouts):
+ * mma.sync.m16n8k16 with bf16 operands and fp32 accumulation (d may be c), ldmatrix of n 8 x 8
+ * bf16 matrices (transposed when trans) from the row addresses lanes 0 .. 8n-1 give; and a
+ * thread's asynchronous global-to-shared copies (cp.async), which land at its wait. */
+void mma_m16n8k16(const char *file, int line, float *d, const uint32_t *a, const uint32_t *b, const float *c);
+void ldmatrix(const char *file, int line, uint32_t *r, int n, bool trans, const void *row);
+void cp_async(const char *file, int line, void *smem, const void *gmem, int bytes, int src_bytes);
+void cp_async_commit();
+void cp_async_wait(const char *file, int line, int n);
+/* Adds n to the running kernel's declared CUDA-core FLOPs (the cost model's counters). */
+void count_flops(uint64_t n);
 
 /* A shuffle of a 4- or 8-byte value: its bits travel between the lanes. */
 template <class T> T shfl(const char *file, int line, unsigned mask, T v, int kind, int lane_arg, int width) {
