@@ -101,4 +101,14 @@ template <int N> __device__ __forceinline__ void tc_cp_wait() {
 #endif
 }
 
+/* Declares n CUDA-core FLOPs of this thread to the emulator's counters (the cost model's);
+ * nothing on a GPU. Called once per thread per tile, not per operation. */
+__device__ __forceinline__ void tc_flops(unsigned long long n) {
+#if defined(OR1_CUDA_EMU)
+    ::emu::count_flops(n);
+#else
+    (void)n;
+#endif
+}
+
 #endif
