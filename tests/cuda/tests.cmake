@@ -71,3 +71,12 @@ foreach(variant emu emu_reverse gpu)
     set_property(TEST cuda_train${tag} APPEND PROPERTY ENVIRONMENT OR1_CUDA_TRAIN_QUICK=1)
   endif()
 endforeach()
+
+# The cost model's counting driver (bench/cuda_counts.c): one backend operation on the emulated
+# GPU, its kernels' counters written where OR1_EMU_COUNTERS says; bench/cost_model.py runs it,
+# and cuda_cost_model checks that the counts the model extrapolates follow its fitted form.
+add_executable(cuda_counts ${PROJECT_SOURCE_DIR}/bench/cuda_counts.c)
+set_target_properties(cuda_counts PROPERTIES LINKER_LANGUAGE C)
+target_link_libraries(cuda_counts PRIVATE or1lib)
+target_include_directories(cuda_counts PRIVATE ${PROJECT_SOURCE_DIR}/src/model/impl)
+or1_emu_program(cuda_counts)

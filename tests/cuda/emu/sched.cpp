@@ -26,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <thread>
 #include <vector>
 
@@ -304,7 +305,13 @@ bool same_wait(const fiber *a, const fiber *b) {
  * kernels declare (emu::count_flops). */
 struct counts {
     uint64_t launches, blocks, threads, read, written, mma, ldmatrix, wavefronts, ideal_wavefronts, cp_bytes, flops;
+    uint64_t dram_read, dram_written; /* distinct 32-byte sectors per launch, summed over launches */
 };
+
+/* The 32-byte sectors of global memory the running launch has read and written (with counters
+ * on): what it must move through DRAM at least, each sector once however often it is read. */
+thread_local std::unordered_set<uintptr_t> sectors_read, sectors_written;
+bool counting = getenv("OR1_EMU_COUNTERS") && *getenv("OR1_EMU_COUNTERS");
 
 std::mutex count_lock;
 std::map<std::string, counts> *all_counts;
@@ -320,11 +327,13 @@ void dump_counts() {
         fprintf(f,
                 "{\"kernel\": \"%s\", \"launches\": %llu, \"blocks\": %llu, \"threads\": %llu, \"read\": %llu, "
                 "\"written\": %llu, \"mma\": %llu, \"ldmatrix\": %llu, \"wavefronts\": %llu, "
-                "\"ideal_wavefronts\": %llu, \"cp_bytes\": %llu, \"flops\": %llu}\n",
+                "\"ideal_wavefronts\": %llu, \"cp_bytes\": %llu, \"flops\": %llu, \"dram_read\": %llu, "
+                "\"dram_written\": %llu}\n",
                 name.c_str(), (unsigned long long)c.launches, (unsigned long long)c.blocks,
                 (unsigned long long)c.threads, (unsigned long long)c.read, (unsigned long long)c.written,
                 (unsigned long long)c.mma, (unsigned long long)c.ldmatrix, (unsigned long long)c.wavefronts,
-                (unsigned long long)c.ideal_wavefronts, (unsigned long long)c.cp_bytes, (unsigned long long)c.flops);
+                (unsigned long long)c.ideal_wavefronts, (unsigned long long)c.cp_bytes, (unsigned long long)c.flops,
+                (unsigned long long)c.dram_read, (unsigned long long)c.dram_written);
     fclose(f);
 }
 
@@ -633,6 +642,8 @@ inline void access(const void *p, size_t n, bool write, const void *pc) {
             return;
         }
     (write ? K->written : K->read) += n;
+    if (counting)
+        for (uintptr_t sec = a / 32; sec <= (a + n - 1) / 32; sec++) (write ? sectors_written : sectors_read).insert(sec);
     if (hit && a - hit->base < hit->bytes && n <= hit->bytes - (a - hit->base)) return;
     hit = find(p, n);
     if (hit) return;
@@ -812,6 +823,9 @@ void launch(const char *name, const char *file, int line, const void *kernel, di
         run_block();
     }
     watch_start = 0;
+    K->dram_read += 32 * (uint64_t)sectors_read.size();
+    K->dram_written += 32 * (uint64_t)sectors_written.size();
+    sectors_read.clear(), sectors_written.clear();
     L = nullptr;
     hit = nullptr;
 }
@@ -874,6 +888,13 @@ void fatal(const char *fmt, ...) {
 }
 
 } // namespace emu
+
+/* Forgets every kernel's counters so far (bench/cuda_counts.c: its setup's launches are not the
+ * operation it measures). */
+extern "C" void or1_emu_counts_reset(void) {
+    std::lock_guard<std::mutex> lk(emu::count_lock);
+    if (emu::all_counts) emu::all_counts->clear();
+}
 
 /* The thread sanitizer's instrumentation calls, turned into the emulator's access checks. */
 #define EMU_HOOK(n)                                                                                                    \
