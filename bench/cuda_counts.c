@@ -15,7 +15,12 @@
  *   decode B CTX NH NKV HD       kv_store and attention_decode: B rows, each with CTX keys
  *   head N H V                   the training head (log-probs and entropies of N rows)
  *   sample B V                   the sampler over B rows of logits at temperature 1
- *   adamw N                      one AdamW step over N parameters */
+ *   adamw N                      one AdamW step over N parameters
+ *   grad_norm N                  the global gradient norm and clipping over N
+ *   to_bf16 N                    the weights' bf16 copy refreshed after a step
+ * and the backward's: matmul_dx T IN OUT, matmul_dw T IN OUT (with a bias gradient when BIAS
+ * is given as a fifth argument 1), rmsnorm_bwd T H, swiglu_bwd T I, head_bwd N H V,
+ * scatter_add T H (the embedding's gradient). */
 #include "backend_impl.h"
 #include "or1/core.h"
 #include "or1/cuda.h"
@@ -92,22 +97,23 @@ static int32_t *starts(int n, int L) {
     return d;
 }
 
-/* decode: B rows whose context is a CTX-1-token prompt in shared blocks and their one new
- * token in a block of their own (the pool's layout mid-rollout: block tables, 16-row blocks). */
+/* decode: B rows, each with a 1-token prompt and CTX-1 tokens of its own in blocks of its own
+ * (no prefix shared, the dearest case: a long rollout's context is mostly its own tokens), the
+ * new token's row last (the pool's layout mid-rollout: block tables, 16-row blocks). */
 static void run_decode(int B, int ctx, int nh, int nkv, int hd) {
     enum { BLOCK = 16 };
-    int n_pre = ctx - 1, pre_blocks = (n_pre + BLOCK - 1) / BLOCK;
-    size_t kvd = (size_t)nkv * hd, rows = (size_t)(pre_blocks + B) * BLOCK;
+    int own = ctx - 1, per = 1 + (own + BLOCK - 1) / BLOCK; /* a prompt block, then the row's own */
+    size_t kvd = (size_t)nkv * hd, n_blocks = (size_t)B * per, rows = n_blocks * BLOCK;
     float *qkv = dev((size_t)B * (nh + 2 * nkv) * hd, true), *out = dev((size_t)B * nh * hd, false);
     float *k = dev(rows * kvd, true), *v = dev(rows * kvd, true);
-    int32_t *seg = malloc((size_t)B * 4 * sizeof(int32_t)), *blk = malloc(((size_t)pre_blocks + B) * sizeof(int32_t));
+    int32_t *seg = malloc((size_t)B * 4 * sizeof(int32_t)), *blk = malloc(n_blocks * sizeof(int32_t));
     int32_t *store = malloc((size_t)B * sizeof(int32_t));
-    for (int i = 0; i < pre_blocks + B; i++) blk[i] = i;
+    for (size_t i = 0; i < n_blocks; i++) blk[i] = (int32_t)i;
     for (int b = 0; b < B; b++) {
-        seg[4 * b] = 0, seg[4 * b + 1] = n_pre, seg[4 * b + 2] = pre_blocks + b, seg[4 * b + 3] = 1;
-        store[b] = (pre_blocks + b) * BLOCK;
+        seg[4 * b] = b * per, seg[4 * b + 1] = 1, seg[4 * b + 2] = b * per + 1, seg[4 * b + 3] = own;
+        store[b] = (b * per + 1) * BLOCK + own - 1;
     }
-    int32_t *dseg = ints((size_t)B * 4, 1, seg), *dblk = ints((size_t)pre_blocks + B, 1, blk);
+    int32_t *dseg = ints((size_t)B * 4, 1, seg), *dblk = ints(n_blocks, 1, blk);
     int32_t *drows = ints((size_t)B, 1, store);
     or1_emu_counts_reset();
     be->ops->kv_store(be, k, v, drows, qkv, B, nh * hd, (int)kvd);
@@ -125,6 +131,32 @@ static void run(int argc, char **argv) {
         or1_bf16 *wb = bf16_of(w, (size_t)out * in);
         or1_emu_counts_reset();
         o->matmul_rows(be, y, x, w, wb, NULL, T, in, out);
+    } else if (!strcmp(op, "matmul_dx") || !strcmp(op, "matmul_dw")) {
+        int T = arg(argc, argv, 2), in = arg(argc, argv, 3), out = arg(argc, argv, 4);
+        float *x = dev((size_t)T * in, true), *w = dev((size_t)out * in, true), *dy = dev((size_t)T * out, true);
+        or1_bf16 *wb = bf16_of(w, (size_t)out * in);
+        float *db = argc > 5 ? dev((size_t)out, false) : NULL;
+        or1_emu_counts_reset();
+        if (!strcmp(op, "matmul_dx")) o->matmul_dx(be, x, dy, w, wb, T, in, out, 0);
+        else o->matmul_dw(be, w, db, dy, x, T, in, out);
+    } else if (!strcmp(op, "rmsnorm_bwd")) {
+        int T = arg(argc, argv, 2), H = arg(argc, argv, 3);
+        float *x = dev((size_t)T * H, true), *dy = dev((size_t)T * H, true), *w = dev((size_t)H, true);
+        float *dx = dev((size_t)T * H, true), *dw = dev((size_t)H, false), *r = dev((size_t)T, true);
+        or1_emu_counts_reset();
+        o->rmsnorm_bwd(be, dx, dw, dy, x, r, w, T, H);
+    } else if (!strcmp(op, "swiglu_bwd")) {
+        int T = arg(argc, argv, 2), I = arg(argc, argv, 3);
+        float *gu = dev((size_t)T * 2 * I, true), *a = dev((size_t)T * I, false), *da = dev((size_t)T * I, true);
+        float *dgu = dev((size_t)T * 2 * I, false);
+        or1_emu_counts_reset();
+        o->swiglu_bwd(be, dgu, a, da, gu, T, I);
+    } else if (!strcmp(op, "scatter_add")) {
+        int T = arg(argc, argv, 2), H = arg(argc, argv, 3), V = 4 * T;
+        float *dst = dev((size_t)V * H, false), *src = dev((size_t)T * H, true);
+        int32_t *idx = ints((size_t)T, V, NULL);
+        or1_emu_counts_reset();
+        o->scatter_add(be, dst, src, idx, T, H);
     } else if (!strcmp(op, "rmsnorm")) {
         int T = arg(argc, argv, 2), H = arg(argc, argv, 3);
         float *x = dev((size_t)T * H, true), *res = dev((size_t)T * H, true), *w = dev((size_t)H, true);
@@ -174,6 +206,17 @@ static void run(int argc, char **argv) {
         int32_t *tgt = ints((size_t)n, V, NULL);
         or1_emu_counts_reset();
         o->head(be, lp, ent, lse, ez, h, w, wb, tgt, n, H, V, 1.0f);
+    } else if (!strcmp(op, "head_bwd")) {
+        int n = arg(argc, argv, 2), H = arg(argc, argv, 3), V = arg(argc, argv, 4);
+        float *h = dev((size_t)n * H, true), *w = dev((size_t)V * H, true), *dw = dev((size_t)V * H, false);
+        or1_bf16 *wb = bf16_of(w, (size_t)V * H);
+        float *lp = dev((size_t)n, false), *ent = dev((size_t)n, false), *lse = dev((size_t)n, false);
+        float *ez = dev((size_t)n, false), *glp = dev((size_t)n, true), *gent = dev((size_t)n, true);
+        float *dh = dev((size_t)n * H, false);
+        int32_t *tgt = ints((size_t)n, V, NULL);
+        o->head(be, lp, ent, lse, ez, h, w, wb, tgt, n, H, V, 1.0f);
+        or1_emu_counts_reset();
+        o->head_bwd(be, dh, dw, h, w, wb, tgt, lse, ez, glp, gent, n, H, V, 1.0f);
     } else if (!strcmp(op, "sample")) {
         int B = arg(argc, argv, 2), V = arg(argc, argv, 3);
         float *logits = dev((size_t)B * V, true), *lp = malloc((size_t)B * sizeof(float));
@@ -183,6 +226,18 @@ static void run(int argc, char **argv) {
         or1_emu_counts_reset();
         if (o->sample(be, next, lp, logits, B, V, rows)) die("sample");
         free(lp), free(next), free(rows);
+    } else if (!strcmp(op, "grad_norm")) {
+        int n = arg(argc, argv, 2);
+        float *g = dev((size_t)n, true);
+        or1_emu_counts_reset();
+        double norm = o->grad_norm(be, g, (size_t)n);
+        if (norm < 0) die("grad_norm");
+        o->clip(be, g, (size_t)n, norm, 1.0);
+    } else if (!strcmp(op, "to_bf16")) {
+        int n = arg(argc, argv, 2);
+        float *x = dev((size_t)n, true);
+        or1_emu_counts_reset();
+        bf16_of(x, (size_t)n);
     } else if (!strcmp(op, "adamw")) {
         int n = arg(argc, argv, 2);
         float *p = dev((size_t)n, true), *m = dev((size_t)n, false), *v = dev((size_t)n, false), *g = dev((size_t)n, true);

@@ -53,6 +53,9 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t ta, cu
         operand(call, "B", B, be, br, bc, ldb);
     }
     operand(call, "C", C, 4, m, n, ldc);
+    uint64_t flops = 2ull * (uint64_t)m * n * k, read = (uint64_t)ar * ac * ae + (uint64_t)br * bc * be;
+    emu::count_call(call, read + (beta != 0 ? 4ull * m * n : 0), 4ull * m * n, at == CUDA_R_32F ? 0 : flops,
+                    at == CUDA_R_32F ? flops : 0);
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             double s = 0;

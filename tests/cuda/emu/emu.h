@@ -45,6 +45,10 @@ struct settings {
 };
 const settings &config();
 
+/* Counts a library call (cuBLAS) as a kernel of that name for the cost model's counters: the
+ * bytes it must read and write once each, and its tensor-core and CUDA-core FLOPs. */
+void count_call(const char *name, uint64_t read, uint64_t written, uint64_t tc_flops, uint64_t flops);
+
 /* Whether a stream handle is the default one (nullptr) or one that was created and not destroyed. */
 bool valid_stream(cudaStream_t s);
 

@@ -306,6 +306,7 @@ bool same_wait(const fiber *a, const fiber *b) {
 struct counts {
     uint64_t launches, blocks, threads, read, written, mma, ldmatrix, wavefronts, ideal_wavefronts, cp_bytes, flops;
     uint64_t dram_read, dram_written; /* distinct 32-byte sectors per launch, summed over launches */
+    uint64_t tc_flops;                /* tensor-core FLOPs: 4,096 an mma, and library calls' */
 };
 
 /* The 32-byte sectors of global memory the running launch has read and written (with counters
@@ -328,12 +329,12 @@ void dump_counts() {
                 "{\"kernel\": \"%s\", \"launches\": %llu, \"blocks\": %llu, \"threads\": %llu, \"read\": %llu, "
                 "\"written\": %llu, \"mma\": %llu, \"ldmatrix\": %llu, \"wavefronts\": %llu, "
                 "\"ideal_wavefronts\": %llu, \"cp_bytes\": %llu, \"flops\": %llu, \"dram_read\": %llu, "
-                "\"dram_written\": %llu}\n",
+                "\"dram_written\": %llu, \"tc_flops\": %llu}\n",
                 name.c_str(), (unsigned long long)c.launches, (unsigned long long)c.blocks,
                 (unsigned long long)c.threads, (unsigned long long)c.read, (unsigned long long)c.written,
                 (unsigned long long)c.mma, (unsigned long long)c.ldmatrix, (unsigned long long)c.wavefronts,
                 (unsigned long long)c.ideal_wavefronts, (unsigned long long)c.cp_bytes, (unsigned long long)c.flops,
-                (unsigned long long)c.dram_read, (unsigned long long)c.dram_written);
+                (unsigned long long)c.dram_read, (unsigned long long)c.dram_written, (unsigned long long)c.tc_flops);
     fclose(f);
 }
 
@@ -389,6 +390,7 @@ void complete_mma(fiber *lanes) {
         }
     for (int l = 0; l < WARP; l++) memcpy(const_cast<void *>(lanes[l].ops[0]), d[l], sizeof d[l]);
     K->mma++;
+    K->tc_flops += 2 * 16 * 8 * 16;
 }
 
 /* Completes a warp's ldmatrix of n matrices: lane 8i + j gives row j of matrix i (16 bytes in
@@ -759,6 +761,13 @@ void cp_async_commit() {
 void cp_async_wait(const char *file, int line, int n) {
     if (!cur) fatal("cp.async.wait_group outside a kernel (%s:%d)", file, line);
     land_copies(cur->committed - n);
+}
+
+void count_call(const char *name, uint64_t read, uint64_t written, uint64_t tc_flops, uint64_t flops) {
+    counts *c = counts_of(name);
+    c->launches++;
+    c->read += read, c->dram_read += read, c->written += written, c->dram_written += written;
+    c->tc_flops += tc_flops, c->flops += flops;
 }
 
 void count_flops(uint64_t n) {
