@@ -15,11 +15,13 @@ them busy), plus 2.5 us per launch (an assumption: the gap between kernels the h
 with; no CUDA graphs). It ignores caches beyond one launch, overlap between kernels, clocks
 below boost and the host; it is an estimate and is labelled so wherever it is printed.
 
-usage: /usr/bin/python3 bench/cost_model.py [--build DIR] [--check] [--markdown]
+usage: /usr/bin/python3 bench/cost_model.py [--build DIR] [--check] [--markdown] [--json FILE]
   --check     fits small shapes only and checks each fit at a held-out point (the test
               cuda_cost_model): the premise that counts follow the fitted form
-  --markdown  prints the tables for docs/cuda.md"""
+  --markdown  prints the tables for docs/cuda.md
+  --json      writes each row's prediction (bench/cuda.sh sets the measurements beside them)"""
 import argparse
+import concurrent.futures
 import functools
 import itertools
 import json
@@ -60,10 +62,31 @@ class Counter:
         self.exe = os.path.join(build, "cuda_counts")
         if not os.access(self.exe, os.X_OK):
             sys.exit(f"cost_model: {self.exe} is missing (cmake --build {build} --target cuda_counts)")
+        # counts depend only on the program and the arguments: kept beside it for the next run
+        st = os.stat(self.exe)
+        self.stamp = f"{st.st_size}-{st.st_mtime_ns}"
+        self.cache_path = os.path.join(build, "cost_model_counts.json")
+        try:
+            saved = json.load(open(self.cache_path))
+            self.cache = saved["counts"] if saved.get("stamp") == self.stamp else {}
+        except (OSError, ValueError, KeyError):
+            self.cache = {}
 
-    @functools.lru_cache(maxsize=None)
+    def save(self):
+        """Writes the counts cache (atomically)."""
+        with open(self.cache_path + ".tmp", "w") as f:
+            json.dump({"stamp": self.stamp, "counts": self.cache}, f)
+        os.replace(self.cache_path + ".tmp", self.cache_path)
+
     def run(self, *args):
         """{kernel: {counter: value}} of one operation at one shape."""
+        key = " ".join(map(str, args))
+        if key not in self.cache:
+            self.cache[key] = self.measure(*args)
+        return self.cache[key]
+
+    def measure(self, *args):
+        """Runs cuda_counts once."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "counts.jsonl")
             env = dict(os.environ, OR1_EMU_COUNTERS=path, OR1_EMU_ORDER="forward")
@@ -82,7 +105,8 @@ class Counter:
         degree = degree or {}
         powers = list(itertools.product(*[range(degree.get(n, 1) + 1) for n in names]))
         grid = list(itertools.product(*[vary[n] for n in names]))
-        runs = [self.run(op, *shape(dict(zip(names, g)))) for g in grid]
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
+            runs = list(pool.map(lambda g: self.run(op, *shape(dict(zip(names, g)))), grid))
         kernels = sorted({k for r in runs for k in r})
         A = np.array([[math.prod(v ** e for v, e in zip(g, p)) for p in powers] for g in grid], dtype=float)
         coef = {}
@@ -232,13 +256,14 @@ class Model:
 
     def train_step(self, T):
         """Forward, backward with recompute (the 1.5B and 7B configs' gradient checkpointing) and
-        the optimizer over one packed sequence of T tokens, every position scored."""
+        the optimizer over one packed sequence of T tokens, three quarters of them scored (a
+        quarter prompt, as bench/cuda_bench.cu trains)."""
         m, s = self.m, Step()
         H, I, V, L = m["hidden"], m["inter"], m["vocab"], m["layers"]
         attn = self.times_kv(self.attention("attention")({"L": T}))
         attn_bwd = self.times_kv(self.attention("attention_bwd")({"L": T}))
         rows = lambda op, *w: self.rows_op(op, w)({"T": T})  # noqa: E731
-        blocks, last = divmod(T, 1024)  # the head runs 1,024 rows a call
+        blocks, last = divmod(scored(T), 1024)  # the head runs 1,024 rows a call
         head = lambda op, n: self.head_fit(op)({"n": n, "H": H, "V": V})  # noqa: E731
         s.add(rows("gather", H))
         for _ in range(L):  # forward, keeping each layer's input
@@ -274,13 +299,18 @@ class Model:
         return s
 
     def model_flops(self, T):
-        """The training step's model FLOPs (bench/cuda.sh's definition): 3 x (the forward's
-        matmuls, causal attention and the head at every position)."""
+        """The training step's model FLOPs (bench/cuda_bench.cu's definition): 3 x (the
+        forward's matmuls, causal attention and the head at the scored positions)."""
         m = self.m
         H, I = m["hidden"], m["inter"]
-        mm = m["layers"] * (H * self.qkvd + self.qd * H + H * 2 * I + I * H) + H * m["vocab"]
+        mm = m["layers"] * (H * self.qkvd + self.qd * H + H * 2 * I + I * H)
         attn = m["layers"] * 2 * T * T * m["head_dim"] * m["heads"]
-        return 3 * (2 * T * mm + attn)
+        return 3 * (2 * T * mm + attn + 2 * scored(T) * H * m["vocab"])
+
+
+def scored(T):
+    """Scored positions of a T-token training sequence: all but the prompt quarter's."""
+    return T - max(T // 4, 1)
 
 
 SCENARIOS = [("decode", 64, 2048), ("decode", 64, 8192), ("decode", 256, 2048), ("decode", 256, 8192),
@@ -288,18 +318,20 @@ SCENARIOS = [("decode", 64, 2048), ("decode", 64, 8192), ("decode", 256, 2048), 
 
 
 def predict(counter):
-    """Rows of (model, scenario, tokens/s, MFU or None, total seconds, per-kernel rows)."""
+    """Rows of (model, scenario, tokens/s, MFU or None, total seconds, per-kernel rows, the
+    scenario as data)."""
     out = []
     for name, m in MODELS.items():
         model = Model(counter, m)
         for kind, a, b in SCENARIOS:
+            key = {"model": name, "kind": kind, "rows": a, "context": b}
             if kind == "decode":
                 t, rows = model.decode_step(a, b).time()
-                out.append((name, f"decode, {a} sequences at {b // 1024}K context", a / t, None, t, rows))
+                out.append((name, f"decode, {a} sequences at {b // 1024}K context", a / t, None, t, rows, key))
             else:
                 t, rows = model.train_step(a).time()
                 out.append((name, f"training step, one packed {a // 1024}K sequence", a / t,
-                            model.model_flops(a) / t / TC, t, rows))
+                            model.model_flops(a) / t / TC, t, rows, key))
     return out
 
 
@@ -313,7 +345,7 @@ def report(rows, markdown):
         print("| model | step | predicted time | predicted tokens/s | predicted MFU | slowest kernels (share of the "
               "step, bound) |")
         print("|---|---|---:|---:|---:|---|")
-    for name, what, rate, mfu, t, kern in rows:
+    for name, what, rate, mfu, t, kern, _ in rows:
         top = list(kern.items())[:3]
         slow = ", ".join(f"{k} {v[0] / t:.0%} ({v[1]})" for k, v in top)
         if markdown:
@@ -322,7 +354,7 @@ def report(rows, markdown):
         else:
             print(f"{name:22s} {what:40s} {t * 1e3:9.2f} ms {fmt_rate(rate):>9s} tok/s"
                   f"{'' if mfu is None else f'  MFU {mfu:.2f}'}   [{slow}]")
-    by = {(n, w): (r, mfu) for n, w, r, mfu, _, _ in rows}
+    by = {(n, w): (r, mfu) for n, w, r, mfu, _, _, _ in rows}
     print()
     name7 = "R1-Distill-Qwen-7B"
     dec = by[(name7, "decode, 256 sequences at 8K context")][0]
@@ -376,12 +408,22 @@ def main():
     ap.add_argument("--build", default=os.path.join(root, "build"))
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", help="also write the predictions here, one JSON object a row")
     a = ap.parse_args()
     counter = Counter(a.build)
     if a.check:
-        sys.exit(1 if check(counter) else 0)
+        bad = check(counter)
+        counter.save()
+        sys.exit(1 if bad else 0)
     print("ESTIMATE from the emulated GPU's counters at the H200's datasheet figures (not a measurement)\n")
-    report(predict(counter), a.markdown)
+    rows = predict(counter)
+    counter.save()
+    report(rows, a.markdown)
+    if a.json:
+        with open(a.json + ".tmp", "w") as f:
+            for _, _, rate, mfu, t, _, key in rows:
+                f.write(json.dumps(dict(key, seconds=t, tokens_per_s=rate, mfu=mfu)) + "\n")
+        os.replace(a.json + ".tmp", a.json)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
  * Both run through the backend seam (or1_dmodel, or1_generate), as or1 train does.
  * Prints one JSON object per mode on stdout (bench/cuda.sh compares them with PyTorch).
  * Usage: cuda_bench MODEL(1.5b|7b|tiny) [--prec bf16|fp32] [--seqs N] [--len L] [--steps S]
- *        [--slots B] [--prompt P] [--new N] [--peak-tflops X] [--skip-train] [--skip-rollout] */
+ *        [--slots B] [--prompt P] [--new N] [--peak-tflops X] [--skip-train] [--skip-rollout]
+ *        [--decode-step K]: instead of rollout tokens/s, one decode step's time at slots rows and a
+ *        context of P tokens (the cost model's rows), from generation to 1 and to 1 + K tokens. */
 extern "C" {
 #include "or1/core.h"
 #include "or1/rollout.h"
@@ -20,7 +22,7 @@ extern "C" {
 typedef struct {
     const char *model;
     or1_cuda_prec prec;
-    int seqs, len, steps, slots, prompt, n_new;
+    int seqs, len, steps, slots, prompt, n_new, decode_steps;
     double peak;
     bool train, rollout;
 } opts;
@@ -54,7 +56,7 @@ static double forward_flops(const or1_model_config *c, long tokens, double sum_s
 
 /* Parses the flags after the model name. */
 static int parse(opts *o, int argc, char **argv) {
-    *o = (opts){argv[1], OR1_CUDA_BF16, 8, 1024, 5, 64, 256, 256, 989.0, true, true};
+    *o = (opts){argv[1], OR1_CUDA_BF16, 8, 1024, 5, 64, 256, 256, 0, 989.0, true, true};
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(f, "--skip-train")) o->train = false;
@@ -68,6 +70,7 @@ static int parse(opts *o, int argc, char **argv) {
         else if (!strcmp(f, "--slots")) o->slots = atoi(v), i++;
         else if (!strcmp(f, "--prompt")) o->prompt = atoi(v), i++;
         else if (!strcmp(f, "--new")) o->n_new = atoi(v), i++;
+        else if (!strcmp(f, "--decode-step")) o->decode_steps = atoi(v), i++;
         else if (!strcmp(f, "--peak-tflops")) o->peak = atof(v), i++;
         else return or1_fail("cuda_bench: unknown flag %s", f);
     }
@@ -83,7 +86,7 @@ static int bench_train(or1_dmodel *dm, const or1_model_config *c, const opts *o,
     for (int s = 0; s < o->seqs; s++) {
         for (int t = 0; t < o->len; t++)
             ids[(size_t)s * o->len + t] = (int32_t)(or1_rand_u64(3, (uint64_t)s, (uint64_t)t) % c->vocab);
-        seqs[s] = (or1_seq){ids + (size_t)s * o->len, o->len, o->len / 4 > 0 ? o->len / 4 : 1};
+        seqs[s] = (or1_seq){.ids = ids + (size_t)s * o->len, .n = o->len, .n_prompt = o->len / 4 > 0 ? o->len / 4 : 1};
     }
     or1_batch b;
     or1_batch_pack(&b, seqs, o->seqs);
@@ -117,8 +120,8 @@ static int bench_train(or1_dmodel *dm, const or1_model_config *c, const opts *o,
 }
 
 /* slots requests of one random prompt each through the rollout engine (prefill, continuous
- * batching, on-device sampling), every sample running to n_new tokens. */
-static int bench_rollout(or1_dmodel *dm, const or1_model_config *c, const opts *o, const char *device) {
+ * batching, on-device sampling), every sample running to n_new tokens: seconds and tokens. */
+static int generate(or1_dmodel *dm, const or1_model_config *c, const opts *o, int n_new, double *dt, long *tokens) {
     int B = o->slots;
     int32_t *ids = (int32_t *)or1_malloc((size_t)B * o->prompt * sizeof(int32_t));
     or1_request *reqs = (or1_request *)or1_calloc((size_t)B, sizeof *reqs);
@@ -126,14 +129,45 @@ static int bench_rollout(or1_dmodel *dm, const or1_model_config *c, const opts *
     for (int s = 0; s < B; s++) {
         int32_t *p = ids + (size_t)s * o->prompt;
         for (int t = 0; t < o->prompt; t++) p[t] = (int32_t)(or1_rand_u64(4, (uint64_t)s, (uint64_t)t) % c->vocab);
-        reqs[s] = (or1_request){p, o->prompt, 1, {1.0f, 1.0f, 0, o->n_new, (uint64_t)(9 + s), NULL, 0}};
+        or1_request *r = &reqs[s]; /* zeroed: no stop tokens, no top-k */
+        r->prompt = p, r->n_prompt = o->prompt, r->n_samples = 1;
+        r->s.temperature = 1.0f, r->s.top_p = 1.0f, r->s.max_new_tokens = n_new, r->s.seed = (uint64_t)(9 + s);
     }
-    or1_engine_cfg ec = {B, 64.0, NULL, NULL, false, NULL};
+    /* a pool for every slot's whole context: 256 rows of 8K at 1.5B take 60 GB in bf16 */
+    or1_engine_cfg ec = {};
+    ec.opts.max_slots = B, ec.opts.kv_cache_gb = 120.0;
     double t0 = or1_now();
     int rc = or1_generate(dm, reqs, B, &ec, out);
-    double dt = or1_now() - t0;
-    long tokens = 0;
-    for (int s = 0; s < B && !rc; s++) tokens += out[s].n;
+    *dt = or1_now() - t0;
+    *tokens = 0;
+    for (int s = 0; s < B && !rc; s++) *tokens += out[s].n;
+    or1_completions_free(out, rc ? 0 : B);
+    free(ids), free(reqs), free(out);
+    return rc ? -1 : 0;
+}
+
+/* The time of one decode step of slots rows at a context of about prompt tokens (the cost
+ * model's rows, bench/cost_model.py): generation to 1 and to 1 + steps tokens, the difference
+ * over steps (prefill and the first token cancel). */
+static int bench_decode(or1_dmodel *dm, const or1_model_config *c, const opts *o, const char *device) {
+    double t1, t2;
+    long n1, n2;
+    if (generate(dm, c, o, 1, &t1, &n1) || generate(dm, c, o, 1 + o->decode_steps, &t2, &n2))
+        return -1;
+    double step = (t2 - t1) / o->decode_steps;
+    printf("{\"mode\": \"decode\", \"model\": \"%s\", \"prec\": \"%s\", \"device\": \"%s\", \"slots\": %d, "
+           "\"context\": %d, \"step_s\": %.6f, \"tokens_per_s\": %.1f}\n",
+           o->model, o->prec == OR1_CUDA_BF16 ? "bf16" : "fp32", device, o->slots, o->prompt, step,
+           o->slots / step);
+    fflush(stdout);
+    return 0;
+}
+
+/* Rollout tokens/s: every slot's prompt prefilled, then n_new tokens each. */
+static int bench_rollout(or1_dmodel *dm, const or1_model_config *c, const opts *o, const char *device) {
+    double dt;
+    long tokens;
+    int B = o->slots, rc = generate(dm, c, o, o->n_new, &dt, &tokens);
     if (!rc) {
         printf("{\"mode\": \"rollout\", \"model\": \"%s\", \"prec\": \"%s\", \"device\": \"%s\", \"slots\": %d, "
                "\"prompt\": %d, \"new\": %d, \"seconds\": %.3f, \"tokens_per_s\": %.1f}\n",
@@ -141,9 +175,7 @@ static int bench_rollout(or1_dmodel *dm, const or1_model_config *c, const opts *
                (double)tokens / dt);
         fflush(stdout);
     }
-    or1_completions_free(out, rc ? 0 : B);
-    free(ids), free(reqs), free(out);
-    return rc ? -1 : 0;
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -165,7 +197,7 @@ int main(int argc, char **argv) {
     const char *device = be ? or1_backend_cuda_device(be) : "";
     int rc = !dm;
     if (!rc && o.train) rc = bench_train(dm, &c, &o, device);
-    if (!rc && o.rollout) rc = bench_rollout(dm, &c, &o, device);
+    if (!rc && o.rollout) rc = o.decode_steps ? bench_decode(dm, &c, &o, device) : bench_rollout(dm, &c, &o, device);
     if (rc) fprintf(stderr, "cuda_bench: %s\n", or1_error());
     or1_dmodel_free(dm);
     or1_backend_free(be);
