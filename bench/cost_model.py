@@ -10,9 +10,9 @@ counts are exact polynomials in the shapes where the shapes are multiples of the
 is fitted on a small grid, checked at a point outside the grid, and evaluated at the shapes of
 DeepSeek-R1-Distill-Qwen-1.5B and -7B. A kernel's time is its roofline at the H200's datasheet
 figures: max(DRAM bytes / 4.8 TB/s, tensor FLOPs / 989 TFLOP/s, CUDA-core FLOPs / 67 TFLOP/s),
-divided by its wave efficiency (a grid of b blocks on 132 SMs keeps b / (132 ceil(b / 132)) of
-them busy), plus 2.5 us per launch (an assumption: the gap between kernels the host keeps up
-with; no CUDA graphs). It ignores caches beyond one launch, overlap between kernels, clocks
+divided by how busy its grid keeps the GPU (its warps per SM over its waves of blocks, against 8
+warps an SM taken to reach the peaks: an assumption), plus 2.5 us per launch (an assumption:
+the gap between kernels the host keeps up with; no CUDA graphs). It ignores caches beyond one launch, overlap between kernels, clocks
 below boost and the host; it is an estimate and is labelled so wherever it is printed.
 
 usage: /usr/bin/python3 bench/cost_model.py [--build DIR] [--check] [--markdown] [--json FILE]
@@ -39,6 +39,7 @@ TC = 989e12          # dense bf16 tensor-core FLOP/s
 FP32 = 67e12         # fp32 CUDA-core FLOP/s
 SMS = 132
 LAUNCH_S = 2.5e-6    # assumption: per kernel launch
+WARPS_FULL = 8       # assumption: warps an SM needs in flight to reach the peaks
 
 MODELS = {
     "R1-Distill-Qwen-1.5B": dict(hidden=1536, inter=8960, layers=28, heads=12, kv_heads=2, head_dim=128,
@@ -52,7 +53,7 @@ ANCHORS = {
     "train_mfu": ("verl actor", 0.33),
     "rl": ("NeMo-RL GRPO on-policy, 8B, per H100", 1581.0),
 }
-KEYS = ("launches", "blocks", "dram_read", "dram_written", "tc_flops", "flops")
+KEYS = ("launches", "blocks", "threads", "dram_read", "dram_written", "tc_flops", "flops")
 
 
 class Counter:
@@ -64,7 +65,7 @@ class Counter:
             sys.exit(f"cost_model: {self.exe} is missing (cmake --build {build} --target cuda_counts)")
         # counts depend only on the program and the arguments: kept beside it for the next run
         st = os.stat(self.exe)
-        self.stamp = f"{st.st_size}-{st.st_mtime_ns}"
+        self.stamp = f"{st.st_size}-{st.st_mtime_ns}-{','.join(KEYS)}"
         self.cache_path = os.path.join(build, "cost_model_counts.json")
         try:
             saved = json.load(open(self.cache_path))
@@ -133,11 +134,23 @@ class Counter:
         return worst
 
 
+def busy(c):
+    """The fraction of the GPU's peak a kernel can use: the warps it keeps on each SM, averaged
+    over its waves of blocks (at most 32 blocks and 64 warps an SM), against WARPS_FULL warps an
+    SM for the peak. Library calls (no blocks counted) are taken as full."""
+    launches = max(c["launches"], 1)
+    blocks = c["blocks"] / launches
+    if blocks < 1:
+        return 1.0
+    warps = max(c["threads"] / c["blocks"] / 32, 1.0)
+    resident = max(min(32, 64 // math.ceil(warps)), 1)
+    waves = math.ceil(blocks / (SMS * resident))
+    return min(1.0, blocks * warps / (waves * SMS) / WARPS_FULL)
+
+
 def kernel_time(c):
     """(seconds, what bounds it) of one kernel's counts (summed over its launches)."""
-    launches = max(c["launches"], 1)
-    per = c["blocks"] / launches
-    eff = 1.0 if per < 1 else per / (SMS * math.ceil(per / SMS))
+    eff = busy(c)
     parts = {"memory": (c["dram_read"] + c["dram_written"]) / BW, "tensor": c["tc_flops"] / TC,
              "fp32": c["flops"] / FP32}
     bound = max(parts, key=parts.get)
@@ -224,7 +237,7 @@ class Model:
 
     def copy(self, nbytes):
         """A device-to-device copy (cudaMemcpyAsync): read and write once."""
-        return {"memcpy": {"launches": 1, "blocks": 0, "dram_read": nbytes, "dram_written": nbytes,
+        return {"memcpy": {"launches": 1, "blocks": 0, "threads": 0, "dram_read": nbytes, "dram_written": nbytes,
                            "tc_flops": 0, "flops": 0}}
 
     def layer_forward(self, s, T, attn):
