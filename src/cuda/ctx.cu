@@ -370,7 +370,8 @@ __device__ __forceinline__ void tc_matmul(float *y, const float *x, const float 
     static_assert(MT >= 1 && NT % 2 == 0 && XPT * NTH == BM * CH && WPT * NTH == BN * CH, "tile shape");
     __shared__ __align__(16) uint4 xs[2][BM][CH + TC_PAD / 8]; /* 8 bf16 an element */
     __shared__ __align__(16) uint4 ws[2][BN][CH + TC_PAD / 8];
-    int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wm = warp / WN, wn = warp % WN;
+    int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    int wt = warp / WN * MT * 16, wo = warp % WN * NT * 8; /* the warp's first row and output in the tile */
     int t0 = blockIdx.y * BM, o0 = blockIdx.x * BN, stages = (in + BK - 1) / BK;
     uint32_t xr[XPT][4], wr[WPT][4];
     float acc[MT][NT][4] = {};
@@ -424,11 +425,11 @@ __device__ __forceinline__ void tc_matmul(float *y, const float *x, const float 
             uint32_t a[MT][4], bw[NT][2];
             #pragma unroll
             for (int m = 0; m < MT; m++) /* matrices: rows 0-7 / 8-15 of k 0-7, then of k 8-15 */
-                tc_ldmatrix<4, false>(a[m], &xs[buf][wm * MT * 16 + m * 16 + lane % 8 + lane / 8 % 2 * 8][kk / 8 + lane / 16]);
+                tc_ldmatrix<4, false>(a[m], &xs[buf][wt + m * 16 + lane % 8 + lane / 8 % 2 * 8][kk / 8 + lane / 16]);
             #pragma unroll
             for (int n = 0; n < NT; n += 2) { /* matrices: outputs 0-7 at k 0-7, k 8-15, then outputs 8-15 */
                 uint32_t r[4];
-                tc_ldmatrix<4, false>(r, &ws[buf][wn * NT * 8 + n * 8 + lane % 8 + lane / 16 * 8][kk / 8 + lane / 8 % 2]);
+                tc_ldmatrix<4, false>(r, &ws[buf][wo + n * 8 + lane % 8 + lane / 16 * 8][kk / 8 + lane / 8 % 2]);
                 bw[n][0] = r[0], bw[n][1] = r[1], bw[n + 1][0] = r[2], bw[n + 1][1] = r[3];
             }
             #pragma unroll
@@ -447,24 +448,24 @@ __device__ __forceinline__ void tc_matmul(float *y, const float *x, const float 
         for (int n = 0; n < NT; n++)
             #pragma unroll
             for (int e = 0; e < 4; e++) {
-                int t = t0 + wm * MT * 16 + m * 16 + g + e / 2 * 8, o = o0 + wn * NT * 8 + n * 8 + 2 * q + e % 2;
+                int t = t0 + wt + m * 16 + g + e / 2 * 8, o = o0 + wo + n * 8 + 2 * q + e % 2;
                 if (t < T && o < out) rows_store(y, acc[m][n][e], alpha, b, t, o, out);
             }
 }
 
 /* Many rows (training, prefill): 128 x 128 outputs per block, 8 warps of 64 x 32, 32 of the inner
  * dimension per stage. */
-__global__ void __launch_bounds__(256, 2) k_matmul_tc_big(float *y, const float *x, const float *w, const __nv_bfloat16 *wb,
-                                                        const float *b, int T, int in, int out, float alpha, int wsrc,
-                                                        bool xvec, bool wvec) {
+__global__ void __launch_bounds__(256, 2)
+    k_matmul_tc_big(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b, int T, int in,
+                    int out, float alpha, int wsrc, bool xvec, bool wvec) {
     tc_matmul<128, 128, 2, 4, 32>(y, x, w, wb, b, T, in, out, alpha, wsrc, xvec, wvec);
 }
 
 /* Few rows (decode): 16 x 64 outputs per block, 4 warps of 16 x 16, 64 of the inner dimension
  * per stage; each block streams its 64 weight rows once per 16 rows. */
-__global__ void __launch_bounds__(128) k_matmul_tc_few(float *y, const float *x, const float *w, const __nv_bfloat16 *wb,
-                                                        const float *b, int T, int in, int out, float alpha, int wsrc,
-                                                        bool xvec, bool wvec) {
+__global__ void __launch_bounds__(128)
+    k_matmul_tc_few(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b, int T, int in,
+                    int out, float alpha, int wsrc, bool xvec, bool wvec) {
     tc_matmul<16, 64, 1, 4, 64>(y, x, w, wb, b, T, in, out, alpha, wsrc, xvec, wvec);
 }
 
