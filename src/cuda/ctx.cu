@@ -1,5 +1,6 @@
 /* The CUDA context: device, stream, cuBLAS, scratch, errors, memory and the GEMM wrapper. */
 #include "internal.h"
+#include "tc.cuh"
 
 extern "C" {
 #include "or1/core.h"
@@ -224,25 +225,22 @@ void cu_gemm(or1_cuda *g, bool ta, bool tb, int m, int n, int k, float alpha, co
     cu_gemm_ex(g, ta, tb, m, n, k, alpha, A, NULL, lda, B, NULL, ldb, beta, C, ldc);
 }
 
-/* The batch-invariant matmul. Two kernels share one reduction order per output: an fmaf chain
- * over k = 0, 1, ..., in - 1 from 0, then times alpha, then plus the bias. Nothing in that order
- * depends on how many rows a call has or which tile a row falls in, so a token's row is the
- * same bits whether it is decoded alone, prefilled with others or trained in a packed batch (the
- * CPU's or1_matmul_rows holds the same invariant with its own order). k_matmul_rows_tiled takes
- * RT_TILE rows x RT_TILE outputs per block of RT_THREADS x RT_THREADS threads (RT_PER x RT_PER
- * outputs per thread); k_matmul_rows_few, for calls of at most FEW_MAX rows (decode), takes
- * FEW_ROWS rows x FEW_OUT outputs per block, one output per thread. Both step through the inner
- * dimension through shared memory. */
+/* The batch-invariant matmul of fp32 precision. Two kernels share one reduction order per output:
+ * an fmaf chain over k = 0, 1, ..., in - 1 from 0, then times alpha, then plus the bias. Nothing
+ * in that order depends on how many rows a call has or which tile a row falls in, so a token's
+ * row is the same bits whether it is decoded alone, prefilled with others or trained in a packed
+ * batch (the CPU's or1_matmul_rows holds the same invariant with its own order).
+ * k_matmul_rows_tiled takes RT_TILE rows x RT_TILE outputs per block of RT_THREADS x RT_THREADS
+ * threads (RT_PER x RT_PER outputs per thread); k_matmul_rows_few, for calls of at most FEW_MAX
+ * rows (decode), takes FEW_ROWS rows x FEW_OUT outputs per block, one output per thread. Both
+ * step through the inner dimension through shared memory. bf16 precision has its own kernels
+ * (the tensor-core ones below). */
 enum { RT_THREADS = 16, RT_TILE = 64, RT_K = 16, RT_PER = RT_TILE / RT_THREADS };
 enum { FEW_OUT = 64, FEW_ROWS = 8, FEW_K = 32, FEW_MAX = 16 };
 
-/* x[r, k] of an R x K row-major operand as the kernels multiply it: 0 outside, and in bf16
- * precision rounded to bf16 (the weight's bf16 copy wb when there is one). */
-__device__ float rows_operand(const float *x, const __nv_bfloat16 *xb, int R, int K, int r, int k, bool bf16) {
-    if (r >= R || k >= K) return 0.0f;
-    size_t i = (size_t)r * K + k;
-    if (xb) return __bfloat162float(xb[i]);
-    return bf16 ? __bfloat162float(__float2bfloat16(x[i])) : x[i];
+/* x[r, k] of an R x K row-major operand as the fp32 kernels multiply it: 0 outside. */
+__device__ float rows_operand(const float *x, int R, int K, int r, int k) {
+    return r < R && k < K ? x[(size_t)r * K + k] : 0.0f;
 }
 
 /* An output of the chain: acc times alpha, plus the bias of output o when there is one. */
@@ -252,8 +250,8 @@ __device__ void rows_store(float *y, float acc, float alpha, const float *b, int
 }
 
 /* The tiled kernel: y[T,out] = alpha (x W^T) (+ b) for calls of many rows. */
-__global__ void k_matmul_rows_tiled(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
-                                    int T, int in, int out, float alpha, bool bf16) {
+__global__ void k_matmul_rows_tiled(float *y, const float *x, const float *w, const float *b, int T, int in, int out,
+                                    float alpha) {
     __shared__ float xs[RT_K][RT_TILE];
     __shared__ float ws[RT_K][RT_TILE];
     int tx = threadIdx.x, ty = threadIdx.y, tid = ty * RT_THREADS + tx;
@@ -262,8 +260,8 @@ __global__ void k_matmul_rows_tiled(float *y, const float *x, const float *w, co
     for (int k0 = 0; k0 < in; k0 += RT_K) {
         for (int e = tid; e < RT_TILE * RT_K; e += RT_THREADS * RT_THREADS) {
             int r = e / RT_K, kk = e % RT_K;
-            xs[kk][r] = rows_operand(x, nullptr, T, in, t0 + r, k0 + kk, bf16);
-            ws[kk][r] = rows_operand(w, wb, out, in, o0 + r, k0 + kk, bf16);
+            xs[kk][r] = rows_operand(x, T, in, t0 + r, k0 + kk);
+            ws[kk][r] = rows_operand(w, out, in, o0 + r, k0 + kk);
         }
         __syncthreads();
         int kn = in - k0 < RT_K ? in - k0 : RT_K;
@@ -284,8 +282,8 @@ __global__ void k_matmul_rows_tiled(float *y, const float *x, const float *w, co
 
 /* The kernel for few rows: each thread one output over the block's FEW_ROWS rows, the weights'
  * FEW_K-wide slices staged through shared memory (coalesced reads of the weight rows). */
-__global__ void k_matmul_rows_few(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
-                                  int T, int in, int out, float alpha, bool bf16) {
+__global__ void k_matmul_rows_few(float *y, const float *x, const float *w, const float *b, int T, int in, int out,
+                                  float alpha) {
     __shared__ float ws[FEW_K][FEW_OUT + 1];
     __shared__ float xs[FEW_ROWS][FEW_K];
     int tid = threadIdx.x, o0 = blockIdx.x * FEW_OUT, t0 = blockIdx.y * FEW_ROWS;
@@ -294,10 +292,10 @@ __global__ void k_matmul_rows_few(float *y, const float *x, const float *w, cons
     for (int k0 = 0; k0 < in; k0 += FEW_K) {
         for (int e = tid; e < FEW_OUT * FEW_K; e += FEW_OUT) {
             int r = e / FEW_K, kk = e % FEW_K;
-            ws[kk][r] = rows_operand(w, wb, out, in, o0 + r, k0 + kk, bf16);
+            ws[kk][r] = rows_operand(w, out, in, o0 + r, k0 + kk);
         }
         for (int e = tid; e < FEW_ROWS * FEW_K; e += FEW_OUT)
-            xs[e / FEW_K][e % FEW_K] = rows_operand(x, nullptr, T, in, t0 + e / FEW_K, k0 + e % FEW_K, bf16);
+            xs[e / FEW_K][e % FEW_K] = rows_operand(x, T, in, t0 + e / FEW_K, k0 + e % FEW_K);
         __syncthreads();
         int kn = in - k0 < FEW_K ? in - k0 : FEW_K;
         for (int kk = 0; kk < kn; kk++) {
@@ -311,20 +309,194 @@ __global__ void k_matmul_rows_few(float *y, const float *x, const float *w, cons
         for (int r = 0; r < rows; r++) rows_store(y, acc[r], alpha, b, t0 + r, o, out);
 }
 
+/* The tensor-core matmul of bf16 precision. Every output keeps one chain: acc = 0; for k0 = 0,
+ * 16, 32, ... while k0 < in, in order, acc = mma.m16n8k16(x[t, k0:k0+16], W[o, k0:k0+16], acc)
+ * (elements past in are zero; no step lies wholly past in); then acc * alpha, then + b[o]. x is
+ * rounded to bf16 (nearest even) as it is staged, W comes from its bf16 copy wb (or w rounded).
+ * Tiles change which warp and which lanes hold an output, never that chain, so the two kernels
+ * (k_matmul_tc_big for many rows, k_matmul_tc_few for at most TC_FEW_MAX) give the same bits
+ * and a row's bits do not depend on the call. The inner dimension steps BK at a time through
+ * double-buffered shared memory, rows padded by TC_PAD bf16 so that the row pitch is an odd
+ * multiple of 16 bytes and ldmatrix's 8 rows fall in 8 distinct bank groups. */
+enum { TC_PAD = 8, TC_FEW_MAX = 64 };
+enum tc_wsrc { TC_W_ASYNC, TC_W_BF16, TC_W_FP32 }; /* cp.async from wb, plain loads of wb, w rounded */
+
+/* Eight elements r, k .. k+7 of an R x K row-major fp32 operand as four bf16 pairs (0 outside),
+ * by two float4 loads when vec (K % 4 == 0 and p 16-byte aligned), else one float at a time. */
+__device__ __forceinline__ void tc_load8(uint32_t v[4], const float *p, int R, int K, int r, int k, bool vec) {
+    float f[8] = {};
+    if (r < R) {
+        const float *row = p + (size_t)r * K;
+        if (vec) {
+            #pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (k + 4 * h < K) {
+                    float4 q = *reinterpret_cast<const float4 *>(row + k + 4 * h);
+                    f[4 * h] = q.x, f[4 * h + 1] = q.y, f[4 * h + 2] = q.z, f[4 * h + 3] = q.w;
+                }
+        } else {
+            #pragma unroll
+            for (int i = 0; i < 8; i++)
+                if (k + i < K) f[i] = row[k + i];
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < 4; i++) v[i] = tc_pack(f[2 * i], f[2 * i + 1]);
+}
+
+/* Eight bf16 r, k .. k+7 of an R x K row-major bf16 operand whose rows need not be 16-byte
+ * aligned, as four pairs (0 outside). */
+__device__ __forceinline__ void tc_load8_bf16(uint32_t v[4], const __nv_bfloat16 *p, int R, int K, int r, int k) {
+    uint32_t h[8] = {};
+    if (r < R) {
+        #pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (k + i < K) h[i] = __bfloat16_as_ushort(p[(size_t)r * K + k + i]);
+    }
+    #pragma unroll
+    for (int i = 0; i < 4; i++) v[i] = h[2 * i] | h[2 * i + 1] << 16;
+}
+
+/* One kernel's body: a block takes BM rows x BN outputs with WM x WN warps (each MT 16-row x NT
+ * 8-output mma tiles), BK of the inner dimension per stage. The next stage's x (and W, unless
+ * cp.async brings it) is loaded into registers before the current stage's mmas and stored after
+ * them; one barrier per stage. */
+template <int BM, int BN, int WM, int WN, int BK>
+__device__ __forceinline__ void tc_matmul(float *y, const float *x, const float *w, const __nv_bfloat16 *wb,
+                                          const float *b, int T, int in, int out, float alpha, int wsrc, bool xvec,
+                                          bool wvec) {
+    constexpr int NTH = 32 * WM * WN, MT = BM / WM / 16, NT = BN / WN / 8, CH = BK / 8;
+    constexpr int XPT = BM * CH / NTH, WPT = BN * CH / NTH;
+    static_assert(MT >= 1 && NT % 2 == 0 && XPT * NTH == BM * CH && WPT * NTH == BN * CH, "tile shape");
+    __shared__ __align__(16) uint4 xs[2][BM][CH + TC_PAD / 8]; /* 8 bf16 an element */
+    __shared__ __align__(16) uint4 ws[2][BN][CH + TC_PAD / 8];
+    int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    int wt = warp / WN * MT * 16, wo = warp % WN * NT * 8; /* the warp's first row and output in the tile */
+    int t0 = blockIdx.y * BM, o0 = blockIdx.x * BN, stages = (in + BK - 1) / BK;
+    uint32_t xr[XPT][4], wr[WPT][4];
+    float acc[MT][NT][4] = {};
+    /* the stage from k0 into registers, W by cp.async straight into buffer buf */
+    auto fetch = [&](int k0, int buf) {
+        #pragma unroll
+        for (int i = 0; i < XPT; i++) {
+            int c = tid + i * NTH;
+            tc_load8(xr[i], x, T, in, t0 + c / CH, k0 + c % CH * 8, xvec);
+        }
+        #pragma unroll
+        for (int i = 0; i < WPT; i++) {
+            int c = tid + i * NTH, r = c / CH, k = k0 + c % CH * 8;
+            if (wsrc == TC_W_ASYNC) {
+                bool ok = o0 + r < out && k < in;
+                tc_cp_async16(&ws[buf][r][c % CH], ok ? wb + (size_t)(o0 + r) * in + k : wb, ok ? 16 : 0);
+            } else if (wsrc == TC_W_BF16) {
+                tc_load8_bf16(wr[i], wb, out, in, o0 + r, k);
+            } else {
+                tc_load8(wr[i], w, out, in, o0 + r, k, wvec);
+            }
+        }
+        tc_cp_commit();
+    };
+    /* the registers of fetch into buffer buf */
+    auto put = [&](int buf) {
+        #pragma unroll
+        for (int i = 0; i < XPT; i++) {
+            int c = tid + i * NTH;
+            xs[buf][c / CH][c % CH] = uint4{xr[i][0], xr[i][1], xr[i][2], xr[i][3]};
+        }
+        if (wsrc != TC_W_ASYNC) {
+            #pragma unroll
+            for (int i = 0; i < WPT; i++) {
+                int c = tid + i * NTH;
+                ws[buf][c / CH][c % CH] = uint4{wr[i][0], wr[i][1], wr[i][2], wr[i][3]};
+            }
+        }
+    };
+    fetch(0, 0);
+    put(0);
+    tc_cp_wait<0>();
+    __syncthreads();
+    for (int s = 0; s < stages; s++) {
+        int buf = s & 1, k0 = s * BK;
+        bool next = s + 1 < stages;
+        if (next) fetch(k0 + BK, buf ^ 1);
+        #pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            if (k0 + kk >= in) break; /* the chain has no step wholly past in */
+            uint32_t a[MT][4], bw[NT][2];
+            #pragma unroll
+            for (int m = 0; m < MT; m++) /* matrices: rows 0-7 / 8-15 of k 0-7, then of k 8-15 */
+                tc_ldmatrix<4, false>(a[m], &xs[buf][wt + m * 16 + lane % 8 + lane / 8 % 2 * 8][kk / 8 + lane / 16]);
+            #pragma unroll
+            for (int n = 0; n < NT; n += 2) { /* matrices: outputs 0-7 at k 0-7, k 8-15, then outputs 8-15 */
+                uint32_t r[4];
+                tc_ldmatrix<4, false>(r, &ws[buf][wo + n * 8 + lane % 8 + lane / 16 * 8][kk / 8 + lane / 8 % 2]);
+                bw[n][0] = r[0], bw[n][1] = r[1], bw[n + 1][0] = r[2], bw[n + 1][1] = r[3];
+            }
+            #pragma unroll
+            for (int m = 0; m < MT; m++)
+                #pragma unroll
+                for (int n = 0; n < NT; n++) tc_mma(acc[m][n], a[m], bw[n], acc[m][n]);
+        }
+        if (next) put(buf ^ 1);
+        tc_cp_wait<0>();
+        __syncthreads();
+    }
+    int g = lane / 4, q = lane % 4;
+    #pragma unroll
+    for (int m = 0; m < MT; m++)
+        #pragma unroll
+        for (int n = 0; n < NT; n++)
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int t = t0 + wt + m * 16 + g + e / 2 * 8, o = o0 + wo + n * 8 + 2 * q + e % 2;
+                if (t < T && o < out) rows_store(y, acc[m][n][e], alpha, b, t, o, out);
+            }
+}
+
+/* Many rows (training, prefill): 128 x 128 outputs per block, 8 warps of 64 x 32, 32 of the inner
+ * dimension per stage. */
+__global__ void __launch_bounds__(256, 2)
+    k_matmul_tc_big(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b, int T, int in,
+                    int out, float alpha, int wsrc, bool xvec, bool wvec) {
+    tc_matmul<128, 128, 2, 4, 32>(y, x, w, wb, b, T, in, out, alpha, wsrc, xvec, wvec);
+}
+
+/* Few rows (decode): 16 x 64 outputs per block, 4 warps of 16 x 16, 64 of the inner dimension
+ * per stage; each block streams its 64 weight rows once per 16 rows. */
+__global__ void __launch_bounds__(128)
+    k_matmul_tc_few(float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b, int T, int in,
+                    int out, float alpha, int wsrc, bool xvec, bool wvec) {
+    tc_matmul<16, 64, 1, 4, 64>(y, x, w, wb, b, T, in, out, alpha, wsrc, xvec, wvec);
+}
+
+/* The tensor-core matmul's launch: the kernel by row count, W's source by its alignment. */
+static void tc_matmul_launch(or1_cuda *g, float *y, const float *x, const float *w, const __nv_bfloat16 *wb,
+                             const float *b, int T, int in, int out, float alpha) {
+    int wsrc = !wb ? TC_W_FP32 : in % 8 == 0 && (uintptr_t)wb % 16 == 0 ? TC_W_ASYNC : TC_W_BF16;
+    bool xvec = in % 4 == 0 && (uintptr_t)x % 16 == 0, wvec = in % 4 == 0 && (uintptr_t)w % 16 == 0;
+    if (T <= TC_FEW_MAX)
+        k_matmul_tc_few<<<dim3((out + 63) / 64, (T + 15) / 16), 128, 0, g->stream>>>(y, x, w, wb, b, T, in, out, alpha,
+                                                                                     wsrc, xvec, wvec);
+    else
+        k_matmul_tc_big<<<dim3((out + 127) / 128, (T + 127) / 128), 256, 0, g->stream>>>(y, x, w, wb, b, T, in, out,
+                                                                                          alpha, wsrc, xvec, wvec);
+}
+
 /* y[T,out] = alpha x W^T (+ b), batch-invariant: every forward matmul and the head's logits, so
  * that rollout and trainer compute a token's activations alike (cuBLAS picks its algorithm and
- * split by shape, so its rows depend on the batch). */
+ * split by shape, so its rows depend on the batch). bf16 precision runs the tensor-core kernels
+ * (W from wb when given), fp32 the CUDA-core ones (W from w). */
 void cu_matmul_rows(or1_cuda *g, float *y, const float *x, const float *w, const __nv_bfloat16 *wb, const float *b,
                     int T, int in, int out, float alpha) {
     if (T <= 0 || out <= 0) return;
-    bool bf16 = g->prec != OR1_CUDA_FP32;
-    if (T <= FEW_MAX) {
+    if (g->prec != OR1_CUDA_FP32) {
+        tc_matmul_launch(g, y, x, w, wb, b, T, in, out, alpha);
+    } else if (T <= FEW_MAX) {
         dim3 grid((out + FEW_OUT - 1) / FEW_OUT, (T + FEW_ROWS - 1) / FEW_ROWS);
-        k_matmul_rows_few<<<grid, FEW_OUT, 0, g->stream>>>(y, x, w, wb, b, T, in, out, alpha, bf16);
+        k_matmul_rows_few<<<grid, FEW_OUT, 0, g->stream>>>(y, x, w, b, T, in, out, alpha);
     } else {
         dim3 grid((out + RT_TILE - 1) / RT_TILE, (T + RT_TILE - 1) / RT_TILE);
-        k_matmul_rows_tiled<<<grid, dim3(RT_THREADS, RT_THREADS), 0, g->stream>>>(y, x, w, wb, b, T, in, out, alpha,
-                                                                                  bf16);
+        k_matmul_rows_tiled<<<grid, dim3(RT_THREADS, RT_THREADS), 0, g->stream>>>(y, x, w, b, T, in, out, alpha);
     }
     cu_launched(g, "matmul_rows");
 }

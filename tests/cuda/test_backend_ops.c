@@ -172,33 +172,49 @@ static void case_matmul_rows(const pair *p) {
 /* Backend memory at byte offset off of d. */
 static void *at(void *d, size_t off) { return (char *)d + off; }
 
-/* The bits of a row of matmul_rows do not depend on the batch: 150 rows (past two 64-row tiles)
- * at once, then rows alone and in batches at other offsets, on the backend under test, give
- * the same bytes (a decoded token's activations are the trainer's). */
+/* The bits of a row of matmul_rows do not depend on the batch: 300 rows at once (against the
+ * reference), then rows alone and in batches of 1 to 150 at other offsets (across the GPU's choice between its
+ * kernels for few and many rows, at 64, and their tile edges at 16 and 128 rows, 64 and 128
+ * outputs), on the backend under test, give the same bytes (a decoded token's activations are
+ * the trainer's). Inner sizes 70 (bf16 weight rows not 16-byte aligned) and 96 (aligned: the
+ * GPU copies them with cp.async), outputs 130 and 200. */
 static void rows_alone(const pair *p) {
-    enum { T = 150, IN = 70, OUT = 130 };
-    static const int SUB[][2] = {{0, 1}, {1, 1}, {63, 1}, {64, 1}, {149, 1}, {5, 70}, {100, 50}, {17, 3}};
+    enum { T = 300 };
+    static const int SHAPE[][2] = {{70, 130}, {96, 200}};
+    static const int SUB[][2] = {{0, 1},   {1, 1},   {63, 1},  {64, 1},  {299, 1},  {5, 70},   {100, 50},
+                                 {17, 3},  {16, 16}, {31, 17}, {64, 64}, {127, 65}, {1, 129},  {150, 150},
+                                 {0, 129}, {200, 16}, {283, 17}};
     or1_backend *be = p->be;
-    twin x = both_rand(p, (size_t)T * IN, 160, 1), w = both_rand(p, (size_t)OUT * IN, 161, 0.3f);
-    twin b = both_rand(p, OUT, 162, 1);
-    twin wb = p->bf16 ? both_bf16(p, w, (size_t)OUT * IN) : (twin){0};
-    float *all = put(be, NULL, (size_t)T * OUT * 4), *part = put(be, NULL, (size_t)T * OUT * 4);
-    be->ops->matmul_rows(be, all, x.a, w.a, wb.a, b.a, T, IN, OUT);
-    float *want = take(be, all, (size_t)T * OUT * 4);
-    for (size_t k = 0; k < sizeof SUB / sizeof *SUB; k++) {
-        int r0 = SUB[k][0], n = SUB[k][1];
-        size_t xo = (size_t)r0 * IN * 4, yo = (size_t)r0 * OUT * 4;
-        be->ops->matmul_rows(be, at(part, yo), at(x.a, xo), w.a, wb.a, b.a, n, IN, OUT);
-        float *got = take(be, at(part, yo), (size_t)n * OUT * 4);
-        CHECK(!memcmp(got, want + (size_t)r0 * OUT, (size_t)n * OUT * 4),
-              "%s matmul_rows: rows %d..%d computed as a batch of %d differ from the batch of %d", p->tag, r0,
-              r0 + n - 1, n, T);
-        free(got);
+    for (size_t s = 0; s < sizeof SHAPE / sizeof *SHAPE; s++) {
+        int IN = SHAPE[s][0], OUT = SHAPE[s][1];
+        twin x = both_rand(p, (size_t)T * IN, 160, 1), w = both_rand(p, (size_t)OUT * IN, 161, 0.3f);
+        twin b = both_rand(p, OUT, 162, 1);
+        twin wb = p->bf16 ? both_bf16(p, w, (size_t)OUT * IN) : (twin){0};
+        size_t bytes = (size_t)T * OUT * 4;
+        twin all = {put(be, NULL, bytes), put(p->ref, NULL, bytes), bytes};
+        float *part = put(be, NULL, bytes);
+        for (int side = 0; side < 2; side++)
+            BE(p, side)->ops->matmul_rows(BE(p, side), AT(all, side), AT(x, side), AT(w, side), AT(wb, side),
+                                          AT(b, side), T, IN, OUT);
+        char what[64];
+        snprintf(what, sizeof what, "matmul_rows %dx%dx%d+b", T, IN, OUT);
+        same_floats(p, what, all, (size_t)T * OUT, mm_tol(p));
+        float *want = take(be, all.a, (size_t)T * OUT * 4);
+        for (size_t k = 0; k < sizeof SUB / sizeof *SUB; k++) {
+            int r0 = SUB[k][0], n = SUB[k][1];
+            size_t xo = (size_t)r0 * IN * 4, yo = (size_t)r0 * OUT * 4;
+            be->ops->matmul_rows(be, at(part, yo), at(x.a, xo), w.a, wb.a, b.a, n, IN, OUT);
+            float *got = take(be, at(part, yo), (size_t)n * OUT * 4);
+            CHECK(!memcmp(got, want + (size_t)r0 * OUT, (size_t)n * OUT * 4),
+                  "%s matmul_rows %dx%d: rows %d..%d computed as a batch of %d differ from the batch of %d", p->tag,
+                  IN, OUT, r0, r0 + n - 1, n, T);
+            free(got);
+        }
+        be->ops->release(be, part), free(want);
+        drop(p, all), drop(p, x), drop(p, w), drop(p, b);
+        if (p->bf16) drop(p, wb);
     }
     printf("ok   %s matmul_rows: a row's bits do not depend on its batch\n", p->tag);
-    be->ops->release(be, all), be->ops->release(be, part), free(want);
-    drop(p, x), drop(p, w), drop(p, b);
-    if (p->bf16) drop(p, wb);
 }
 
 /* dx (=|+=) dy W, with the bf16 weights in bf16. */

@@ -10,10 +10,10 @@
 #include "or1/kernels.h"
 #include "or1/model.h"
 
-/* Linear layer forward, input gradient (overwrite and accumulate) and weight/bias gradients. */
-static void check_matmul(or1_cuda *g, double tol, const char *tag) {
-    int T = 37, in = 70, out = 53;
-    char name[64];
+/* Linear layer forward, input gradient (overwrite and accumulate) and weight/bias gradients of
+ * T rows, in inputs and out outputs. */
+static void check_matmul(or1_cuda *g, double tol, const char *tag, int T, int in, int out) {
+    char name[96];
     float *x = rand_floats((size_t)T * in, 1, 1), *w = rand_floats((size_t)out * in, 2, 0.3f);
     float *b = rand_floats(out, 3, 1), *dy = rand_floats((size_t)T * out, 4, 1);
     float *y = or1_alloc_floats((size_t)T * out), *dx = rand_floats((size_t)T * in, 5, 1);
@@ -25,11 +25,11 @@ static void check_matmul(or1_cuda *g, double tol, const char *tag) {
 
     or1_matmul(y, x, w, b, T, in, out);
     or1_cuda_matmul(g, y_d, x_d, w_d, b_d, T, in, out);
-    snprintf(name, sizeof name, "matmul+bias %s", tag);
+    snprintf(name, sizeof name, "matmul+bias %s %dx%dx%d", tag, T, in, out);
     expect_dev(g, name, y_d, y, (size_t)T * out, tol);
     or1_matmul(y, x, w, NULL, T, in, out);
     or1_cuda_matmul(g, y_d, x_d, w_d, NULL, T, in, out);
-    snprintf(name, sizeof name, "matmul %s", tag);
+    snprintf(name, sizeof name, "matmul %s %dx%dx%d", tag, T, in, out);
     expect_dev(g, name, y_d, y, (size_t)T * out, tol);
 
     or1_matmul_dx(dx, dy, w, T, in, out, 1);
@@ -305,7 +305,7 @@ int main(void) {
         return 1;
     }
     printf("device: %s\n", or1_cuda_device_name(g));
-    check_matmul(g, 1e-4, "fp32");
+    check_matmul(g, 1e-4, "fp32", 37, 70, 53);
     check_embed(g);
     check_rmsnorm(g);
     check_rope(g);
@@ -321,7 +321,8 @@ int main(void) {
     check_head(g, 1e-4, 1e-4, "fp32");
     check_optimizer(g);
     or1_cuda_set_prec(g, OR1_CUDA_BF16);
-    check_matmul(g, 2e-2, "bf16");
+    check_matmul(g, 2e-2, "bf16", 37, 70, 53);
+    check_matmul(g, 2e-2, "bf16", 150, 64, 130); /* the kernel for many rows; fp32 weights by float4 */
     check_head(g, 1e-2, 2e-2, "bf16");
     CHECK(!or1_cuda_sync(g), "pending CUDA error: %s", or1_error());
     or1_cuda_free(g);

@@ -1,7 +1,8 @@
 """Shows that the emulated CUDA tests can fail: applies one mutation at a time to src/cuda (a
 removed __syncthreads, a shifted shuffle lane, an off-by-one block-table index, a shared-memory
-race), rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how,
-and restores the source (also when interrupted). Not part of `make test` (about 5 minutes).
+race; in the tensor-core matmul a swapped fragment, a removed barrier and a dropped cp.async
+wait), rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how,
+and restores the source (also when interrupted). Not part of `make test` (about 15 minutes).
 
 usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR]   (default: build)"""
 import os
@@ -33,6 +34,18 @@ MUTATIONS = {
         "elementwise.cu",
         "    sh[threadIdx.y][threadIdx.x] = s;\n    __syncthreads();",
         "    sh[threadIdx.y][threadIdx.x] = s;"),
+    "A fragment's ldmatrix rows swapped (tc_matmul: a[1] and a[2], rows 8-15 and k 8-15)": (
+        "ctx.cu",
+        "lane % 8 + lane / 8 % 2 * 8][kk / 8 + lane / 16]",
+        "lane % 8 + lane / 16 * 8][kk / 8 + lane / 8 % 2]"),
+    "removed __syncthreads (tc_matmul, after a stage's mmas)": (
+        "ctx.cu",
+        "        if (next) put(buf ^ 1);\n        tc_cp_wait<0>();\n        __syncthreads();\n",
+        "        if (next) put(buf ^ 1);\n        tc_cp_wait<0>();\n"),
+    "dropped cp.async wait (tc_matmul, the next stage's weights)": (
+        "ctx.cu",
+        "        if (next) put(buf ^ 1);\n        tc_cp_wait<0>();\n",
+        "        if (next) put(buf ^ 1);\n"),
 }
 
 

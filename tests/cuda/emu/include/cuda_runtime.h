@@ -19,6 +19,14 @@ struct uint3 {
     unsigned x, y, z;
 };
 
+/* The 16-byte vector types, for kernels' vector loads and stores. */
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+
 struct dim3 {
     unsigned x, y, z;
     constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
@@ -92,6 +100,7 @@ template <class K> cudaError_t cudaFuncSetAttribute(K *kernel, cudaFuncAttribute
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
 
 namespace emu {
 
