@@ -19,6 +19,11 @@ struct uint3 {
     unsigned x, y, z;
 };
 
+/* 16 bytes, 16-byte aligned as CUDA's (dynamic shared memory declared as uint4 is). */
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+
 struct dim3 {
     unsigned x, y, z;
     constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
@@ -92,6 +97,7 @@ template <class K> cudaError_t cudaFuncSetAttribute(K *kernel, cudaFuncAttribute
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
 
 namespace emu {
 
@@ -190,6 +196,12 @@ static inline double atomicAdd(double *p, double v) { return emu::atomic_add(p, 
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 #define __expf(x) expf(x) /* glibc declares __expf itself */
 #define __logf(x) logf(x)
+/* IEEE operations nvcc never contracts into an FMA (the host compiler of the emulator has no FMA
+ * contraction without -mfma, which these sources do not get). */
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline int max(int a, int b) { return a > b ? a : b; }
 static inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
