@@ -1,7 +1,8 @@
 """Shows that the emulated CUDA tests can fail: applies one mutation at a time to src/cuda (a
-removed __syncthreads, a shifted shuffle lane, an off-by-one block-table index, a shared-memory
-race), rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how,
-and restores the source (also when interrupted). Not part of `make test` (about 5 minutes).
+removed __syncthreads, a shifted shuffle lane, an off-by-one block-table index, a tensor-core
+fragment in the wrong registers or lanes, a dropped cp.async wait, a shared-memory race),
+rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how, and
+restores the source (also when interrupted). Not part of `make test` (about 30 minutes).
 
 usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR]   (default: build)"""
 import os
@@ -29,6 +30,22 @@ MUTATIONS = {
         "attention.cu",
         "return (size_t)table[i / block] * (size_t)block",
         "return (size_t)table[(i + 1) / block] * (size_t)block"),
+    "P -> A fragment register order (fa_pv: the rows g+8 and columns 2t+8 registers swapped)": (
+        "attention.cu",
+        "tc_pack(p[2 * kk][2], p[2 * kk][3]),\n                          tc_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]),",
+        "tc_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]),\n                          tc_pack(p[2 * kk][2], p[2 * kk][3]),"),
+    "wrong ldmatrix .trans lane mapping for V (fa_pv: key and column halves of the matrices exchanged)": (
+        "attention.cu",
+        "vs + (kk * 16 + (i % 2) * 8 + j) * ld + dp * 16 + (i / 2) * 8",
+        "vs + (kk * 16 + (i / 2) * 8 + j) * ld + dp * 16 + (i % 2) * 8"),
+    "removed __syncthreads (k_fa_fwd, before a key tile is staged)": (
+        "attention.cu",
+        "        __syncthreads();\n        fa_stage(ks, ld,",
+        "        fa_stage(ks, ld,"),
+    "dropped cp.async wait (k_fa_decode: the keys read before they land)": (
+        "attention.cu",
+        "        tc_cp_wait<1>();\n",
+        ""),
     "shared-memory race (k_colsum reads partial sums without a barrier)": (
         "elementwise.cu",
         "    sh[threadIdx.y][threadIdx.x] = s;\n    __syncthreads();",
