@@ -141,12 +141,13 @@ static void cuda_attention_bwd(or1_backend *be, float *dqkv, const float *dout, 
     or1_cuda_attention_bwd(ctx(be), dqkv, dout, qkv, out, lse, seq_start, n_seqs, T, max_len, nh, nkv, hd);
 }
 
-/* Row r's rotated key and value go to pool row rows[r]: floats (E = float) or bf16 rounded to
- * nearest even (E = __nv_bfloat16), the element the decode kernels read. */
+/* A KV pool element from a float: the float itself, or its bf16 rounded to nearest even (as the
+ * tensor-core forward rounds the keys and values it stages, so decode reads the same bits). */
 template <typename E> __device__ __forceinline__ E kv_elem(float x);
 template <> __device__ __forceinline__ float kv_elem<float>(float x) { return x; }
 template <> __device__ __forceinline__ __nv_bfloat16 kv_elem<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
 
+/* Row r's rotated key and value go to pool row rows[r], as elements E (float or bf16). */
 template <typename E>
 __global__ void k_kv_store(E *k, E *v, const int32_t *rows, const float *qkv, int T, int qd, int kvd) {
     size_t n = (size_t)T * kvd, stride = (size_t)qd + 2 * kvd;

@@ -4,7 +4,8 @@ fragment in the wrong registers or lanes, a dropped cp.async wait, a shared-memo
 rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how, and
 restores the source (also when interrupted). Not part of `make test` (about 30 minutes).
 
-usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR]   (default: build)"""
+usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR [WORD...]]   (default: build; with
+words, only the mutations whose name holds one of them)"""
 import os
 import re
 import subprocess
@@ -74,8 +75,11 @@ def failures(build):
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
     targets = ["or1-cuda-emu", "cuda_test_kernels_emu", "cuda_test_model_emu", "cuda_test_backend_ops_emu"]
+    words = sys.argv[2:]
     missed = 0
     for name, (fn, old, new) in MUTATIONS.items():
+        if words and not any(w in name for w in words):
+            continue
         path = os.path.join(ROOT, "src", "cuda", fn)
         orig = open(path).read()
         if orig.count(old) != 1:
