@@ -180,6 +180,8 @@ typedef struct or1_backend or1_backend;
 const char *or1_backend_name(const or1_backend *be);
 /* Whether its matmuls run over the models' bf16 weights (the fp32 ones stay the masters). */
 bool or1_backend_bf16(const or1_backend *be);
+/* Bytes of one element of its KV cache: 4 (floats) or 2 (bf16: the CUDA backend in bf16). */
+int or1_backend_kv_bytes(const or1_backend *be);
 
 /* The CPU backend (OpenBLAS + OpenMP); never fails. */
 or1_backend *or1_backend_cpu(void);

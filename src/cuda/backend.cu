@@ -141,25 +141,39 @@ static void cuda_attention_bwd(or1_backend *be, float *dqkv, const float *dout, 
     or1_cuda_attention_bwd(ctx(be), dqkv, dout, qkv, out, lse, seq_start, n_seqs, T, max_len, nh, nkv, hd);
 }
 
-/* Row r's rotated key and value go to pool row rows[r]. */
-__global__ void k_kv_store(float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd, int kvd) {
+/* A KV pool element from a float: the float itself, or its bf16 rounded to nearest even (as the
+ * tensor-core forward rounds the keys and values it stages, so decode reads the same bits). */
+template <typename E> __device__ __forceinline__ E kv_elem(float x);
+template <> __device__ __forceinline__ float kv_elem<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 kv_elem<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+
+/* Row r's rotated key and value go to pool row rows[r], as elements E (float or bf16). */
+template <typename E>
+__global__ void k_kv_store(E *k, E *v, const int32_t *rows, const float *qkv, int T, int qd, int kvd) {
     size_t n = (size_t)T * kvd, stride = (size_t)qd + 2 * kvd;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         size_t r = i / kvd, d = i % kvd, dst = (size_t)rows[r] * kvd + d;
-        k[dst] = qkv[r * stride + qd + d];
-        v[dst] = qkv[r * stride + qd + kvd + d];
+        k[dst] = kv_elem<E>(qkv[r * stride + qd + d]);
+        v[dst] = kv_elem<E>(qkv[r * stride + qd + kvd + d]);
     }
 }
 
-static void cuda_kv_store(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
+/* The pool's element follows the precision (see or1_backend_cuda's kv_bytes). */
+static void cuda_kv_store(or1_backend *be, void *k, void *v, const int32_t *rows, const float *qkv, int T, int qd,
                           int kvd) {
     if (T < 1) return;
-    k_kv_store<<<cu_blocks((size_t)T * kvd, 256), 256, 0, ctx(be)->stream>>>(k, v, rows, qkv, T, qd, kvd);
+    unsigned nb = cu_blocks((size_t)T * kvd, 256);
+    if (be->kv_bytes == 2)
+        k_kv_store<__nv_bfloat16><<<nb, 256, 0, ctx(be)->stream>>>(
+            static_cast<__nv_bfloat16 *>(k), static_cast<__nv_bfloat16 *>(v), rows, qkv, T, qd, kvd);
+    else
+        k_kv_store<float><<<nb, 256, 0, ctx(be)->stream>>>(static_cast<float *>(k), static_cast<float *>(v), rows, qkv,
+                                                          T, qd, kvd);
     cu_launched(ctx(be), "kv_store");
 }
 
-static void cuda_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const float *k,
-                                  const float *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
+static void cuda_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const void *k,
+                                  const void *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
                                   int hd, int ctx_cap) {
     (void)ctx_cap;
     or1_cuda_attention_decode(ctx(be), out, qkv, B, k, v, seg, blocks, block, nh, nkv, hd);
@@ -509,6 +523,7 @@ or1_backend *or1_backend_cuda(or1_cuda_prec prec) {
     cuda_backend *c = (cuda_backend *)or1_calloc(1, sizeof *c);
     c->base.ops = &CUDA_OPS;
     c->base.bf16 = prec == OR1_CUDA_BF16;
+    c->base.kv_bytes = prec == OR1_CUDA_BF16 ? 2 : 4; /* bf16: the tensor-core decode's pool */
     c->g = g;
     return &c->base;
 }

@@ -63,7 +63,8 @@ void or1_cuda_head_norm_bwd(or1_cuda *g, float *d, float *dw, const float *x, co
                             int n_heads, int hd, int stride);
 
 /* Flash-style causal GQA attention over packed sequences: keys stream through shared memory
- * with an online softmax, only lse [T, nh] is kept; max_len bounds every sequence's length. */
+ * with an online softmax, only lse [T, nh] is kept; max_len bounds every sequence's length. In
+ * bf16 precision on tensor cores, over q, k, v rounded to bf16. */
 void or1_cuda_attention(or1_cuda *g, float *out, float *lse, const float *qkv, const int32_t *seq_start,
                         int n_seqs, int max_len, int nh, int nkv, int hd);
 /* dqkv (overwritten) from dout, recomputing probabilities from lse; T = seq_start[n_seqs]. */
@@ -71,9 +72,10 @@ void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const f
                             const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                             int nkv, int hd);
 /* Decode attention over the paged KV pool, or1_attention_decode's semantics (seg and the
- * block table in device memory). out[B, nh*hd]. */
-void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const float *k_pool,
-                               const float *v_pool, const int32_t *seg, const int32_t *blocks, int block, int nh,
+ * block table in device memory). out[B, nh*hd]. The pool holds floats in fp32 precision and
+ * bf16 in bf16 precision (where a query's output is the bits or1_cuda_attention gives it). */
+void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const void *k_pool,
+                               const void *v_pool, const int32_t *seg, const int32_t *blocks, int block, int nh,
                                int nkv, int hd);
 
 void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter);

@@ -176,10 +176,11 @@ static void cpu_attention_bwd(or1_backend *be, float *dqkv, const float *dout, c
     or1_attention_bwd(dqkv, dout, qkv, out, lse, seq_start, n_seqs, nh, nkv, hd);
 }
 
-/* Copies each row's rotated key and value into its pool row. */
-static void cpu_kv_store(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
+/* Copies each row's rotated key and value into its pool row (a float pool: kv_bytes 4). */
+static void cpu_kv_store(or1_backend *be, void *kp, void *vp, const int32_t *rows, const float *qkv, int T, int qd,
                          int kvd) {
     (void)be;
+    float *k = kp, *v = vp;
     size_t stride = (size_t)qd + 2 * (size_t)kvd;
     for (int t = 0; t < T; t++) {
         memcpy(k + (size_t)rows[t] * kvd, qkv + t * stride + qd, (size_t)kvd * sizeof(float));
@@ -187,9 +188,9 @@ static void cpu_kv_store(or1_backend *be, float *k, float *v, const int32_t *row
     }
 }
 
-/* The paged decode attention with this backend's per-thread score scratch. */
-static void cpu_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const float *k,
-                                 const float *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
+/* The paged decode attention over the float pool with this backend's per-thread score scratch. */
+static void cpu_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const void *k,
+                                 const void *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
                                  int hd, int ctx_cap) {
     size_t per_thread = or1_attention_decode_scratch(nh, nkv, hd, ctx_cap);
     float *scratch = cpu_scratch(be, (size_t)omp_get_max_threads() * per_thread);
@@ -308,6 +309,7 @@ or1_backend *or1_backend_cpu_prec(bool bf16) {
     cpu_backend *c = or1_calloc(1, sizeof *c);
     c->base.ops = &CPU_OPS;
     c->base.bf16 = bf16;
+    c->base.kv_bytes = 4; /* the pool stays fp32 in both precisions */
     return &c->base;
 }
 
@@ -321,3 +323,6 @@ const char *or1_backend_name(const or1_backend *be) { return be->ops->name; }
 
 /* Whether its matmuls run over bf16 weights. */
 bool or1_backend_bf16(const or1_backend *be) { return be->bf16; }
+
+/* Bytes of one element of its KV pool. */
+int or1_backend_kv_bytes(const or1_backend *be) { return be->kv_bytes; }

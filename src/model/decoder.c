@@ -160,10 +160,11 @@ typedef struct {
     const int32_t *kv_rows, *seg, *blocks;
 } layer_mode;
 
-/* Layer i's keys (values at +pool) in the KV pool. */
-static float *pool_keys(const or1_dmodel *dm, int i) {
+/* Layer i's keys (values one pool of rows later) in the KV pool, whose elements take the
+ * backend's kv_bytes. */
+static char *pool_keys(const or1_dmodel *dm, int i) {
     size_t kvd = (size_t)dm->cfg.kv_heads * dm->cfg.head_dim;
-    return dm->kv + (size_t)i * 2 * dm->pool_rows * kvd;
+    return (char *)dm->kv + (size_t)i * 2 * dm->pool_rows * kvd * (size_t)dm->be->kv_bytes;
 }
 
 /* One decoder layer forward: x -> x2 = x + attn(norm(x)) -> out = x2 + mlp(norm(x2)). Each
@@ -193,7 +194,7 @@ static void layer_forward(or1_dmodel *dm, int i, layer_acts *l, float *out, cons
                       c->rms_eps);
     }
     op->rope(be, l->qkv, qkvd, c->heads + c->kv_heads, hd, dm->pos, T, dm->cos_t, dm->sin_t, 0);
-    float *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd : NULL;
+    char *k = dm->kv ? pool_keys(dm, i) : NULL, *v = k ? k + (size_t)dm->pool_rows * kvd * (size_t)be->kv_bytes : NULL;
     if (md->kv_rows) op->kv_store(be, k, v, md->kv_rows, l->qkv, T, qd, kvd);
     if (md->b)
         op->attention(be, l->att, l->lse, l->qkv, dm->seq_start, md->b->n_seqs, T, md->b->max_len, c->heads,
@@ -361,7 +362,7 @@ int or1_dmodel_decode_reserve(or1_dmodel *dm, int n_blocks, int block, int rows_
     or1_dmodel_decode_release(dm);
     size_t kvd = (size_t)c->kv_heads * c->head_dim, rows = (size_t)n_blocks * block;
     size_t ints = (size_t)8 * rows_cap + (size_t)table_cap + (size_t)prompt_cap;
-    dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * rows * kvd * sizeof(float));
+    dm->kv = op->alloc(dm->be, (size_t)c->layers * 2 * rows * kvd * (size_t)dm->be->kv_bytes);
     dm->logits = dm->kv ? op->alloc(dm->be, (size_t)rows_cap * c->vocab * sizeof(float)) : NULL;
     dm->dec = dm->logits ? op->alloc(dm->be, ints * sizeof(int32_t)) : NULL;
     dm->states = dm->dec ? op->alloc(dm->be, ((size_t)n_states + rows_cap) * c->hidden * sizeof(float)) : NULL;

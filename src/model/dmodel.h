@@ -67,7 +67,7 @@ struct or1_dmodel {
     const int32_t *ids, *pos, *seq_start, *sc_pos, *sc_tgt;
     /* decode: the paged KV pool, logits of rows_cap rows, the step's index arrays, the hidden
      * states the engine addresses by row (n_states of them, then rows_cap gathered to sample) */
-    float *kv;
+    void *kv; /* the KV pool: elements of the backend's kv_bytes */
     int pool_rows, block, rows_cap, prompt_cap, table_cap, n_states;
     float *logits, *states, *picked;
     int32_t *dec;

@@ -9,7 +9,8 @@
  * Backends: the CPU in fp32 and bf16 (against themselves: the harness and the table walk), and
  * the CUDA backend in fp32 and bf16 where a GPU (or the emulator) is visible. Tolerances, on the
  * error scaled by the reference's largest magnitude: fp32 2e-5 element-wise, 1e-4 for sums over
- * many terms (matmuls, attention, the head); bf16 matmuls 2e-2, log-probs 1e-2; bf16 copies and
+ * many terms (matmuls, attention, the head); bf16 matmuls and the CUDA backend's bf16 attention
+ * (tensor cores, a bf16 KV pool) 2e-2, log-probs 1e-2; bf16 copies, the KV store and
  * greedy draws exactly. */
 #include "common.h"
 
@@ -73,6 +74,32 @@ static twin both_bf16(const pair *p, twin t, size_t n) {
     twin b = {put(p->be, NULL, n * 2), put(p->ref, NULL, n * 2), n * 2};
     for (int s = 0; s < 2; s++) BE(p, s)->ops->to_bf16(BE(p, s), AT(b, s), AT(t, s), n);
     return b;
+}
+
+/* A KV pool of n elements holding the host floats on both sides, each side in its backend's
+ * element (kv_bytes 4: floats, 2: bf16); when either keeps bf16 both get the floats rounded to
+ * bf16, so that both attend over the same values. */
+static twin both_kv(const pair *p, const float *host, size_t n) {
+    bool half = p->be->kv_bytes == 2 || p->ref->kv_bytes == 2;
+    float *f = or1_malloc(n * sizeof *f);
+    or1_bf16 *h = or1_malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) f[i] = half ? or1_bf16_round(host[i]) : host[i];
+    or1_bf16_from_f32(h, f, n);
+    twin t = {put(p->be, p->be->kv_bytes == 2 ? (void *)h : f, n * (size_t)p->be->kv_bytes),
+              put(p->ref, p->ref->kv_bytes == 2 ? (void *)h : f, n * (size_t)p->ref->kv_bytes), 0};
+    free(f), free(h);
+    return t;
+}
+
+/* n elements of side s's KV pool as floats (bf16 widened exactly). */
+static float *take_kv(const pair *p, twin t, int s, size_t n) {
+    or1_backend *be = BE(p, s);
+    void *raw = take(be, AT(t, s), n * (size_t)be->kv_bytes);
+    if (be->kv_bytes == 4) return raw;
+    float *f = or1_malloc(n * sizeof *f);
+    or1_f32_from_bf16(f, raw, n);
+    free(raw);
+    return f;
 }
 
 static void drop(const pair *p, twin t) {
@@ -400,6 +427,11 @@ static const packing PACKS[] = {{{0, 1}, 1, 1, 1}, {{0, 33}, 1, 33, 33}, {{0, 1,
 /* heads, KV heads, head_dim */
 static const int ATT[][3] = {{1, 1, 4}, {4, 2, 8}, {6, 2, 64}};
 
+/* Tolerance of attention: a backend's bf16 attention (the CUDA one: tensor cores over q, k, v
+ * and a pool rounded to bf16) is held to the matmuls' bf16 tolerance, the CPU's fp32 one to
+ * the sums'. */
+static double att_tol(const pair *p) { return p->be->kv_bytes == 2 ? mm_tol(p) : p->tol_sum; }
+
 /* out, lse and (backward) dqkv over every packing and head layout. */
 static void attention_cases(const pair *p, bool bwd) {
     for (size_t k = 0; k < sizeof PACKS / sizeof *PACKS; k++)
@@ -423,10 +455,10 @@ static void attention_cases(const pair *p, bool bwd) {
             }
             snprintf(what, sizeof what, "attention%s T=%d heads %d/%d hd=%d", bwd ? "_bwd" : "", T, nh, nkv, hd);
             if (bwd) {
-                same_floats(p, what, dqkv, (size_t)T * stride, p->tol_sum);
+                same_floats(p, what, dqkv, (size_t)T * stride, att_tol(p));
             } else {
-                same_floats(p, what, out, (size_t)T * nh * hd, p->tol_sum);
-                same_floats(p, "attention lse", lse, (size_t)T * nh, p->tol_sum);
+                same_floats(p, what, out, (size_t)T * nh * hd, att_tol(p));
+                same_floats(p, "attention lse", lse, (size_t)T * nh, att_tol(p));
             }
             drop(p, qkv), drop(p, ss), drop(p, out), drop(p, lse), drop(p, dout), drop(p, dqkv);
             free(hq), free(ho), free(hl);
@@ -436,7 +468,8 @@ static void attention_cases(const pair *p, bool bwd) {
 static void case_attention(const pair *p) { attention_cases(p, false); }
 static void case_attention_bwd(const pair *p) { attention_cases(p, true); }
 
-/* Rows' keys and values into scattered pool rows. */
+/* Rows' keys and values into scattered pool rows, exactly: each side's element (a bf16 pool
+ * holds the floats rounded to nearest even). */
 static void case_kv_store(const pair *p) {
     static const int SH[][3] = {{1, 2, 2}, {33, 64, 32}, {7, 96, 160}}; /* T, qd, kvd */
     for (int k = 0; k < 3; k++) {
@@ -444,13 +477,23 @@ static void case_kv_store(const pair *p) {
         int32_t *rows = or1_malloc((size_t)T * sizeof *rows);
         for (int t = 0; t < T; t++) rows[t] = (int32_t)((t * 7 + 2) % pool); /* distinct: 7 is prime to pool */
         twin r = both(p, rows, (size_t)T * 4), qkv = both_rand(p, (size_t)T * (qd + 2 * kvd), 210 + k, 1);
-        twin kp = both_rand(p, (size_t)pool * kvd, 211, 1), vp = both_rand(p, (size_t)pool * kvd, 212, 1);
+        size_t n = (size_t)pool * kvd;
+        float *k0 = rand_floats(n, 211, 1), *v0 = rand_floats(n, 212, 1);
+        twin kp = both_kv(p, k0, n), vp = both_kv(p, v0, n);
         for (int s = 0; s < 2; s++)
             BE(p, s)->ops->kv_store(BE(p, s), AT(kp, s), AT(vp, s), AT(r, s), AT(qkv, s), T, qd, kvd);
-        same_floats(p, "kv_store keys", kp, (size_t)pool * kvd, 0);
-        same_floats(p, "kv_store values", vp, (size_t)pool * kvd, 0);
+        bool half = p->be->kv_bytes == 2 || p->ref->kv_bytes == 2;
+        twin pools[2] = {kp, vp};
+        for (int i = 0; i < 2; i++) {
+            float *a = take_kv(p, pools[i], 0, n), *b = take_kv(p, pools[i], 1, n);
+            if (half)
+                for (size_t e = 0; e < n; e++) b[e] = or1_bf16_round(b[e]);
+            CHECK(!memcmp(a, b, n * sizeof *a), "%s kv_store %s (T=%d kvd=%d, %d-byte elements): the pools differ",
+                  p->tag, i ? "values" : "keys", T, kvd, p->be->kv_bytes);
+            free(a), free(b);
+        }
         drop(p, r), drop(p, qkv), drop(p, kp), drop(p, vp);
-        free(rows);
+        free(rows), free(k0), free(v0);
     }
 }
 
@@ -471,16 +514,18 @@ static void case_attention_decode(const pair *p) {
             seg[4 * b] = n_table, seg[4 * b + 1] = split, seg[4 * b + 2] = n_table + pre, seg[4 * b + 3] = n_ctx[b] - split;
             for (int i = 0; i < pre + own; i++) table[n_table++] = (int32_t)((b * PER_ROW + 3 * i) % (B * PER_ROW));
         }
-        twin qkv = both_rand(p, (size_t)B * (nh + 2 * nkv) * hd, 220 + k, 2), kc = both_rand(p, pool, 221, 2);
-        twin vc = both_rand(p, pool, 222, 1), out = both_rand(p, (size_t)B * nh * hd, 223, 1);
+        float *kh = rand_floats(pool, 221, 2), *vh = rand_floats(pool, 222, 1);
+        twin qkv = both_rand(p, (size_t)B * (nh + 2 * nkv) * hd, 220 + k, 2), kc = both_kv(p, kh, pool);
+        twin vc = both_kv(p, vh, pool), out = both_rand(p, (size_t)B * nh * hd, 223, 1);
         twin sg = both(p, seg, sizeof seg), tb = both(p, table, (size_t)n_table * 4);
         for (int s = 0; s < 2; s++)
             BE(p, s)->ops->attention_decode(BE(p, s), AT(out, s), AT(qkv, s), B, AT(kc, s), AT(vc, s), AT(sg, s),
                                             AT(tb, s), BLOCK, nh, nkv, hd, cap);
         char what[64];
         snprintf(what, sizeof what, "attention_decode heads %d/%d hd=%d", nh, nkv, hd);
-        same_floats(p, what, out, (size_t)B * nh * hd, p->tol_sum);
+        same_floats(p, what, out, (size_t)B * nh * hd, att_tol(p));
         drop(p, qkv), drop(p, kc), drop(p, vc), drop(p, out), drop(p, sg), drop(p, tb);
+        free(kh), free(vh);
     }
 }
 

@@ -6,10 +6,12 @@ usage: test_cli.py OR1        exits 77 (ctest's skip) when no GPU is visible.
 
 Tolerances: OR1_CUDA_PREC=fp32 (fp32 matmuls, no TF32): log-probs and entropies 1e-4 absolute,
 statistics 1e-4 relative, each gradient tensor 1e-3 of its largest entry (summation orders
-differ, atomics in scatter-adds). bf16 matmuls, against the CPU's bf16 path (the same bf16
-weights and rounded activations): log-probs and entropies 5e-2 absolute (an activation that the
-two round to neighbouring bf16 values moves a 70-token row's log-probs by up to 2e-2; against
-the fp32 path the gap reaches 7e-2).
+differ, atomics in scatter-adds). bf16, against the CPU's bf16 path (the same bf16 weights and
+rounded matmul activations): log-probs and entropies 8e-2 absolute. An activation that the two
+round to neighbouring bf16 values moves a 70-token row's log-probs by up to 2e-2 (against the
+fp32 path the gap reaches 7e-2), and the GPU's tensor-core attention rounds q, k, v and the
+probabilities to bf16 where the CPU's bf16 path keeps attention in fp32: the gap measured 6.1e-2
+(it was 5e-2 before that attention).
 """
 import json
 import os
@@ -90,28 +92,31 @@ def check_generate(or1, tmp, c):
 
 def check_onpolicy(or1, tmp, c):
     """Exactly on-policy on the device, in fp32 and bf16: `or1 generate --device cuda` samples
-    the same tokens with the same log-probs with 1 and 4 slots, and each sampled token's log-prob
-    equals, bit for bit, what `or1 logprobs --device cuda` (the trainer's forward) gives it."""
+    the same tokens with the same log-probs with 1, 3 and 8 slots, and each sampled token's
+    log-prob equals, bit for bit, what `or1 logprobs --device cuda` (the trainer's forward) gives
+    it. The 70-token prompt's rows cross key tiles of 64 (bf16: the tensor-core decode and the
+    packed forward walk the same tiles)."""
     ck = os.path.join(tmp, "onpolicy")
     cfg, _ = ref.new_checkpoint(ck, seed=11, arch="qwen2", tied=False, layers=3)
     g = torch.Generator().manual_seed(4)
-    prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (3, 17)]
+    prompts = [ref.random_ids(g, cfg["vocab_size"], n) for n in (3, 17, 70)]
     inp = os.path.join(tmp, "onpolicy_prompts.jsonl")
     files.write_jsonl(inp, [{"prompt_ids": p} for p in prompts])
     for prec in ("fp32", "bf16"):
         runs = {}
-        for slots in (1, 4):
+        for slots in (1, 3, 8):
             args = ["generate", "--model", ck, "--input", inp, "--n", 2, "--max-new-tokens", 24, "--temperature", 0.8,
                     "--seed", 5, "--max-slots", slots, "--device", "cuda", "--precision", prec]
             runs[slots] = sorted((proc.parse_json_line(l, "generate") for l in run(or1, args, prec, "gpu sample")),
                                  key=lambda j: (j["index"], j["sample"]))
-        c.ok(len(runs[1]) == 4 and runs[1] == runs[4],
-             f"onpolicy {prec}: the rows of 1 and 4 slots differ ({len(runs[1])} and {len(runs[4])} rows)")
+        for slots in (3, 8):
+            c.ok(len(runs[1]) == 6 and runs[1] == runs[slots],
+                 f"onpolicy {prec}: the rows of 1 and {slots} slots differ ({len(runs[1])} and {len(runs[slots])} rows)")
         lp_in = os.path.join(tmp, f"onpolicy_{prec}.jsonl")
-        files.write_jsonl(lp_in, [{"ids": prompts[j["index"]] + j["response_ids"]} for j in runs[4]])
+        files.write_jsonl(lp_in, [{"ids": prompts[j["index"]] + j["response_ids"]} for j in runs[8]])
         lps = run(or1, ["logprobs", "--model", ck, "--input", lp_in, "--temperature", 0.8, "--device", "cuda",
                         "--precision", prec], prec, "gpu logprobs")
-        for j, line in zip(runs[4], lps):
+        for j, line in zip(runs[8], lps):
             same_logprobs(c, f"onpolicy {prec}", j, proc.parse_json_line(line, "logprobs")["logprobs"])
 
 
@@ -128,7 +133,7 @@ def main():
             inp = os.path.join(tmp, f"in{k}.jsonl")
             files.write_jsonl(inp, rows)
             base = ["logprobs", "--model", ck, "--input", inp, "--temperature", 0.7]
-            for prec, tol in (("fp32", 1e-4), ("bf16", 5e-2)):
+            for prec, tol in (("fp32", 1e-4), ("bf16", 8e-2)):
                 cpu = [proc.parse_json_line(l, "cpu") for l in run(or1, base + ["--precision", prec], "fp32", "cpu logprobs")]
                 gpu = [proc.parse_json_line(l, "gpu") for l in run(or1, base + ["--device", "cuda"], prec, "gpu")]
                 c.ok(len(gpu) == len(cpu), f"{kw} {prec}: {len(gpu)} lines, want {len(cpu)}")

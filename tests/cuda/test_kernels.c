@@ -123,8 +123,10 @@ static void check_rope(or1_cuda *g) {
     free(x), free(c), free(s);
 }
 
-/* Packed causal GQA attention forward (out, lse) and backward (dqkv) for one head width. */
-static void check_attention(or1_cuda *g, int hd) {
+/* Packed causal GQA attention forward (out, lse) and backward (dqkv) for one head width, at
+ * the context's precision (bf16: the tensor-core forward over bf16-rounded q, k, v, against
+ * the fp32 CPU kernel at tol). */
+static void check_attention(or1_cuda *g, int hd, double tol, const char *tag) {
     int32_t seq_start[] = {0, 1, 38, 118, 123};
     int n_seqs = 4, T = 123, max_len = 80, nh = 4, nkv = 2, stride = (nh + 2 * nkv) * hd;
     char name[64];
@@ -139,12 +141,12 @@ static void check_attention(or1_cuda *g, int hd) {
     or1_attention_bwd(dqkv, dout, qkv, out, lse, seq_start, n_seqs, nh, nkv, hd);
     or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, n_seqs, max_len, nh, nkv, hd);
     or1_cuda_attention_bwd(g, dqkv_d, dout_d, qkv_d, out_d, lse_d, ss_d, n_seqs, T, max_len, nh, nkv, hd);
-    snprintf(name, sizeof name, "attention out hd=%d", hd);
-    expect_dev(g, name, out_d, out, (size_t)T * nh * hd, 1e-4);
-    snprintf(name, sizeof name, "attention lse hd=%d", hd);
-    expect_dev(g, name, lse_d, lse, (size_t)T * nh, 1e-4);
-    snprintf(name, sizeof name, "attention_bwd dqkv hd=%d", hd);
-    expect_dev(g, name, dqkv_d, dqkv, (size_t)T * stride, 1e-4);
+    snprintf(name, sizeof name, "attention out hd=%d %s", hd, tag);
+    expect_dev(g, name, out_d, out, (size_t)T * nh * hd, tol);
+    snprintf(name, sizeof name, "attention lse hd=%d %s", hd, tag);
+    expect_dev(g, name, lse_d, lse, (size_t)T * nh, tol);
+    snprintf(name, sizeof name, "attention_bwd dqkv hd=%d %s", hd, tag);
+    expect_dev(g, name, dqkv_d, dqkv, (size_t)T * stride, tol);
     void *dev[] = {qkv_d, dout_d, ss_d, out_d, lse_d, dqkv_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
     free(qkv), free(dout), free(out), free(lse), free(dqkv);
@@ -212,6 +214,75 @@ static void check_decode_is_forward(or1_cuda *g, int nh, int nkv, int hd) {
     void *dev[] = {qkv_d, kc_d, vc_d, out_d, dec_d, lse_d, ss_d, seg_d, tab_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
     free(qkv), free(kc), free(vc), free(a), free(b);
+}
+
+/* In bf16 (tensor cores, a bf16 pool), decode gives a query the bits the packed forward gives
+ * it: sequences of 1, 63, 64, 65, 130 and 200 tokens (1 to 4 key tiles of 64, the last one
+ * full, partial or of one key) through one or1_cuda_attention call; their keys and values
+ * rounded to bf16 into a pool of blocks of 16 rows in a shuffled order; then every position of
+ * every sequence decoded as a row whose context is split into a prompt part and its own part
+ * (two block tables): in one batch of all rows, in batches of 3 (rows 20k .. 20k+2, from the
+ * last batch to the first), and the last row of each sequence alone. */
+static void check_decode_bits(or1_cuda *g, int nh, int nkv, int hd) {
+    enum { NS = 6, BLOCK = 16 };
+    static const int LEN[NS] = {1, 63, 64, 65, 130, 200};
+    int32_t ss[NS + 1] = {0};
+    int nb = 0, max_len = 0, first_block[NS];
+    for (int s = 0; s < NS; s++) {
+        ss[s + 1] = ss[s] + LEN[s];
+        first_block[s] = nb;
+        nb += (LEN[s] + BLOCK - 1) / BLOCK;
+        max_len = LEN[s] > max_len ? LEN[s] : max_len;
+    }
+    int T = ss[NS], stride = (nh + 2 * nkv) * hd, kvd = nkv * hd;
+    float *qkv = rand_floats((size_t)T * stride, 90 + hd + nh, 2);
+    int32_t *table = or1_malloc((size_t)nb * sizeof *table), *seg = or1_malloc((size_t)4 * T * sizeof *seg);
+    for (int b = 0; b < nb; b++) table[b] = (int32_t)((b * 7 + 3) % nb); /* 7 is prime to nb */
+    or1_bf16 *kc = or1_malloc((size_t)nb * BLOCK * kvd * 2), *vc = or1_malloc((size_t)nb * BLOCK * kvd * 2);
+    for (int s = 0; s < NS; s++)
+        for (int p = 0; p < LEN[s]; p++) {
+            int t = ss[s] + p, split = p / 2 / BLOCK * BLOCK; /* the prompt part: whole blocks */
+            size_t row = (size_t)table[first_block[s] + p / BLOCK] * BLOCK + p % BLOCK;
+            or1_bf16_from_f32(kc + row * kvd, qkv + (size_t)t * stride + (size_t)nh * hd, (size_t)kvd);
+            or1_bf16_from_f32(vc + row * kvd, qkv + (size_t)t * stride + (size_t)(nh + nkv) * hd, (size_t)kvd);
+            seg[4 * t] = first_block[s], seg[4 * t + 1] = split;
+            seg[4 * t + 2] = first_block[s] + split / BLOCK, seg[4 * t + 3] = p + 1 - split;
+        }
+    size_t pool = (size_t)nb * BLOCK * kvd * 2, on = (size_t)nh * hd;
+    float *qkv_d = to_dev(g, qkv, (size_t)T * stride * 4), *out_d = or1_cuda_alloc((size_t)T * on * 4);
+    float *lse_d = or1_cuda_alloc((size_t)T * nh * 4), *dec_d = or1_cuda_alloc((size_t)T * on * 4);
+    void *kc_d = to_dev(g, kc, pool), *vc_d = to_dev(g, vc, pool);
+    int32_t *ss_d = to_dev(g, ss, sizeof ss), *seg_d = to_dev(g, seg, (size_t)4 * T * 4);
+    int32_t *tab_d = to_dev(g, table, (size_t)nb * 4);
+    or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, NS, max_len, nh, nkv, hd);
+    float *want = from_dev(g, out_d, (size_t)T * on);
+    char what[96];
+    or1_cuda_attention_decode(g, dec_d, qkv_d, T, kc_d, vc_d, seg_d, tab_d, BLOCK, nh, nkv, hd);
+    float *got = from_dev(g, dec_d, (size_t)T * on);
+    for (int t0 = (T - 1) / 20 * 20; t0 >= 0; t0 -= 20)
+        or1_cuda_attention_decode(g, dec_d + (size_t)t0 * on, qkv_d + (size_t)t0 * stride, T - t0 < 3 ? T - t0 : 3,
+                                  kc_d, vc_d, seg_d + 4 * t0, tab_d, BLOCK, nh, nkv, hd);
+    float *got3 = from_dev(g, dec_d, (size_t)T * on);
+    for (int s = 0; s < NS; s++) {
+        int t = ss[s + 1] - 1;
+        or1_cuda_attention_decode(g, dec_d + (size_t)t * on, qkv_d + (size_t)t * stride, 1, kc_d, vc_d, seg_d + 4 * t,
+                                  tab_d, BLOCK, nh, nkv, hd);
+    }
+    float *got1 = from_dev(g, dec_d, (size_t)T * on);
+    const float *runs[3] = {got, got3, got1};
+    const char *names[3] = {"all rows", "batches of 3", "the last rows alone"};
+    for (int r = 0; r < 3; r++) {
+        size_t differ = 0, first = 0;
+        for (size_t i = 0; i < (size_t)T * on; i++)
+            if (memcmp(&runs[r][i], &want[i], 4) && !differ++) first = i;
+        snprintf(what, sizeof what, "bf16 decode = forward (heads %d/%d, hd %d, %s)", nh, nkv, hd, names[r]);
+        CHECK(differ == 0, "%s: %zu of %zu outputs differ, first at row %zu (%.9g, the forward's %.9g)", what, differ,
+              (size_t)T * on, first / on, differ ? runs[r][first] : 0.0, differ ? want[first] : 0.0);
+        if (!differ) printf("ok   %s\n", what);
+    }
+    void *dev[] = {qkv_d, out_d, lse_d, dec_d, kc_d, vc_d, ss_d, seg_d, tab_d};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
+    free(qkv), free(table), free(seg), free(kc), free(vc), free(want), free(got), free(got3), free(got1);
 }
 
 /* SwiGLU forward and backward. */
@@ -309,10 +380,10 @@ int main(void) {
     check_embed(g);
     check_rmsnorm(g);
     check_rope(g);
-    check_attention(g, 8);
-    check_attention(g, 64);
-    check_attention(g, 128);
-    check_attention(g, 256); /* the widest head: backward needs more than 48 KiB of shared memory */
+    check_attention(g, 8, 1e-4, "fp32");
+    check_attention(g, 64, 1e-4, "fp32");
+    check_attention(g, 128, 1e-4, "fp32");
+    check_attention(g, 256, 1e-4, "fp32"); /* the widest head: backward needs more than 48 KiB of shared memory */
     check_decode(g, 6, 2);
     check_decode(g, 18, 2);
     check_decode_is_forward(g, 6, 2, 64);
@@ -324,6 +395,14 @@ int main(void) {
     check_matmul(g, 2e-2, "bf16", 37, 70, 53);
     check_matmul(g, 2e-2, "bf16", 150, 64, 130); /* the kernel for many rows; fp32 weights by float4 */
     check_head(g, 1e-2, 2e-2, "bf16");
+    for (int hd = 8; hd <= 256; hd *= 2)
+        if (hd != 16 && hd != 32) check_attention(g, hd, 2e-2, "bf16");
+    check_attention(g, 12, 2e-2, "bf16"); /* a width padded to the mma's 16 */
+    static const int GROUPS[] = {1, 3, 6};
+    for (int k = 0; k < 3; k++) check_decode_bits(g, 2 * GROUPS[k], 2, 64);
+    for (int k = 0; k < 3; k++) check_decode_bits(g, GROUPS[k], 1, 128);
+    check_decode_bits(g, 18, 1, 16); /* a group wider than one fragment: two of 16 heads */
+    check_decode_bits(g, 4, 2, 12);  /* rows not 16-byte aligned: element-wise fetches */
     CHECK(!or1_cuda_sync(g), "pending CUDA error: %s", or1_error());
     or1_cuda_free(g);
     return check_report();

@@ -73,13 +73,14 @@ typedef struct {
     void (*attention_bwd)(or1_backend *be, float *dqkv, const float *dout, const float *qkv, const float *out,
                           const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                           int nkv, int hd);
-    /* Row t's rotated key and value (in qkv) go to row rows[t] of the pools k and v. */
-    void (*kv_store)(or1_backend *be, float *k, float *v, const int32_t *rows, const float *qkv, int T, int qd,
+    /* Row t's rotated key and value (in qkv) go to row rows[t] of the pools k and v, whose
+     * elements take the instance's kv_bytes (4: floats; 2: bf16, rounded to nearest even). */
+    void (*kv_store)(or1_backend *be, void *k, void *v, const int32_t *rows, const float *qkv, int T, int qd,
                      int kvd);
     /* B single-token queries over the paged pool (or1_attention_decode's semantics): row b
      * attends to its prompt's seg[4b+1] keys (block ids at blocks[seg[4b]]) then its own
      * seg[4b+3] (block ids at blocks[seg[4b+2]]); ctx_cap bounds every row's total. */
-    void (*attention_decode)(or1_backend *be, float *out, const float *qkv, int B, const float *k, const float *v,
+    void (*attention_decode)(or1_backend *be, float *out, const float *qkv, int B, const void *k, const void *v,
                              const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv, int hd,
                              int ctx_cap);
     void (*swiglu)(or1_backend *be, float *a, const float *gu, int T, int inter);
@@ -116,7 +117,8 @@ typedef struct {
 /* Every backend instance starts with this (its own state follows). */
 struct or1_backend {
     const or1_backend_ops *ops;
-    bool bf16; /* matmuls over the model's bf16 weights (the fp32 ones stay the masters) */
+    bool bf16;    /* matmuls over the model's bf16 weights (the fp32 ones stay the masters) */
+    int kv_bytes; /* bytes of a KV pool element: 4 (floats) or 2 (bf16) */
 };
 
 #ifdef __cplusplus

@@ -1,10 +1,12 @@
 """Shows that the emulated CUDA tests can fail: applies one mutation at a time to src/cuda (a
 removed __syncthreads, a shifted shuffle lane, an off-by-one block-table index, a shared-memory
-race; in the tensor-core matmul a swapped fragment, a removed barrier and a dropped cp.async
-wait), rebuilds, runs every emulated CUDA test in both orders, prints which ones failed and how,
-and restores the source (also when interrupted). Not part of `make test` (about 15 minutes).
+race; in the tensor-core matmul and attention a fragment in the wrong registers or lanes, a
+removed barrier and a dropped cp.async wait), rebuilds, runs every emulated CUDA test in both
+orders, prints which ones failed and how, and restores the source (also when interrupted). Not
+part of `make test` (about 40 minutes).
 
-usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR]   (default: build)"""
+usage: /usr/bin/python3 tests/cuda/emu/mutations.py [BUILD_DIR [WORD...]]   (default: build; with
+words, only the mutations whose name holds one of them)"""
 import os
 import re
 import subprocess
@@ -30,6 +32,22 @@ MUTATIONS = {
         "attention.cu",
         "return (size_t)table[i / block] * (size_t)block",
         "return (size_t)table[(i + 1) / block] * (size_t)block"),
+    "P -> A fragment register order (fa_pv: the rows g+8 and columns 2t+8 registers swapped)": (
+        "attention.cu",
+        "tc_pack(p[2 * kk][2], p[2 * kk][3]),\n                          tc_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]),",
+        "tc_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]),\n                          tc_pack(p[2 * kk][2], p[2 * kk][3]),"),
+    "wrong ldmatrix .trans lane mapping for V (fa_pv: key and column halves of the matrices exchanged)": (
+        "attention.cu",
+        "vs + (kk * 16 + (i % 2) * 8 + j) * ld + dp * 16 + (i / 2) * 8",
+        "vs + (kk * 16 + (i / 2) * 8 + j) * ld + dp * 16 + (i % 2) * 8"),
+    "removed __syncthreads (k_fa_fwd, before a key tile is staged)": (
+        "attention.cu",
+        "        __syncthreads();\n        fa_stage(ks, ld,",
+        "        fa_stage(ks, ld,"),
+    "dropped cp.async wait (k_fa_decode: the keys read before they land)": (
+        "attention.cu",
+        "        tc_cp_wait<1>();\n",
+        ""),
     "shared-memory race (k_colsum reads partial sums without a barrier)": (
         "elementwise.cu",
         "    sh[threadIdx.y][threadIdx.x] = s;\n    __syncthreads();",
@@ -70,8 +88,11 @@ def failures(build):
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
     targets = ["or1-cuda-emu", "cuda_test_kernels_emu", "cuda_test_model_emu", "cuda_test_backend_ops_emu"]
+    words = sys.argv[2:]
     missed = 0
     for name, (fn, old, new) in MUTATIONS.items():
+        if words and not any(w in name for w in words):
+            continue
         path = os.path.join(ROOT, "src", "cuda", fn)
         orig = open(path).read()
         if orig.count(old) != 1:

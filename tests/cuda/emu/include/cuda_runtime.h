@@ -19,7 +19,8 @@ struct uint3 {
     unsigned x, y, z;
 };
 
-/* The 16-byte vector types, for kernels' vector loads and stores. */
+/* The 16-byte vector types, 16-byte aligned as CUDA's (kernels' vector loads and stores; dynamic
+ * shared memory declared as uint4). */
 struct alignas(16) float4 {
     float x, y, z, w;
 };
@@ -199,6 +200,12 @@ static inline double atomicAdd(double *p, double v) { return emu::atomic_add(p, 
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 #define __expf(x) expf(x) /* glibc declares __expf itself */
 #define __logf(x) logf(x)
+/* IEEE operations nvcc never contracts into an FMA (the host compiler of the emulator has no FMA
+ * contraction without -mfma, which these sources do not get). */
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline int max(int a, int b) { return a > b ? a : b; }
 static inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
