@@ -62,13 +62,17 @@ void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *
  *                    compute_reinforce_plus_plus_baseline_outcome_advantage)
  *   GRPO_BATCH_STD  (s - mean_g) / (std_batch + eps), std_batch the unbiased std of the used
  *                    scores of the batch, 1 with fewer than two (LitePPO, Liu et al. 2025,
- *                    arXiv 2508.08221 §4.1) */
+ *                    arXiv 2508.08221 §4.1)
+ *   OPO              s - sum_g len s / sum_g len, the length-weighted mean of the group; 0 for a
+ *                    group of one, the plain mean where the lengths sum to 0 (Hao et al. 2025,
+ *                    arXiv 2505.23585; verl compute_opo_outcome_advantage) */
 #define OR1_ADV_ESTIMATORS(X)                                 \
     X(GRPO, "grpo", adv_grpo)                                 \
     X(DRGRPO, "drgrpo", adv_drgrpo)                           \
     X(RLOO, "rloo", adv_rloo)                                 \
     X(RPP_BASELINE, "reinforce++-baseline", adv_rpp_baseline) \
-    X(GRPO_BATCH_STD, "grpo-batch-std", adv_grpo_batch_std)
+    X(GRPO_BATCH_STD, "grpo-batch-std", adv_grpo_batch_std)   \
+    X(OPO, "opo", adv_opo)
 #define OR1_ADV_ROW_ENUM(e, name, x) OR1_ADV_##e,
 typedef enum { OR1_ADV_ESTIMATORS(OR1_ADV_ROW_ENUM) } or1_adv_estimator;
 

@@ -151,6 +151,32 @@ static void grpo_batch_std(const float *scores, const int32_t *group, const bool
 }
 static const adv_estimator adv_grpo_batch_std = {.advantages = grpo_batch_std, .divides = true};
 
+/* OPO (Hao et al. 2025, arXiv 2505.23585; verl compute_opo_outcome_advantage): s minus the
+ * length-weighted mean of its group's used scores, sum len s / sum len (0 for a group of one,
+ * the plain mean where the lengths sum to 0). */
+static void opo(const float *scores, const int32_t *group, const bool *use, const int *len, size_t n, double eps,
+                float *adv) {
+    (void)eps;
+    or1_groups g;
+    or1_groups_build(group, n, &g);
+    for (size_t k = 0; k < g.n_groups; k++) {
+        double sls = 0.0, sl = 0.0, ss = 0.0;
+        size_t m = 0;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+            size_t i = g.idx[j];
+            if (use && !use[i]) continue;
+            sls += (double)len[i] * scores[i], sl += len[i], ss += scores[i], m++;
+        }
+        double base = m < 2 ? 0.0 : sl > 0 ? sls / sl : ss / (double)m;
+        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
+            size_t i = g.idx[j];
+            adv[i] = use && !use[i] ? 0.0f : (float)((double)scores[i] - base);
+        }
+    }
+    or1_groups_free(&g);
+}
+static const adv_estimator adv_opo = {.advantages = opo, .divides = false};
+
 /* Each estimator, in the order of OR1_ADV_ESTIMATORS. */
 #define ADV_ROW_ESTIMATOR(e, name, est) &est,
 static const adv_estimator *const ADV_ESTIMATORS[] = {OR1_ADV_ESTIMATORS(ADV_ROW_ESTIMATOR)};
