@@ -10,7 +10,7 @@ or1's loss and every parameter gradient must match. The cases are those of
 tests/model/test_variants.py, so every loss mode and aggregation of docs/algorithms.md is
 covered, with the rollout corrections (ROLLOUT); the conventions that differ on purpose are
 mapped in verl_mode and rollout_weights and named in NOTES. Advantages (grpo, drgrpo, rloo,
-reinforce++-baseline) and the KL estimators go through or1's algo driver and verl's functions on
+reinforce++-baseline, opo) and the KL estimators go through or1's algo driver and verl's functions on
 the cases of tests/rl/test_algo.py. TRL: GRPOTrainer._compute_loss of a real trainer around the
 same model, for each loss_type with an or1 counterpart (TRL_CASES, conventions in TRL_NOTES).
 """
@@ -322,6 +322,8 @@ def verl_advantages(c):
                                                            est == "grpo" and c.get("norm_by_std", True))
     elif est == "rloo":
         adv, _ = core_algos.compute_rloo_outcome_advantage(rewards, mask, index, eps)
+    elif est == "opo":
+        adv, _ = core_algos.compute_opo_outcome_advantage(rewards, mask, index, eps)
     else:
         adv, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(rewards, mask, index, eps)
     out = [0.0] * len(c["scores"])

@@ -44,48 +44,42 @@ typedef struct cJSON cJSON;
 void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
                          bool norm_by_std, double eps, float *adv);
 
-/* ---- Other outcome-advantage estimators ------------------------------------------------- */
+/* ---- Outcome-advantage estimators: a registry --------------------------------------------- */
 
-/* The estimator of a step's advantages (used samples: use[j] set, use NULL: all; others get 0):
- *   GRPO            (s - mean_g) / (std_g + eps)           or1_grpo_advantages
- *   DRGRPO           s - mean_g                            or1_grpo_advantages
- *   RLOO             s - mean of the other samples of g    or1_rloo_advantages
- *   RPP_BASELINE     s - mean_g, whitened over the batch   or1_rpp_baseline_advantages
- *   GRPO_BATCH_STD  (s - mean_g) / (std_batch + eps)       or1_grpo_batch_std_advantages */
-#define OR1_ADV_ESTIMATORS(X)                 \
-    X(GRPO, "grpo", )                         \
-    X(DRGRPO, "drgrpo", )                     \
-    X(RLOO, "rloo", )                         \
-    X(RPP_BASELINE, "reinforce++-baseline", ) \
-    X(GRPO_BATCH_STD, "grpo-batch-std", )
+/* The estimator of a step's advantages (used samples: use[j] set, use NULL: all; others get 0;
+ * mean_g over the group's used samples, 0 for a group of one; len: response lengths). Each row
+ * names its definition in src/algo/adv_est.c: its function and whether it divides by a std.
+ *   GRPO            (s - mean_g) / (std_g + eps)             or1_grpo_advantages
+ *   DRGRPO           s - mean_g                              or1_grpo_advantages
+ *   RLOO             s - mean of the other samples of g = (s - mean_g) m / (m - 1), the raw
+ *                    score for a group of one (Ahmadian et al. 2024, arXiv 2402.14740 eq. (7);
+ *                    verl compute_rloo_outcome_advantage)
+ *   RPP_BASELINE     x = s - mean_g, whitened over the batch as verl's masked_whiten does over
+ *                    response tokens, each sample weighted by len: (x - mu) / sqrt(var + 1e-8),
+ *                    mu = sum len x / (L + 1e-8), var = sum len (x - mu)^2 / (L + 1e-8) L / (L - 1),
+ *                    L = sum len over used samples; var 1 with L < 2 (verl raises)
+ *                    (REINFORCE++-baseline, Hu et al., arXiv 2501.03262; verl
+ *                    compute_reinforce_plus_plus_baseline_outcome_advantage)
+ *   GRPO_BATCH_STD  (s - mean_g) / (std_batch + eps), std_batch the unbiased std of the used
+ *                    scores of the batch, 1 with fewer than two (LitePPO, Liu et al. 2025,
+ *                    arXiv 2508.08221 §4.1)
+ *   OPO              s - sum_g len s / sum_g len, the length-weighted mean of the group; 0 for a
+ *                    group of one, the plain mean where the lengths sum to 0 (Hao et al. 2025,
+ *                    arXiv 2505.23585; verl compute_opo_outcome_advantage) */
+#define OR1_ADV_ESTIMATORS(X)                                 \
+    X(GRPO, "grpo", adv_grpo)                                 \
+    X(DRGRPO, "drgrpo", adv_drgrpo)                           \
+    X(RLOO, "rloo", adv_rloo)                                 \
+    X(RPP_BASELINE, "reinforce++-baseline", adv_rpp_baseline) \
+    X(GRPO_BATCH_STD, "grpo-batch-std", adv_grpo_batch_std)   \
+    X(OPO, "opo", adv_opo)
 #define OR1_ADV_ROW_ENUM(e, name, x) OR1_ADV_##e,
 typedef enum { OR1_ADV_ESTIMATORS(OR1_ADV_ROW_ENUM) } or1_adv_estimator;
 
 int or1_adv_estimator_parse(const char *s, or1_adv_estimator *out, const char *where);
 const char *or1_adv_estimator_name(or1_adv_estimator e);
 
-/* RLOO (Ahmadian et al. 2024, arXiv 2402.14740 eq. (7); verl compute_rloo_outcome_advantage):
- * A_j = s_j - mean of the group's other used samples = (s_j - mean_g) m / (m - 1); a group
- * with one used sample keeps its raw score. */
-void or1_rloo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n, float *adv);
-
-/* REINFORCE++-baseline (Hu et al., arXiv 2501.03262; verl
- * compute_reinforce_plus_plus_baseline_outcome_advantage): x_j = s_j - mean_g (mean 0 for a
- * group with one used sample), then whitened over the batch as verl's masked_whiten does over
- * response tokens, i.e. each sample weighted by its length len[j]:
- *   A_j = (x_j - mu) / sqrt(var + 1e-8),  mu = sum len x / (L + 1e-8),
- *   var = sum len (x - mu)^2 / (L + 1e-8) * L / (L - 1),  L = sum len over used samples.
- * With L < 2 (verl raises) var is taken as 1. */
-void or1_rpp_baseline_advantages(const float *scores, const int32_t *group, const bool *use, const int *len,
-                                 size_t n, float *adv);
-
-/* Group mean, batch std (LitePPO, Liu et al. 2025, arXiv 2508.08221 §4.1):
- * A_j = (s_j - mean_g) / (std_batch + eps), std_batch the unbiased standard deviation of the
- * used scores of the whole batch (1 with fewer than two); mean 0 for a one-sample group. */
-void or1_grpo_batch_std_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
-                                   double eps, float *adv);
-
-/* The estimator's advantages (len: response lengths, read by RPP_BASELINE only). */
+/* The estimator's advantages. */
 void or1_outcome_advantages(or1_adv_estimator est, const float *scores, const int32_t *group, const bool *use,
                             const int *len, size_t n, double eps, float *adv);
 
@@ -200,6 +194,10 @@ typedef struct {
     bool reject;        /* drop zero-advantage groups (paper §3.1) */
     bool keep_single;   /* see or1_reject_groups */
 } or1_adv_cfg;
+
+/* Refuses (-1, an error naming `where`, the eps key) eps 0 for an estimator that divides by a
+ * standard deviation while groups of equal scores are not rejected (their std is 0). */
+int or1_adv_cfg_check(const or1_adv_cfg *c, const char *where);
 
 /* The recipe's order for one step: truncation masks, then rejection, then advantages over
  * the kept groups' counted samples (len: response lengths, for the estimators that read them).
@@ -360,22 +358,29 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
  *   token count T_k, contributing nothing);
  *   MIS_GEO: MIS on the sequence's geometric-mean ratio exp(mean_t log r_t): every token of a
  *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric").
- * The weight multiplies the policy-gradient term of eq. (3.1). */
+ * The weight multiplies the policy-gradient term of eq. (3.1). Each row names its definition in
+ * src/algo/correction.c: the token's weight, for a sequence-level mode the statistic of each
+ * sequence that the weight reads, and whether it keeps ratios inside [low, high]. */
 #define OR1_ROLLOUT_IS_MODES(X) \
-    X(NONE, "none", )           \
-    X(TIS, "tis", )             \
-    X(MIS, "mis", )             \
-    X(MIS_GEO, "mis-geo", )
+    X(NONE, "none", is_none)    \
+    X(TIS, "tis", is_tis)       \
+    X(MIS, "mis", is_mis)       \
+    X(MIS_GEO, "mis-geo", is_mis_geo)
 #define OR1_IS_ROW_ENUM(e, name, x) OR1_IS_##e,
 typedef enum { OR1_ROLLOUT_IS_MODES(OR1_IS_ROW_ENUM) } or1_rollout_is_mode;
 
 int or1_rollout_is_parse(const char *s, or1_rollout_is_mode *out, const char *where);
 const char *or1_rollout_is_name(or1_rollout_is_mode m);
-double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp);
-/* MIS_GEO's weight of a whole sequence of n tokens: 1 when low <= exp(mean_t (old - rollout))
- * <= high, else 0 (1 for no token); the mean over the tokens mask keeps (NULL: all). */
-double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n,
-                                 const uint8_t *mask);
+/* The statistic of a sequence of n tokens that mode's weight reads (MIS_GEO: the mean of
+ * old - rollout over the tokens mask keeps, NULL: all; 0 for none); 0 for a token-level mode. */
+double or1_rollout_is_seq_stat(or1_rollout_is_mode mode, const float *old_logp, const float *rollout_logp, int n,
+                               const uint8_t *mask);
+/* One token's weight under mode, seq its sequence's statistic (or1_rollout_is_seq_stat). */
+double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp,
+                             double seq);
+/* Refuses (-1, an error naming `where`) low above high for a mode that keeps ratios inside
+ * [low, high] (MIS, MIS_GEO): it would keep none. */
+int or1_rollout_is_check(or1_rollout_is_mode mode, double low, double high, const char *where);
 
 /* DeepSeek-V3.2's off-policy sequence mask (arXiv 2512.02556, its eq. for M_i,t): a sequence
  * with A < 0 whose mean log(pi_behaviour / pi_theta) over its n tokens exceeds delta is
@@ -533,6 +538,18 @@ typedef struct {
     X("rollout_correction.low", "rollout-is-low", is_low, float, 0.5, 0, OR1_BIG, "MIS: lowest ratio kept")   \
     X("rollout_correction.high", "rollout-is-high", is_high, float, 2.0, 1e-9, OR1_BIG,                       \
       "TIS: the cap of the weight; MIS: highest ratio kept")
+/* The loss's choices, one row each, X(key, flag, field, type, TABLE, name, def, help): as an
+ * option row, with the field's enum type, the registry TABLE it names one row of, and the NAME
+ * of its or1_NAME_parse and or1_NAME_name. Both parsers read and print them from these rows. */
+#define OR1_CORRECTION_CHOICES(X)                                                                          \
+    X("rollout_correction.mode", "rollout-is", is, or1_rollout_is_mode, OR1_ROLLOUT_IS_MODES, rollout_is, "none", \
+      "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout")
+#define OR1_LOSS_CHOICES(X)                                                                                \
+    X("loss.agg", "loss-agg", agg, or1_loss_agg, OR1_LOSS_AGGS, loss_agg, "token-mean",                    \
+      "how the token terms add up to the loss")                                                           \
+    X("loss.mode", "loss-mode", mode, or1_pg_mode, OR1_PG_MODES, pg_mode, "ppo", "the policy-gradient term")
+/* A choice row's field, declared with its enum type. */
+#define OR1_CHOICE_FIELD(key, flag, field, type, TABLE, name, def, help) type field;
 #define OR1_LOSS_OPTIONS(X)                                                                                   \
     X("loss.scale", "loss-scale", scale, double, 0, 0, OR1_BIG,                                           \
       "seq-mean-token-sum-norm: the constant C; 0: the stage's T in training, the longest response in or1 grad")           \

@@ -126,12 +126,11 @@ typedef struct {
     } rejection;
     or1_adv_cfg advantage; /* reject/keep_single mirror the rejection section */
     struct {
-        or1_loss_agg agg;
-        or1_pg_mode mode;
+        OR1_LOSS_CHOICES(OR1_CHOICE_FIELD) /* agg, mode */
         OR1_LOSS_OPTIONS(OR1_OPTION_DOUBLE) /* the rows of OR1_LOSS_OPTIONS (scale 0: the stage's T) */
     } loss; /* the loss section: aggregation and policy-gradient term */
     struct {
-        or1_rollout_is_mode mode; /* a mode other than none turns train.recompute_logprobs on */
+        OR1_CORRECTION_CHOICES(OR1_CHOICE_FIELD) /* is: a mode other than none turns train.recompute_logprobs on */
         OR1_CORRECTION_OPTIONS(OR1_OPTION_DOUBLE) /* is_low, is_high */
         bool offpolicy_mask;      /* DeepSeek-V3.2's off-policy sequence mask */
         double offpolicy_delta;

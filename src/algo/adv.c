@@ -1,6 +1,6 @@
-/* Advantages, truncation masks, rejection of zero-advantage groups and refill decisions
- * (paper eq. (2.5), §3.1, §3.2.3; verl core_algos.py compute_grpo_outcome_advantage; the
- * rejection in Skywork-OR1's ray_trainer.py fit; DAPO's dynamic sampling, verl recipe/dapo). */
+/* The advantage stage of a step around the estimators of adv_est.c: truncation masks,
+ * rejection of zero-advantage groups and refill decisions (paper §3.1, §3.2.3; the rejection
+ * in Skywork-OR1's ray_trainer.py fit; DAPO's dynamic sampling, verl recipe/dapo). */
 #include "internal.h"
 #include "or1/algo.h"
 #include "or1/core.h"
@@ -8,101 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-    int32_t id;
-    size_t i;
-} keyed;
-
-/* Orders samples by group id, then by sample index. */
-static int cmp_keyed(const void *a, const void *b) {
-    const keyed *x = a, *y = b;
-    if (x->id != y->id) return x->id < y->id ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-typedef struct {
-    size_t first, from, to; /* first sample index; run [from, to) in the sorted array */
-} run;
-
-/* Orders runs by their first sample, so groups come out in first-appearance order. */
-static int cmp_run(const void *a, const void *b) {
-    const run *x = a, *y = b;
-    return x->first < y->first ? -1 : x->first > y->first;
-}
-
-/* Sorts (id, index) pairs, cuts them into runs of equal id, and lists the runs in order of
- * their first sample: O(n log n) for any id values. */
-void or1_groups_build(const int32_t *group, size_t n, or1_groups *g) {
-    keyed *k = or1_malloc((n ? n : 1) * sizeof *k);
-    for (size_t i = 0; i < n; i++) k[i] = (keyed){group[i], i};
-    qsort(k, n, sizeof *k, cmp_keyed);
-    run *runs = or1_malloc((n ? n : 1) * sizeof *runs);
-    size_t nr = 0;
-    for (size_t a = 0; a < n;) {
-        size_t b = a + 1;
-        while (b < n && k[b].id == k[a].id) b++;
-        runs[nr++] = (run){k[a].i, a, b};
-        a = b;
-    }
-    qsort(runs, nr, sizeof *runs, cmp_run);
-    g->n_groups = nr;
-    g->idx = or1_malloc((n ? n : 1) * sizeof *g->idx);
-    g->start = or1_malloc((nr + 1) * sizeof *g->start);
-    size_t at = 0;
-    for (size_t r = 0; r < nr; r++) {
-        g->start[r] = at;
-        for (size_t j = runs[r].from; j < runs[r].to; j++) g->idx[at++] = k[j].i;
-    }
-    g->start[nr] = at;
-    free(runs);
-    free(k);
-}
-
-/* Frees the index arrays. */
-void or1_groups_free(or1_groups *g) {
-    free(g->idx);
-    free(g->start);
-    memset(g, 0, sizeof *g);
-}
-
-/* Eq. (2.5) of the paper as verl's compute_grpo_outcome_advantage computes it: per group,
- * mean and unbiased std (torch.std, divisor m-1) of the used scores, a single sample having
- * mean 0 and std 1; A = (s - mean) / (std + eps), or s - mean for Dr. GRPO. */
-void or1_grpo_advantages(const float *scores, const int32_t *group, const bool *use, size_t n,
-                         bool norm_by_std, double eps, float *adv) {
-    or1_groups g;
-    or1_groups_build(group, n, &g);
-    for (size_t i = 0; i < n; i++) adv[i] = 0.0f;
-    for (size_t k = 0; k < g.n_groups; k++) {
-        double sum = 0.0, mean = 0.0, std = 1.0;
-        size_t m = 0;
-        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
-            size_t i = g.idx[j];
-            if (use && !use[i]) continue;
-            sum += scores[i];
-            m++;
-        }
-        if (m == 0) continue;
-        if (m > 1) {
-            mean = sum / (double)m;
-            double ss = 0.0;
-            for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
-                size_t i = g.idx[j];
-                if (use && !use[i]) continue;
-                ss += ((double)scores[i] - mean) * ((double)scores[i] - mean);
-            }
-            std = sqrt(ss / (double)(m - 1));
-        }
-        for (size_t j = g.start[k]; j < g.start[k + 1]; j++) {
-            size_t i = g.idx[j];
-            if (use && !use[i]) continue;
-            double a = (double)scores[i] - mean;
-            adv[i] = (float)(norm_by_std ? a / (std + eps) : a);
-        }
-    }
-    or1_groups_free(&g);
-}
 
 /* The truncation-mask names (advantage.truncation_mask). */
 ALGO_REGISTRY_NAMES(OR1_TRUNC_MASKS, or1_trunc_mask, trunc_mask, "truncation mask")

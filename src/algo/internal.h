@@ -2,6 +2,8 @@
 #ifndef OR1_ALGO_INTERNAL_H
 #define OR1_ALGO_INTERNAL_H
 
+#include "or1/algo.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +18,14 @@ typedef struct {
 /* Groups samples 0..n-1 by their ids (any int32, in any order). Free with or1_groups_free. */
 void or1_groups_build(const int32_t *group, size_t n, or1_groups *g);
 void or1_groups_free(or1_groups *g);
+
+/* Sums buf[0..n) over the ranks of r in place (order.c; nothing to do for r NULL, one
+ * process). */
+void algo_sum(const or1_reducer *r, double *buf, size_t n);
+
+/* The mean of a[j] - b[j] over the j < n that mask keeps (NULL: all), 0 for none; *kept counts
+ * them (correction.c). */
+double algo_masked_mean_diff(const float *a, const float *b, int n, const uint8_t *mask, int *kept);
 
 /* The index of s among names[0..n), or -1 with the error "WHERE: WHAT "S" is not one of
  * a, b, c" (names.c). */

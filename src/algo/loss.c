@@ -67,21 +67,12 @@ static double cispo_term(const or1_loss_cfg *c, const pg_token *t, double *g, bo
 }
 static const pg_mode pg_cispo = {cispo_term, NULL};
 
-/* The mean of a[j] - b[j] over the tokens mask keeps (NULL: all); *kept counts them. */
-static double masked_mean_diff(const float *a, const float *b, int n, const uint8_t *mask, int *kept) {
-    double sum = 0.0;
-    *kept = 0;
-    for (int j = 0; j < n; j++)
-        if (!mask || mask[j]) sum += (double)a[j] - (double)b[j], ++*kept;
-    return *kept ? sum / *kept : 0.0;
-}
-
 /* The mean log(pi/pi_old) of one sequence's trained tokens (0 without old log-probs or such a
  * token), GSPO's log s_i. */
 static double seq_log_ratio(const or1_loss_cfg *c, const or1_sample *x, const float *logp) {
     (void)c;
     int kept;
-    return x->old_logp ? masked_mean_diff(logp, x->old_logp, x->n_resp, x->mask, &kept) : 0.0;
+    return x->old_logp ? algo_masked_mean_diff(logp, x->old_logp, x->n_resp, x->mask, &kept) : 0.0;
 }
 
 /* GSPO (arXiv 2507.18071 eq. (7)-(10); verl compute_policy_loss_gspo): the token ratio
@@ -263,10 +254,9 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
         const float *behaviour = x->rollout_logp ? x->rollout_logp : x->old_logp;
         bool dropped = cfg->offpolicy_mask && behaviour &&
                        or1_offpolicy_seq_masked(behaviour, logp + k, x->n_resp, x->mask, x->adv, cfg->offpolicy_delta);
-        double seq_is = cfg->is == OR1_IS_MIS_GEO && x->rollout_logp
-                            ? or1_rollout_is_seq_weight(cfg->is_low, cfg->is_high, x->old_logp ? x->old_logp : logp + k,
-                                                        x->rollout_logp, x->n_resp, x->mask)
-                            : 1.0;
+        double seq_is = x->rollout_logp ? or1_rollout_is_seq_stat(cfg->is, x->old_logp ? x->old_logp : logp + k,
+                                                                  x->rollout_logp, x->n_resp, x->mask)
+                                        : 0.0;
         for (int j = 0; j < x->n_resp; j++, k++) {
             if (!or1_sample_trains(x, j)) {
                 g_logp[k] = g_entropy[k] = 0.0f;
@@ -281,9 +271,7 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
             if (x->rollout_logp) {
                 or1_mismatch_add(&st->mismatch, logp[k], x->rollout_logp[j]);
                 if (cfg->is != OR1_IS_NONE) {
-                    double wis = cfg->is == OR1_IS_MIS_GEO
-                                     ? seq_is
-                                     : or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j]);
+                    double wis = or1_rollout_is_weight(cfg->is, cfg->is_low, cfg->is_high, old, x->rollout_logp[j], seq_is);
                     pg *= wis, dlp = (float)(dlp * wis);
                     st->is_weight += wis, st->is_masked += wis == 0;
                 }
@@ -308,49 +296,7 @@ void or1_policy_token_grads(const or1_sample *s, int n, const float *logp, const
     }
 }
 
-/* The names of the aggregations (as verl spells loss_agg_mode), policy-loss modes and rollout
- * corrections. */
+/* The names of the aggregations (as verl spells loss_agg_mode) and policy-loss modes. */
 ALGO_REGISTRY_NAMES(OR1_LOSS_AGGS, or1_loss_agg, loss_agg, "loss aggregation")
 ALGO_REGISTRY_NAMES(OR1_PG_MODES, or1_pg_mode, pg_mode, "policy loss mode")
-ALGO_REGISTRY_NAMES(OR1_ROLLOUT_IS_MODES, or1_rollout_is_mode, rollout_is, "rollout correction")
 
-/* The token's weight from r = exp(old - rollout): 1, min(r, high), or [low <= r <= high]. */
-double or1_rollout_is_weight(or1_rollout_is_mode mode, double low, double high, float old_logp, float rollout_logp) {
-    double r = exp((double)old_logp - (double)rollout_logp);
-    if (mode == OR1_IS_TIS) return r < high ? r : high;
-    if (mode == OR1_IS_MIS) return r >= low && r <= high ? 1.0 : 0.0;
-    return 1.0;
-}
-
-/* The geometric mean of the sequence's ratios, exp(mean log r), inside [low, high] or not. */
-double or1_rollout_is_seq_weight(double low, double high, const float *old_logp, const float *rollout_logp, int n,
-                                 const uint8_t *mask) {
-    int kept;
-    double r = exp(masked_mean_diff(old_logp, rollout_logp, n, mask, &kept));
-    return kept == 0 || (r >= low && r <= high) ? 1.0 : 0.0;
-}
-
-/* DeepSeek-V3.2's M_i: negative advantage and a mean log ratio behaviour/current above delta. */
-bool or1_offpolicy_seq_masked(const float *behaviour_logp, const float *logp, int n, const uint8_t *mask, float adv,
-                              double delta) {
-    int kept;
-    double mean = masked_mean_diff(behaviour_logp, logp, n, mask, &kept);
-    return adv < 0 && kept > 0 && mean > delta;
-}
-
-/* One token's |difference| and k3 term, d = train - rollout: exp(d) - 1 - d >= 0. */
-void or1_mismatch_add(or1_mismatch *m, float train_logp, float rollout_logp) {
-    double d = (double)train_logp - (double)rollout_logp, a = fabs(d);
-    m->abs_sum += a;
-    if (a > m->abs_max) m->abs_max = a;
-    m->k3_sum += expm1(d) - d;
-    m->w_sum += exp(d);
-    m->w2_sum += exp(2.0 * d);
-    m->tokens++;
-}
-
-/* Kong's effective sample size over n, (sum w)^2 / sum w^2, divided by n. */
-double or1_mismatch_ess(const or1_mismatch *m) {
-    if (m->tokens == 0 || !(m->w2_sum > 0)) return 1.0;
-    return m->w_sum * m->w_sum / ((double)m->tokens * m->w2_sum);
-}

@@ -2,6 +2,7 @@
  * top-entropy share of the 80/20 rule (Wang et al. 2025, arXiv 2506.01939). Each is computed
  * over the whole mini-batch: its means and thresholds are sums over every micro-batch and rank,
  * so the marked tokens do not depend on how the mini-batch is split. */
+#include "internal.h"
 #include "or1/algo.h"
 #include "or1/core.h"
 
@@ -19,38 +20,12 @@ double or1_cov_token(double logp, double mean_logp, double adv, double mean_adv)
     return (logp - mean_logp) * (adv - mean_adv);
 }
 
-/* Sums over the ranks of the mini-batch (nothing to do for one process). */
-static void reduce(const or1_reducer *r, double *buf, size_t n) {
-    if (r && r->sum) r->sum(r->ctx, buf, n);
-}
-
-/* IEEE order as unsigned order: negatives flipped whole, positives get the top bit. */
-uint32_t or1_float_key(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
-}
-
-/* The largest K with at least k keys >= K over all ranks, found bit by bit from the top:
- * that K is the k-th largest key. 64 sums of one count each. */
-uint64_t or1_kth_largest_key(const uint64_t *key, size_t n, long k, const or1_reducer *r) {
-    uint64_t best = 0;
-    for (int bit = 63; bit >= 0; bit--) {
-        uint64_t cand = best | (1ULL << bit);
-        double count = 0;
-        for (size_t i = 0; i < n; i++) count += key[i] >= cand;
-        reduce(r, &count, 1);
-        if (count >= (double)k) best = cand;
-    }
-    return best;
-}
-
 /* Marks with `flag` the m tokens idx[] whose key is among the `want` largest over all ranks
  * (every one when there are no more than want of them). */
 static void mark_largest(const uint64_t *key, const size_t *idx, size_t m, long want, const or1_reducer *r,
                          uint8_t flag, uint8_t *flags) {
     double total = (double)m;
-    reduce(r, &total, 1);
+    algo_sum(r, &total, 1);
     uint64_t k = total > (double)want ? or1_kth_largest_key(key, m, want, r) : 0;
     for (size_t i = 0; i < m; i++)
         if (key[i] >= k) flags[idx[i]] |= flag;
@@ -115,7 +90,7 @@ void or1_select_tokens(const or1_sample *s, int n, const float *logp, const floa
     for (int i = 0, t = 0; i < n; i++)
         for (int j = 0; j < s[i].n_resp; j++, t++, m++)
             if (or1_sample_trains(&s[i], j)) sums[0] += logp[t], sums[1] += s[i].adv, sums[2]++;
-    reduce(cfg->reduce, sums, 3);
+    algo_sum(cfg->reduce, sums, 3);
     memset(flags, 0, m);
     if (sums[2] == 0) return;
     double T = sums[2], mean[2] = {sums[0] / T, sums[1] / T};
@@ -126,42 +101,4 @@ void or1_select_tokens(const or1_sample *s, int n, const float *logp, const floa
     if (cfg->top_entropy > 0 && cfg->top_entropy < 1) entropy_select(s, n, ent, cfg, T, key, idx, flags);
     free(idx);
     free(key);
-}
-
-/* Appends one value, doubling the room when full. */
-void or1_values_push(or1_values *l, float x) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 1024;
-        l->v = or1_realloc(l->v, l->cap * sizeof *l->v);
-    }
-    l->v[l->n++] = x;
-}
-
-/* Frees the values and empties the list. */
-void or1_values_free(or1_values *l) {
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-/* Undoes or1_float_key. */
-float or1_key_float(uint64_t k) {
-    uint32_t u = (uint32_t)k;
-    u = (u & 0x80000000u) ? u & 0x7fffffffu : ~u;
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-/* The ceil(q T)-th smallest is the (T - that + 1)-th largest, found over the ranks. */
-double or1_quantile(const float *v, size_t n, double q, const or1_reducer *r) {
-    double T = (double)n;
-    reduce(r, &T, 1);
-    if (T == 0) return NAN;
-    long k = (long)ceil(q * T - 1e-9);
-    k = k < 1 ? 1 : k > (long)T ? (long)T : k;
-    uint64_t *key = or1_malloc((n + 1) * sizeof *key);
-    for (size_t i = 0; i < n; i++) key[i] = or1_float_key(v[i]);
-    uint64_t kth = or1_kth_largest_key(key, n, (long)T - k + 1, r);
-    free(key);
-    return or1_key_float(kth);
 }

@@ -242,6 +242,9 @@ typedef struct {
 /* A row of the loss options (or1/algo.h) as a flag, with its config key named in the help. */
 #define OPTION_FLAG(key, flag, field, type, def, lo, hi, help) \
     FLAG_NUM(flag, OR1_TEXT(def), lo, hi, help " (config " key ")"),
+/* A row of the loss's choices (or1/algo.h) as a flag naming its registry's choices. */
+#define CHOICE_FLAG(key, flag, field, type, TABLE, name, def, help) \
+    FLAG_STR(flag, OR1_CHOICES(TABLE), def, help " (config " key ")"),
 
 /* The flags of `or1 grad`. */
 static const cli_flag_spec grad_flag_table[] = {
@@ -259,13 +262,10 @@ static const cli_flag_spec grad_flag_table[] = {
     FLAG_NUM("lr", "0", 0, 10, "AdamW learning rate"),
     FLAG_NUM("weight-decay", "0.01", 0, 10, "AdamW weight decay"),
     FLAG_NUM("max-grad-norm", "1", 0, 1e30, "global gradient-norm clip before the step; 0: off"),
-    FLAG_STR("rollout-is", OR1_CHOICES(OR1_ROLLOUT_IS_MODES), "none",
-             "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by "
-             "pi_train/pi_rollout (config rollout_correction.mode)"),
+    OR1_CORRECTION_CHOICES(CHOICE_FLAG)
     OR1_CORRECTION_OPTIONS(OPTION_FLAG)
     FLAG_NUM("offpolicy-delta", NULL, 0, 1e30, "DeepSeek-V3.2 mask: drop rows with A < 0 and mean log(pi_rollout/pi) > this"),
-    FLAG_STR("loss-agg", OR1_CHOICES(OR1_LOSS_AGGS), "token-mean", "how the token terms add up to the loss (config loss.agg)"),
-    FLAG_STR("loss-mode", OR1_CHOICES(OR1_PG_MODES), "ppo", "the policy-gradient term (config loss.mode)"),
+    OR1_LOSS_CHOICES(CHOICE_FLAG)
     OR1_LOSS_OPTIONS(OPTION_FLAG)
     FLAG_INT("seed", "0", 0, INT64_MAX, "seed of clip-cov's draws (token j of line i: rand(seed, i, j))"),
     FLAG_DEVICE,
@@ -306,14 +306,17 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     int64_t seed;
     cli_int(a, "seed", &seed);
     o->loss.seed = (uint64_t)seed;
-    if (cli_save_dtype(a, &o->save_dtype) ||
-        or1_rollout_is_parse(cli_str(a, "rollout-is"), &o->loss.is, "grad: --rollout-is") ||
-        or1_loss_agg_parse(cli_str(a, "loss-agg"), &o->loss.agg, "grad: --loss-agg") ||
-        or1_pg_mode_parse(cli_str(a, "loss-mode"), &o->loss.mode, "grad: --loss-mode") || cli_check_unused(a))
-        return -1;
+    /* every row of the loss's choices, by its registry */
+#define READ_CHOICE(key, flag, field, type, TABLE, name, def, help) \
+    if (or1_##name##_parse(cli_str(a, flag), &o->loss.field, "grad: --" flag)) return -1;
+    OR1_CORRECTION_CHOICES(READ_CHOICE)
+    OR1_LOSS_CHOICES(READ_CHOICE)
+#undef READ_CHOICE
+    if (cli_save_dtype(a, &o->save_dtype) || cli_check_unused(a)) return -1;
     o->loss.temperature = (float)t;
     o->loss.entropy_coef = (float)coef;
     o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
+    if (or1_rollout_is_check(o->loss.is, o->loss.is_low, o->loss.is_high, "grad: --rollout-is-low")) return -1;
     if (o->loss.clip_cov_lb >= o->loss.clip_cov_ub)
         return or1_fail("grad: --clip-cov-lb %g is not below --clip-cov-ub %g", o->loss.clip_cov_lb, o->loss.clip_cov_ub);
     if (o->step && !o->save) return or1_fail("grad: --step needs --save DIR");

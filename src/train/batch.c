@@ -231,7 +231,7 @@ int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens) {
 
 /* Whether the update takes its old log-probs from the training engine. */
 bool recompute_logprobs(const trainer *t) {
-    return t->cfg->train.recompute_logprobs || t->cfg->correction.mode != OR1_IS_NONE;
+    return t->cfg->train.recompute_logprobs || t->cfg->correction.is != OR1_IS_NONE;
 }
 
 /* Sums and maxima of the mismatch over the ranks. */

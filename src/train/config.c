@@ -34,6 +34,9 @@
 #define CORRECTION_KEY(key, flag, field, type, def, lo, hi, help) \
     OPTION_KEY(correction, key, flag, field, def, lo, hi, help)
 #define LOSS_KEY(key, flag, field, type, def, lo, hi, help) OPTION_KEY(loss, key, flag, field, def, lo, hi, help)
+/* A row of the loss's choices (or1/algo.h) as a choice key, naming or1 grad's flag. */
+#define CHOICE_ROW(key, flag, field, type, TABLE, name, def, help) \
+    CHOICE_KEY(key, NO_FIELD, def, TABLE, help " (or1 grad --" flag ")"),
 /* A row of the tool options (or1/train.h) as a key of its type, naming the generate flag. */
 #define TOOL_KEY(key, flag, field, type, def, lo, hi, help) \
     KEY_OF_##type(key, FIELD(rollout.tools.field), OR1_TEXT(def), lo, hi, help " (or1 generate --" flag ")"),
@@ -99,16 +102,14 @@ const or1_yaml_key or1_train_schema[] = {
     PATH_KEY("kl.reference", FIELD(kl.reference), "", "reference checkpoint; empty: model.path"),
     INT_KEY("kl.reset_every", FIELD(kl.reset_every), "0", 0, BIG, "ProRL: every this many steps the reference becomes the current policy; 0: never"),
     BOOL_KEY("kl.reset_optimizer", FIELD(kl.reset_optimizer), "false", "with a reference reset, the AdamW state is reset too"),
-    CHOICE_KEY("rollout_correction.mode", NO_FIELD, "none", OR1_ROLLOUT_IS_MODES,
-               "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout (or1 grad --rollout-is)"),
+    OR1_CORRECTION_CHOICES(CHOICE_ROW)
     OR1_CORRECTION_OPTIONS(CORRECTION_KEY)
     BOOL_KEY("rollout_correction.offpolicy_mask", FIELD(correction.offpolicy_mask), "false", "DeepSeek-V3.2: drop sequences with A < 0 and mean log(pi_rollout/pi) > offpolicy_delta"),
     NUM_KEY("rollout_correction.offpolicy_delta", FIELD(correction.offpolicy_delta), "0", 0, BIG, "delta of the off-policy mask (no published value: set it with the mask)"),
     BOOL_KEY("rejection.enabled", FIELD(rejection.enabled), "true", "drop groups whose rewards are all equal"),
     BOOL_KEY("rejection.keep_single", FIELD(rejection.keep_single), "false", "keep groups with one counted sample"),
     INT_KEY("rejection.max_rounds", FIELD(rejection.max_rounds), "1", 1, 1000, "generation rounds per step to refill N kept groups; 1: no refill"),
-    CHOICE_KEY("loss.agg", NO_FIELD, "token-mean", OR1_LOSS_AGGS, "how the token terms add up to the loss (or1 grad --loss-agg)"),
-    CHOICE_KEY("loss.mode", NO_FIELD, "ppo", OR1_PG_MODES, "the policy-gradient term (or1 grad --loss-mode)"),
+    OR1_LOSS_CHOICES(CHOICE_ROW)
     OR1_LOSS_OPTIONS(LOSS_KEY)
     CHOICE_KEY("advantage.estimator", NO_FIELD, "grpo", OR1_ADV_ESTIMATORS, "how a step's scores become advantages"),
     NUM_KEY("advantage.eps", FIELD(advantage.eps), "1e-6", 0, 1, "added to the group std"),
@@ -213,8 +214,37 @@ static const char *where_of(const or1_yaml *cfg, const char *path, char *buf, si
     return buf;
 }
 
-/* The enumerated keys: entropy mode and update cadence, KL estimator, rollout correction, advantage estimator
- * and mask, loss aggregation and mode, missing difficulty policy, checkpoint dtype, precision. */
+/* The loss's choice keys, each parsed by its row's registry. */
+static int parse_choices(const or1_yaml *cfg, or1_train_config *c) {
+    const or1_yaml_node *root = or1_yaml_root(cfg);
+    char w[700];
+#define PARSE_CHOICE(section, key, name, field) \
+    if (or1_##name##_parse(str_of(root, key), &c->section.field, where_of(cfg, key, w, sizeof w))) return -1;
+#define PARSE_CORRECTION(key, flag, field, type, TABLE, name, def, help) PARSE_CHOICE(correction, key, name, field)
+#define PARSE_LOSS(key, flag, field, type, TABLE, name, def, help) PARSE_CHOICE(loss, key, name, field)
+    OR1_CORRECTION_CHOICES(PARSE_CORRECTION)
+    OR1_LOSS_CHOICES(PARSE_LOSS)
+#undef PARSE_CHOICE
+#undef PARSE_CORRECTION
+#undef PARSE_LOSS
+    return 0;
+}
+
+/* The name of the loss choice at key p in c, or NULL when p is not one. */
+static const char *choice_name(const or1_train_config *c, const char *p) {
+#define NAME_CORRECTION(key, flag, field, type, TABLE, name, def, help) \
+    if (!strcmp(p, key)) return or1_##name##_name(c->correction.field);
+#define NAME_LOSS(key, flag, field, type, TABLE, name, def, help) \
+    if (!strcmp(p, key)) return or1_##name##_name(c->loss.field);
+    OR1_CORRECTION_CHOICES(NAME_CORRECTION)
+    OR1_LOSS_CHOICES(NAME_LOSS)
+#undef NAME_CORRECTION
+#undef NAME_LOSS
+    return NULL;
+}
+
+/* The enumerated keys: entropy mode and update cadence, KL estimator, advantage estimator and
+ * mask, the loss's choices, missing difficulty policy, checkpoint dtype, precision. */
 static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
     const or1_yaml_node *root = or1_yaml_root(cfg);
     char w[700];
@@ -222,12 +252,9 @@ static int fill_enums(const or1_yaml *cfg, or1_train_config *c) {
         or1_entropy_cadence_parse(str_of(root, "entropy.update"), &c->entropy.update,
                                   where_of(cfg, "entropy.update", w, sizeof w)) ||
         or1_kl_parse(str_of(root, "kl.estimator"), &c->kl.estimator, where_of(cfg, "kl.estimator", w, sizeof w)) ||
-        or1_rollout_is_parse(str_of(root, "rollout_correction.mode"), &c->correction.mode,
-                             where_of(cfg, "rollout_correction.mode", w, sizeof w)) ||
         or1_trunc_mask_parse(str_of(root, "advantage.truncation_mask"), &c->advantage.trunc,
                              where_of(cfg, "advantage.truncation_mask", w, sizeof w)) ||
-        or1_loss_agg_parse(str_of(root, "loss.agg"), &c->loss.agg, where_of(cfg, "loss.agg", w, sizeof w)) ||
-        or1_pg_mode_parse(str_of(root, "loss.mode"), &c->loss.mode, where_of(cfg, "loss.mode", w, sizeof w)))
+        parse_choices(cfg, c))
         return -1;
     if (or1_adv_estimator_parse(str_of(root, "advantage.estimator"), &c->advantage.estimator,
                                 where_of(cfg, "advantage.estimator", w, sizeof w)))
@@ -331,8 +358,8 @@ static int fill_lists(const or1_yaml_node *root, or1_train_config *c) {
 }
 
 /* AdamW and advantage settings that would divide by zero: epsilon 0 (a zero second moment
- * gives 0/0), a beta of 1 (the bias correction 1 - beta^t is 0), and GRPO with eps 0 when
- * constant groups are not rejected (their std is 0). */
+ * gives 0/0), a beta of 1 (the bias correction 1 - beta^t is 0), and an estimator that divides
+ * by a std with eps 0 when constant groups are not rejected (or1_adv_cfg_check). */
 static int check_optimizer(const or1_yaml *cfg, const or1_train_config *c) {
     char w[700];
     if (!(c->train.adam_eps > 0))
@@ -341,11 +368,7 @@ static int check_optimizer(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->train.beta1 >= 1 || c->train.beta2 >= 1)
         return or1_fail("%s: beta1 and beta2 must be below 1 (the bias correction 1 - beta^t would be 0)",
                         where_of(cfg, c->train.beta1 >= 1 ? "train.beta1" : "train.beta2", w, sizeof w));
-    bool divides = c->advantage.estimator == OR1_ADV_GRPO || c->advantage.estimator == OR1_ADV_GRPO_BATCH_STD;
-    if (divides && !(c->advantage.eps > 0) && !c->rejection.enabled)
-        return or1_fail("%s: eps 0 with rejection off divides a constant group's advantages by a std of 0",
-                        where_of(cfg, "advantage.eps", w, sizeof w));
-    return 0;
+    return or1_adv_cfg_check(&c->advantage, where_of(cfg, "advantage.eps", w, sizeof w));
 }
 
 /* Relations between values that no single key can check. */
@@ -356,10 +379,9 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->entropy.c_min > c->entropy.c_max)
         return or1_fail("%s: c_min %g is above c_max %g", where_of(cfg, "entropy.c_min", w, sizeof w), c->entropy.c_min,
                         c->entropy.c_max);
-    if ((c->correction.mode == OR1_IS_MIS || c->correction.mode == OR1_IS_MIS_GEO) &&
-        c->correction.is_low > c->correction.is_high)
-        return or1_fail("%s: low %g is above high %g", where_of(cfg, "rollout_correction.low", w, sizeof w),
-                        c->correction.is_low, c->correction.is_high);
+    if (or1_rollout_is_check(c->correction.is, c->correction.is_low, c->correction.is_high,
+                             where_of(cfg, "rollout_correction.low", w, sizeof w)))
+        return -1;
     if (c->correction.offpolicy_mask && !or1_yaml_get(or1_yaml_root(cfg), "rollout_correction.offpolicy_delta"))
         return or1_fail("%s: the off-policy mask needs its delta (DeepSeek-V3.2 publishes none): set it",
                         where_of(cfg, "rollout_correction.offpolicy_delta", w, sizeof w));
@@ -576,16 +598,12 @@ static void put_value(FILE *f, const or1_train_config *c, const or1_yaml_key *k)
         fputs(or1_entropy_mode_name(c->entropy.mode), f);
     } else if (!strcmp(p, "entropy.update")) {
         fputs(or1_entropy_cadence_name(c->entropy.update), f);
-    } else if (!strcmp(p, "rollout_correction.mode")) {
-        fputs(or1_rollout_is_name(c->correction.mode), f);
     } else if (!strcmp(p, "kl.estimator")) {
         fprintf(f, "%s%s", or1_kl_name(c->kl.estimator.kind), c->kl.estimator.straight_through ? "+" : "");
     } else if (!strcmp(p, "advantage.estimator")) {
         fputs(or1_adv_estimator_name(c->advantage.estimator), f);
-    } else if (!strcmp(p, "loss.agg")) {
-        fputs(or1_loss_agg_name(c->loss.agg), f);
-    } else if (!strcmp(p, "loss.mode")) {
-        fputs(or1_pg_mode_name(c->loss.mode), f);
+    } else if (choice_name(c, p)) {
+        fputs(choice_name(c, p), f);
     } else if (!strcmp(p, "checkpoint.dtype")) {
         fputs(c->checkpoint.dtype == OR1_BF16 ? "bf16" : "f32", f);
     } else if (!strcmp(p, "advantage.truncation_mask")) {

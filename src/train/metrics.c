@@ -74,7 +74,7 @@ static void add_mismatch(cJSON *row, const trainer *t, const step_batch *b, cons
     cJSON_AddNumberToObject(row, "mismatch_k3", m->k3_sum / n);
     cJSON_AddNumberToObject(row, "mismatch_tokens", (double)m->tokens);
     cJSON_AddStringToObject(row, "mismatch_over", b->old_logp ? "recomputed" : "first_mini_batch");
-    if (t->cfg->correction.mode == OR1_IS_NONE) return;
+    if (t->cfg->correction.is == OR1_IS_NONE) return;
     cJSON_AddNumberToObject(row, "rollout_is_weight_mean", ls->is_weight / nt);
     cJSON_AddNumberToObject(row, "rollout_is_masked_frac", (double)ls->is_masked / nt);
 }

@@ -142,7 +142,7 @@ static or1_loss_cfg loss_cfg_of(const or1_train_config *c, const or1_stage_cfg *
     lc.temperature = (float)c->rollout.temperature;
     lc.kl_coef = c->kl.enabled ? (float)c->kl.coef : 0.0f;
     lc.kl = c->kl.estimator;
-    lc.is = c->correction.mode;
+    lc.is = c->correction.is;
     lc.agg = c->loss.agg;
     lc.mode = c->loss.mode;
     lc.offpolicy_mask = c->correction.offpolicy_mask;

@@ -154,30 +154,32 @@ static void test_overrides(void) {
 
 /* The loss and advantage variants: each name loads, and the dump loads back to itself. */
 static void test_variants(void) {
-    static const char *const est[] = {"grpo", "drgrpo", "rloo", "reinforce++-baseline", "grpo-batch-std"};
-    static const char *const agg[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"};
-    static const char *const mode[] = {"ppo", "dual-clip", "cispo", "gspo", "clip-cov", "kl-cov"};
-    static const char *const is[] = {"none", "tis", "mis", "mis-geo"};
-    for (int i = 0; i < 6; i++) {
+    static const char *const est[] = {OR1_ADV_ESTIMATORS(OR1_ROW_NAME)};
+    static const char *const agg[] = {OR1_LOSS_AGGS(OR1_ROW_NAME)};
+    static const char *const mode[] = {OR1_PG_MODES(OR1_ROW_NAME)};
+    static const char *const is[] = {OR1_ROLLOUT_IS_MODES(OR1_ROW_NAME)};
+    enum { NE = sizeof est / sizeof *est, NA = sizeof agg / sizeof *agg, NM = sizeof mode / sizeof *mode,
+           NI = sizeof is / sizeof *is };
+    for (int i = 0; i < (NE > NM ? NE : NM); i++) {
         char text[640];
         snprintf(text, sizeof text,
                  "%sadvantage: {estimator: %s}\nloss: {agg: %s, mode: %s, scale: 512, clip_ratio_c: 2.5,"
                  " gspo_clip_low: 0.001, gspo_clip_high: 0.002, cispo_clip_low: 0.5, cispo_clip_high: 4,"
                  " clip_cov_ratio: 0.01, clip_cov_lb: -1, clip_cov_ub: 2, kl_cov_ratio: 0.02, ppo_kl_coef: 0.5,"
                  " top_entropy_quantile: 0.2}\nrollout_correction: {mode: %s, offpolicy_mask: true, offpolicy_delta: 0.05}\n",
-                 MIN, est[i % 5], agg[i % 4], mode[(i + 1) % 6], is[i % 4]);
+                 MIN, est[i % NE], agg[i % NA], mode[(i + 1) % NM], is[i % NI]);
         or1_train_config c, c2;
         if (!CHECK(load_text(text, NULL, 0, &c) == 0, "variant %d: %s", i, or1_error())) continue;
-        CHECK(c.advantage.estimator == (or1_adv_estimator)(i % 5) && c.loss.agg == (or1_loss_agg)(i % 4) &&
-                  c.loss.mode == (or1_pg_mode)((i + 1) % 6) && c.loss.scale == 512 && c.loss.clip_c == 2.5 &&
+        CHECK(c.advantage.estimator == (or1_adv_estimator)(i % NE) && c.loss.agg == (or1_loss_agg)(i % NA) &&
+                  c.loss.mode == (or1_pg_mode)((i + 1) % NM) && c.loss.scale == 512 && c.loss.clip_c == 2.5 &&
                   c.loss.gspo_low == 0.001 && c.loss.gspo_high == 0.002 && c.loss.cispo_low == 0.5 &&
                   c.loss.cispo_high == 4 && c.loss.clip_cov_ratio == 0.01 && c.loss.clip_cov_lb == -1 &&
                   c.loss.clip_cov_ub == 2 && c.loss.kl_cov_ratio == 0.02 && c.loss.kl_cov_coef == 0.5 &&
-                  c.loss.top_entropy == 0.2 && c.correction.mode == (or1_rollout_is_mode)(i % 4) &&
+                  c.loss.top_entropy == 0.2 && c.correction.is == (or1_rollout_is_mode)(i % NI) &&
                   c.correction.offpolicy_mask && c.correction.offpolicy_delta == 0.05,
               "variant %d: values", i);
         char *y1 = or1_train_config_yaml(&c);
-        CHECK(strstr(y1, est[i % 5]) && strstr(y1, agg[i % 4]) && strstr(y1, mode[(i + 1) % 6]), "variant %d: dump\n%s",
+        CHECK(strstr(y1, est[i % NE]) && strstr(y1, agg[i % NA]) && strstr(y1, mode[(i + 1) % NM]), "variant %d: dump\n%s",
               i, y1);
         if (CHECK(or1_train_config_load(put("dump.yaml", y1), NULL, 0, &c2) == 0, "variant %d: reload: %s", i,
                   or1_error())) {

@@ -112,6 +112,25 @@ def ref_grpo_batch_std(scores, group, use, eps):
     return [x[i] / (std + eps) if use is None or use[i] else 0.0 for i in range(len(scores))]
 
 
+def ref_opo(scores, group, use, lens):
+    """OPO (arXiv 2505.23585) as verl's compute_opo_outcome_advantage: each used sample minus the
+    length-weighted mean of its group's used scores, sum(len * s) / sum(len), in float64; a
+    sample alone in its group keeps its score; lengths summing to 0 give the plain mean."""
+    adv = [0.0] * len(scores)
+    for idx in used_groups(group, use).values():
+        s = torch.tensor([f32(scores[i]) for i in idx], dtype=torch.float64)
+        n = torch.tensor([float(lens[i]) for i in idx], dtype=torch.float64)
+        if len(idx) == 1:
+            base = torch.tensor(0.0, dtype=torch.float64)
+        elif n.sum() > 0:
+            base = (n * s).sum() / n.sum()
+        else:
+            base = s.mean()
+        for k, i in enumerate(idx):
+            adv[i] = float(s[k] - base)
+    return adv
+
+
 def ref_outcome(c, use):
     """The advantages of c["estimator"] over the used samples."""
     est, eps = c.get("estimator", "grpo"), c.get("eps", 1e-6)
@@ -123,6 +142,8 @@ def ref_outcome(c, use):
         return ref_rpp_baseline(c["scores"], c["group"], use, c["len"])
     if est == "grpo-batch-std":
         return ref_grpo_batch_std(c["scores"], c["group"], use, eps)
+    if est == "opo":
+        return ref_opo(c["scores"], c["group"], use, c["len"])
     raise ValueError(est)
 
 
@@ -433,6 +454,23 @@ def build_cases(rng):
                   "truncated": [False, False, True],
                   "max_len": 10, "buffer": 4, "overlong": True, "factor": 1.0, "truncation_penalty": 0.25,
                   "expect": [1.0, 0.5, -1.25]})
+    # OPO: random groups with lengths 0..40 (a group of one, lengths summing to 0), with and
+    # without a mask; the pipeline with it; labelled: [1, 0] with lengths 3 and 1 -> baseline
+    # 3/4 -> [0.25, -0.75]; a group of one keeps its score.
+    for t in range(30):
+        scores, group = random_batch(rng, rng.randint(1, 8), rng.choice([1, 2, 3, 4, 8]), binary=t % 3 != 2)
+        c = {"fn": "outcome", "estimator": "opo", "scores": scores, "group": group,
+             "len": [0 if t % 7 == 0 else rng.randint(1, 40) for _ in scores]}
+        if t % 4 == 0:
+            c["use"] = [rng.random() < 0.8 for _ in scores]
+        cases.append(c)
+    cases.append({"fn": "outcome", "estimator": "opo", "scores": [1, 0, 0.5], "group": [4, 4, 9], "len": [3, 1, 7],
+                  "expect": [0.25, -0.75, 0.5]})
+    for t in range(6):
+        scores, group = random_batch(rng, rng.randint(1, 6), rng.choice([1, 2, 4]))
+        cases.append({"fn": "step", "scores": scores, "group": group, "estimator": "opo",
+                      "mode": ("none", "before", "after")[t % 3], "truncated": [rng.random() < 0.3 for _ in scores],
+                      "reject": t % 2 == 0, "len": [rng.randint(1, 30) for _ in scores]})
     cases.append({"fn": "report", "rows": [["a", 2, 3]], "n_drawn": 4})
     cases.append({"fn": "report", "rows": []})
     return cases
