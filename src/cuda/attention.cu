@@ -469,6 +469,8 @@ __global__ void k_attn_dq(float *dqkv, const float *dout, const float *qkv, cons
             for (int k = 0; k < NDIM; k++)
                 if (lane + 32 * k < hd) dq[k] += dj * ks[jj * (hd + 1) + lane + 32 * k];
         }
+        /* per thread: two dot products of hd, the probability and its gradient, dq's FMAs */
+        tc_flops((j <= row ? 4 * hd + 8 : 0) + 2 * nj * ((hd - lane + 31) / 32));
     }
     if (row >= len) return;
     float *dst = dqkv + (size_t)(start + row) * stride + (size_t)h * hd;
@@ -519,6 +521,9 @@ __global__ void k_attn_dkv(float *dqkv, const float *dout, const float *qkv, con
                         dk[k] += di * qs[ii * (hd + 1) + lane + 32 * k];
                     }
             }
+            /* per thread: two dot products of hd, the probability and its gradient, dk's and
+             * dv's FMAs */
+            tc_flops((qi >= kr && qi < len ? 4 * hd + 8 : 0) + 4 * TILE * ((hd - lane + 31) / 32));
         }
     if (kr >= len) return;
     float *dkr = dqkv + (size_t)(start + kr) * stride + (size_t)(nh + kvh) * hd, *dvr = dkr + (size_t)nkv * hd;
