@@ -17,7 +17,8 @@ below boost and the host; it is an estimate and is labelled so wherever it is pr
 
 usage: /usr/bin/python3 bench/cost_model.py [--build DIR] [--check] [--markdown] [--json FILE]
   --check     fits small shapes only and checks each fit at a held-out point (the test
-              cuda_cost_model): the premise that counts follow the fitted form
+              cuda_cost_model; counted afresh, no cache): the premise that counts follow the
+              fitted form
   --markdown  prints the tables for docs/cuda.md
   --json      writes each row's prediction (bench/cuda.sh sets the measurements beside them)"""
 import argparse
@@ -59,22 +60,27 @@ KEYS = ("launches", "blocks", "threads", "dram_read", "dram_written", "tc_flops"
 class Counter:
     """Runs build/cuda_counts and fits its counts."""
 
-    def __init__(self, build):
+    def __init__(self, build, cached=True):
         self.exe = os.path.join(build, "cuda_counts")
         if not os.access(self.exe, os.X_OK):
             sys.exit(f"cost_model: {self.exe} is missing (cmake --build {build} --target cuda_counts)")
+        self.cached = cached
         # counts depend only on the program and the arguments: kept beside it for the next run
         st = os.stat(self.exe)
         self.stamp = f"{st.st_size}-{st.st_mtime_ns}-{','.join(KEYS)}"
         self.cache_path = os.path.join(build, "cost_model_counts.json")
         try:
+            if not cached:
+                raise OSError("counting afresh")
             saved = json.load(open(self.cache_path))
             self.cache = saved["counts"] if saved.get("stamp") == self.stamp else {}
         except (OSError, ValueError, KeyError):
             self.cache = {}
 
     def save(self):
-        """Writes the counts cache (atomically)."""
+        """Writes the counts cache (atomically), when caching."""
+        if not self.cached:
+            return
         with open(self.cache_path + ".tmp", "w") as f:
             json.dump({"stamp": self.stamp, "counts": self.cache}, f)
         os.replace(self.cache_path + ".tmp", self.cache_path)
@@ -423,7 +429,7 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", help="also write the predictions here, one JSON object a row")
     a = ap.parse_args()
-    counter = Counter(a.build)
+    counter = Counter(a.build, cached=not a.check)
     if a.check:
         bad = check(counter)
         counter.save()

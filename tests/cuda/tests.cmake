@@ -80,3 +80,7 @@ set_target_properties(cuda_counts PROPERTIES LINKER_LANGUAGE C)
 target_link_libraries(cuda_counts PRIVATE or1lib)
 target_include_directories(cuda_counts PRIVATE ${PROJECT_SOURCE_DIR}/src/model/impl)
 or1_emu_program(cuda_counts)
+if(NOT OR1_SANITIZE) # the counts do not change under the sanitizers
+  or1_python_test(cuda_cost_model ${PROJECT_SOURCE_DIR}/bench/cost_model.py --build ${CMAKE_BINARY_DIR} --check
+                  TIMEOUT 900)
+endif()
