@@ -9,7 +9,9 @@ counts are exact polynomials in the shapes where the shapes are multiples of the
 (linear in rows, keys and widths; quadratic in a sequence's length for causal attention), so each
 is fitted on a small grid, checked at a point outside the grid, and evaluated at the shapes of
 DeepSeek-R1-Distill-Qwen-1.5B and -7B. A kernel's time is its roofline at the H200's datasheet
-figures: max(DRAM bytes / 4.8 TB/s, tensor FLOPs / 989 TFLOP/s, CUDA-core FLOPs / 67 TFLOP/s),
+figures: max(DRAM bytes / 4.8 TB/s, tensor FLOPs / 989 TFLOP/s, CUDA-core FLOPs / 67 TFLOP/s)
+(and again at ceilings measured on one H200: 4.3 TB/s for a device copy, 790 TFLOP/s for an
+8192^3 bf16 GEMM),
 divided by how busy its grid keeps the GPU (its warps per SM over its waves of blocks, against 8
 warps an SM taken to reach the peaks: an assumption), plus 2.5 us per launch (an assumption:
 the gap between kernels the host keeps up with; no CUDA graphs). It ignores caches beyond one launch, overlap between kernels, clocks
@@ -34,10 +36,13 @@ import tempfile
 
 import numpy as np
 
-# H200 SXM datasheet figures and the model's own assumptions
-BW = 4.8e12          # HBM3e bytes/s
-TC = 989e12          # dense bf16 tensor-core FLOP/s
-FP32 = 67e12         # fp32 CUDA-core FLOP/s
+# H200 SXM ceilings: the datasheet's, and those measured on one H200 (a device-to-device copy, an
+# 8192^3 bf16 GEMM through PyTorch); the model's own assumptions below
+CEILINGS = {
+    "datasheet": dict(bw=4.8e12, tc=989e12, fp32=67e12),
+    "measured": dict(bw=4.3e12, tc=790e12, fp32=67e12),
+}
+TC = CEILINGS["datasheet"]["tc"]  # the peak MFU is taken against
 SMS = 132
 LAUNCH_S = 2.5e-6    # assumption: per kernel launch
 WARPS_FULL = 8       # assumption: warps an SM needs in flight to reach the peaks
@@ -154,11 +159,12 @@ def busy(c):
     return min(1.0, blocks * warps / (waves * SMS) / WARPS_FULL)
 
 
-def kernel_time(c):
-    """(seconds, what bounds it) of one kernel's counts (summed over its launches)."""
+def kernel_time(c, ceil):
+    """(seconds, what bounds it) of one kernel's counts (summed over its launches) under the
+    ceilings ceil."""
     eff = busy(c)
-    parts = {"memory": (c["dram_read"] + c["dram_written"]) / BW, "tensor": c["tc_flops"] / TC,
-             "fp32": c["flops"] / FP32}
+    parts = {"memory": (c["dram_read"] + c["dram_written"]) / ceil["bw"], "tensor": c["tc_flops"] / ceil["tc"],
+             "fp32": c["flops"] / ceil["fp32"]}
     bound = max(parts, key=parts.get)
     return parts[bound] / eff + c["launches"] * LAUNCH_S, bound
 
@@ -175,9 +181,9 @@ class Step:
             for key in KEYS:
                 acc[key] += c[key] * times
 
-    def time(self):
+    def time(self, ceil):
         """Total seconds, and per kernel (seconds, bound, counts), slowest first."""
-        rows = {k: (*kernel_time(c), c) for k, c in self.kernels.items()}
+        rows = {k: (*kernel_time(c, ceil), c) for k, c in self.kernels.items()}
         return sum(r[0] for r in rows.values()), dict(sorted(rows.items(), key=lambda kv: -kv[1][0]))
 
 
@@ -336,19 +342,19 @@ SCENARIOS = [("decode", 64, 2048), ("decode", 64, 8192), ("decode", 256, 2048), 
              ("train", 8192, None)]
 
 
-def predict(counter):
+def predict(counter, ceil):
     """Rows of (model, scenario, tokens/s, MFU or None, total seconds, per-kernel rows, the
-    scenario as data)."""
+    scenario as data) under the ceilings ceil."""
     out = []
     for name, m in MODELS.items():
         model = Model(counter, m)
         for kind, a, b in SCENARIOS:
             key = {"model": name, "kind": kind, "rows": a, "context": b}
             if kind == "decode":
-                t, rows = model.decode_step(a, b).time()
+                t, rows = model.decode_step(a, b).time(ceil)
                 out.append((name, f"decode, {a} sequences at {b // 1024}K context", a / t, None, t, rows, key))
             else:
-                t, rows = model.train_step(a).time()
+                t, rows = model.train_step(a).time(ceil)
                 out.append((name, f"training step, one packed {a // 1024}K sequence", a / t,
                             model.model_flops(a) / t / TC, t, rows, key))
     return out
@@ -358,21 +364,23 @@ def fmt_rate(x):
     return f"{x:,.0f}"
 
 
-def report(rows, markdown):
-    """Prints the predictions (and the kernels that bound each)."""
+def report(rows, measured, markdown):
+    """Prints the predictions at the datasheet's ceilings (and the kernels that bound each), the
+    same at the measured ceilings, and the anchors."""
     if markdown:
-        print("| model | step | predicted time | predicted tokens/s | predicted MFU | slowest kernels (share of the "
-              "step, bound) |")
-        print("|---|---|---:|---:|---:|---|")
-    for name, what, rate, mfu, t, kern, _ in rows:
-        top = list(kern.items())[:3]
-        slow = ", ".join(f"{k} {v[0] / t:.0%} ({v[1]})" for k, v in top)
+        print("| model | step | time | tokens/s | MFU | at measured ceilings: tokens/s, MFU | slowest kernels "
+              "(share of the step, bound) |")
+        print("|---|---|---:|---:|---:|---:|---|")
+    for (name, what, rate, mfu, t, kern, _), (_, _, rate2, mfu2, _, _, _) in zip(rows, measured):
+        slow = ", ".join(f"{k} {v[0] / t:.0%} ({v[1]})" for k, v in list(kern.items())[:3])
+        m1 = "" if mfu is None else f"{mfu:.2f}"
+        m2 = "" if mfu2 is None else f", {mfu2:.2f}"
         if markdown:
-            print(f"| {name} | {what} | {t * 1e3:.2f} ms | {fmt_rate(rate)} | "
-                  f"{'' if mfu is None else f'{mfu:.2f}'} | {slow} |")
+            print(f"| {name} | {what} | {t * 1e3:.2f} ms | {fmt_rate(rate)} | {m1} | {fmt_rate(rate2)}{m2} | {slow} |")
         else:
             print(f"{name:22s} {what:40s} {t * 1e3:9.2f} ms {fmt_rate(rate):>9s} tok/s"
-                  f"{'' if mfu is None else f'  MFU {mfu:.2f}'}   [{slow}]")
+                  f"{'' if mfu is None else f'  MFU {mfu:.2f}'}  (measured ceilings {fmt_rate(rate2)}{m2})"
+                  f"   [{slow}]")
     by = {(n, w): (r, mfu) for n, w, r, mfu, _, _, _ in rows}
     print()
     name7 = "R1-Distill-Qwen-7B"
@@ -388,7 +396,7 @@ def report(rows, markdown):
         ("7B RL step, tokens/s per GPU (1 / (1/decode at 8K + 1/training))", fmt_rate(rl), *ANCHORS["rl"]),
     ]
     if markdown:
-        print("| estimate | or1, predicted | anchor | anchor figure |")
+        print("| estimate (datasheet ceilings) | or1, predicted | anchor | anchor figure |")
         print("|---|---:|---|---:|")
     for what, ours, who, fig in lines:
         figs = f"{fig:.2f}" if fig < 1 else fmt_rate(fig)
@@ -435,13 +443,15 @@ def main():
         counter.save()
         sys.exit(1 if bad else 0)
     print("ESTIMATE from the emulated GPU's counters at the H200's datasheet figures (not a measurement)\n")
-    rows = predict(counter)
+    rows = predict(counter, CEILINGS["datasheet"])
+    measured = predict(counter, CEILINGS["measured"])
     counter.save()
-    report(rows, a.markdown)
+    report(rows, measured, a.markdown)
     if a.json:
         with open(a.json + ".tmp", "w") as f:
-            for _, _, rate, mfu, t, _, key in rows:
-                f.write(json.dumps(dict(key, seconds=t, tokens_per_s=rate, mfu=mfu)) + "\n")
+            for (_, _, rate, mfu, t, _, key), (_, _, rate2, _, t2, _, _) in zip(rows, measured):
+                f.write(json.dumps(dict(key, seconds=t, tokens_per_s=rate, mfu=mfu, seconds_measured_ceilings=t2,
+                                        tokens_per_s_measured_ceilings=rate2)) + "\n")
         os.replace(a.json + ".tmp", a.json)
 
 
