@@ -231,7 +231,7 @@ class Model:
     @functools.lru_cache(maxsize=None)
     def decode_attn(self):
         hd = self.m["head_dim"]
-        return self.c.fit("decode", lambda v: (v["B"], v["ctx"], self.G, 1, hd), {"B": [8, 16], "ctx": [128, 256]})
+        return self.c.fit("decode", lambda v: (v["B"], v["ctx"], self.G, 1, hd), {"B": [8, 16], "ctx": [512, 1024]})
 
     @functools.lru_cache(maxsize=None)
     def head_fit(self, op):
@@ -414,7 +414,7 @@ def check(counter):
         (model.matmul("matmul_dx", 0), {"T": 768, "in": 768, "out": 768}),
         (model.attention("attention"), {"L": 512}),
         (model.attention("attention_bwd"), {"L": 512}),
-        (model.decode_attn(), {"B": 24, "ctx": 384}),
+        (model.decode_attn(), {"B": 24, "ctx": 1536}),
         (model.rows_op("rmsnorm", (128,)), {"T": 192}),
         (model.head_fit("head"), {"n": 768, "H": 192, "V": 49152}),
         (model.sample_fit(), {"B": 24, "V": 49152}),

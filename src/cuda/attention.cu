@@ -7,7 +7,8 @@
  *
  * bf16 (tensor cores, FlashAttention-2 style, below): query rows and keys in tiles of 64 counted
  * from each sequence's start; the packed forward and decode run the same per-tile functions
- * (fa_scores, fa_pv), so a query's output is the same bits whichever computes it.
+ * (fa_scores, fa_pv) in the same key order (chunks of FA_SPLIT keys merged by fa_merge), so a
+ * query's output is the same bits whichever computes it; decode runs the chunks in parallel.
  *
  * Only lse [T, nh] is saved; backward (CUDA cores in both precisions) recomputes probabilities
  * from it, dQ query-major and dK/dV key-major (the latter over every query head of the group, so
@@ -118,7 +119,7 @@ __global__ void k_attn_fwd(float *out, float *lse, const float *qkv, const int32
  * bits whether it is a row of a 64-row forward tile or one of the G query heads of a decode
  * fragment. */
 
-enum { FA_T = 64, FA_WARPS = FA_T / 16 };
+enum { FA_T = 64, FA_WARPS = FA_T / 16, FA_SPLIT = 8 * FA_T };
 
 /* The head width rounded up to the mma's k step (16): columns past hd are staged as zeros. */
 __host__ __device__ constexpr int fa_hdp(int hd) { return (hd + 15) / 16 * 16; }
@@ -258,6 +259,27 @@ __device__ __forceinline__ void fa_pv(fa_acc<D> &a, const float (&p)[8][4], cons
     }
 }
 
+/* Merges a chunk's state c into the running total t (rows g and g+8 of the warp): the new max
+ * m, each side scaled by exp(its max - m), exactly 1 when its max is m (two empty sides: 1 and
+ * 1, so -inf never meets -inf) and exactly 0 for an empty side under a finite m; the one merge of
+ * the forward and of decode's chunks, so both give a query the same bits. */
+template <int D> __device__ __forceinline__ void fa_merge(fa_acc<D> &t, const fa_acc<D> &c, int nks) {
+    float ft[2], fc[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float m = fmaxf(t.m[h], c.m[h]);
+        ft[h] = t.m[h] == m ? 1.0f : __expf(__fsub_rn(t.m[h], m));
+        fc[h] = c.m[h] == m ? 1.0f : __expf(__fsub_rn(c.m[h], m));
+        t.l[h] = __fadd_rn(__fmul_rn(t.l[h], ft[h]), __fmul_rn(c.l[h], fc[h]));
+        t.m[h] = m;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+        if (n < 2 * nks)
+            for (int e = 0; e < 4; e++)
+                t.o[n][e] = __fadd_rn(__fmul_rn(t.o[n][e], ft[e / 2]), __fmul_rn(c.o[n][e], fc[e / 2]));
+}
+
 /* Row h (0: g, 1: g+8) of the warp's O divided by its sum into dst[0 .. hd). */
 template <int D> __device__ __forceinline__ void fa_store(float *dst, const fa_acc<D> &a, int h, int hd) {
     int t = threadIdx.x % 4;
@@ -270,7 +292,9 @@ template <int D> __device__ __forceinline__ void fa_store(float *dst, const fa_a
 }
 
 /* Forward: grid (query tiles of FA_T rows, heads, sequences), FA_WARPS warps of 16 rows. Key
- * tiles 0 .. the query tile's own (the diagonal), each staged by the whole block. */
+ * tiles 0 .. the query tile's own (the diagonal), each staged by the whole block, in chunks of
+ * FA_SPLIT keys: a chunk's tiles run from the empty state, and each chunk is merged into the
+ * total in order (decode's key order, chunk by chunk in parallel). */
 template <int D>
 __global__ void __launch_bounds__(FA_WARPS * 32) k_fa_fwd(float *out, float *lse, const float *qkv,
                                                           const int32_t *seq_start, int nh, int nkv, int hd) {
@@ -287,10 +311,15 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fa_fwd(float *out, float *lse
     bool active = i0 + warp * 16 < len;
     uint32_t qf[D / 16][4];
     if (active) fa_load_q<D>(qf, qs + warp * 16 * ld, ld, nks);
-    fa_acc<D> a;
+    fa_acc<D> a, tot;
     fa_init(a);
+    fa_init(tot);
     float scale = rsqrtf((float)hd), p[8][4];
     for (int k0 = 0; k0 <= i0; k0 += FA_T) {
+        if (k0 > 0 && k0 % FA_SPLIT == 0) {
+            fa_merge<D>(tot, a, nks);
+            fa_init(a);
+        }
         __syncthreads();
         fa_stage(ks, ld, base + (size_t)(nh + kvh) * hd, stride, k0, FA_T, len, hd);
         fa_stage(vs, ld, base + (size_t)(nh + nkv + kvh) * hd, stride, k0, FA_T, len, hd);
@@ -300,11 +329,12 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fa_fwd(float *out, float *lse
         fa_pv<D>(a, p, vs, ld, nks);
     }
     if (!active) return;
+    fa_merge<D>(tot, a, nks);
     for (int hh = 0; hh < 2; hh++) {
         int row = r0 + 8 * hh;
         if (row >= len) continue;
-        fa_store<D>(out + (size_t)(start + row) * nh * hd + (size_t)h * hd, a, hh, hd);
-        if (lane % 4 == 0) lse[(size_t)(start + row) * nh + h] = __fadd_rn(a.m[hh], logf(a.l[hh]));
+        fa_store<D>(out + (size_t)(start + row) * nh * hd + (size_t)h * hd, tot, hh, hd);
+        if (lane % 4 == 0) lse[(size_t)(start + row) * nh + h] = __fadd_rn(tot.m[hh], logf(tot.l[hh]));
     }
 }
 
@@ -331,20 +361,49 @@ __device__ void fa_fetch(__nv_bfloat16 *dst, int ld, const __nv_bfloat16 *pool, 
     }
 }
 
-/* Decode: one warp (block) per (row, KV head, 16 of the group's query heads): the A fragment's
- * rows are those heads' queries (rows past the group zeros), every key tile of the row's context
- * is fetched from the pool (values in a second cp.async group that lands while the scores are
- * computed), and fa_scores / fa_pv run as in the forward with every row's limit at the context
- * length n. */
+/* Floats of one warp's state in decode's chunk buffer: per lane, its O fragments, then m and l
+ * of its two rows. */
+__host__ __device__ constexpr int fa_part(int D) { return 32 * (D / 2 + 4); }
+
+/* A warp's state into part (fa_part(D) floats, lane-interleaved so a field's 32 lanes are
+ * adjacent): O's n-tiles below 2 nks, then m and l of rows g and g+8. */
+template <int D> __device__ __forceinline__ void fa_put(float *part, const fa_acc<D> &a, int nks) {
+    int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+        if (n < 2 * nks)
+            for (int e = 0; e < 4; e++) part[(4 * n + e) * 32 + lane] = a.o[n][e];
+    for (int h = 0; h < 2; h++) part[(D / 2 + 2 * h) * 32 + lane] = a.m[h], part[(D / 2 + 2 * h + 1) * 32 + lane] = a.l[h];
+}
+
+/* The state fa_put wrote at part back into a (n-tiles from 2 nks on are left as they are). */
+template <int D> __device__ __forceinline__ void fa_get(fa_acc<D> &a, const float *part, int nks) {
+    int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+        if (n < 2 * nks)
+            for (int e = 0; e < 4; e++) a.o[n][e] = part[(4 * n + e) * 32 + lane];
+    for (int h = 0; h < 2; h++) a.m[h] = part[(D / 2 + 2 * h) * 32 + lane], a.l[h] = part[(D / 2 + 2 * h + 1) * 32 + lane];
+}
+
+/* Decode, first pass: one warp (block) per (row, KV head, 16 of the group's query heads, chunk
+ * of FA_SPLIT keys); blocks past the row's chunks return. The A fragment's rows are those heads'
+ * queries (rows past the group zeros), the chunk's key tiles are fetched from the pool (values
+ * in a second cp.async group that lands while the scores are computed), fa_scores / fa_pv run
+ * from the empty state as in the forward with every row's limit at the context length n, and
+ * the chunk's state goes to part (fa_part(D) floats per block) for k_fa_decode_merge. */
 template <int D>
-__global__ void __launch_bounds__(32) k_fa_decode(float *out, const float *qkv, const __nv_bfloat16 *kpool,
+__global__ void __launch_bounds__(32) k_fa_decode(float *part, const float *qkv, const __nv_bfloat16 *kpool,
                                                   const __nv_bfloat16 *vpool, const int32_t *seg_all,
-                                                  const int32_t *blocks, int block, int nh, int nkv, int hd, bool vec) {
+                                                  const int32_t *blocks, int block, int nh, int nkv, int hd, int nsp,
+                                                  bool vec) {
     extern __shared__ uint4 fa_sm[];
-    int G = nh / nkv, nch = (G + 15) / 16, lane = threadIdx.x;
-    int b = blockIdx.x / (nkv * nch), kvh = blockIdx.x / nch % nkv, c0 = blockIdx.x % nch * 16;
+    int G = nh / nkv, nch = (G + 15) / 16, lane = threadIdx.x, w = blockIdx.x / nsp, ck = blockIdx.x % nsp;
+    int b = w / (nkv * nch), kvh = w / nch % nkv, c0 = w % nch * 16;
     const int32_t *seg = seg_all + 4 * b;
-    int n = seg[1] + seg[3], ld = fa_ld(hd), hdp = fa_hdp(hd), nks = hdp / 16;
+    int n = seg[1] + seg[3], ld = fa_ld(hd), hdp = fa_hdp(hd), nks = hdp / 16, kbeg = ck * FA_SPLIT;
+    if (kbeg >= n) return;
+    int kend = min(n, kbeg + FA_SPLIT);
     size_t kvd = (size_t)nkv * hd;
     __nv_bfloat16 *qs = reinterpret_cast<__nv_bfloat16 *>(fa_sm), *ks = qs + 16 * ld, *vs = ks + FA_T * ld;
     fa_stage(qs, ld, qkv + (size_t)b * (nh + 2 * nkv) * hd + (size_t)(kvh * G + c0) * hd, hd, 0, 16, G - c0, hd);
@@ -360,7 +419,7 @@ __global__ void __launch_bounds__(32) k_fa_decode(float *out, const float *qkv, 
     fa_init(a);
     float scale = rsqrtf((float)hd), p[8][4];
     const __nv_bfloat16 *K = kpool + (size_t)kvh * hd, *V = vpool + (size_t)kvh * hd;
-    for (int k0 = 0; k0 < n; k0 += FA_T) {
+    for (int k0 = kbeg; k0 < kend; k0 += FA_T) {
         __syncthreads();
         fa_fetch(ks, ld, K, kvd, k0, n, seg, blocks, block, hd, vec);
         tc_cp_commit();
@@ -373,9 +432,28 @@ __global__ void __launch_bounds__(32) k_fa_decode(float *out, const float *qkv, 
         __syncthreads();
         fa_pv<D>(a, p, vs, ld, nks);
     }
+    fa_put<D>(part + (size_t)blockIdx.x * fa_part(D), a, nks);
+}
+
+/* Decode, second pass: one warp (block) per (row, KV head, 16 query heads) merges the row's
+ * chunks from part into the empty state in order with fa_merge, as the forward does, and stores
+ * O / l as the forward does. */
+template <int D>
+__global__ void __launch_bounds__(32) k_fa_decode_merge(float *out, const float *part, const int32_t *seg_all, int nh,
+                                                        int nkv, int hd, int nsp) {
+    int G = nh / nkv, nch = (G + 15) / 16, lane = threadIdx.x;
+    int b = blockIdx.x / (nkv * nch), kvh = blockIdx.x / nch % nkv, c0 = blockIdx.x % nch * 16;
+    int n = seg_all[4 * b + 1] + seg_all[4 * b + 3], nks = fa_hdp(hd) / 16;
+    fa_acc<D> tot, c;
+    fa_init(tot);
+    fa_init(c); /* its n-tiles from 2 nks on, which fa_get leaves, are then defined */
+    for (int ck = 0; ck * FA_SPLIT < n; ck++) {
+        fa_get<D>(c, part + ((size_t)blockIdx.x * nsp + ck) * fa_part(D), nks);
+        fa_merge<D>(tot, c, nks);
+    }
     for (int hh = 0; hh < 2; hh++) {
         int r = lane / 4 + 8 * hh;
-        if (c0 + r < G) fa_store<D>(out + (size_t)b * nh * hd + (size_t)(kvh * G + c0 + r) * hd, a, hh, hd);
+        if (c0 + r < G) fa_store<D>(out + (size_t)b * nh * hd + (size_t)(kvh * G + c0 + r) * hd, tot, hh, hd);
     }
 }
 
@@ -389,17 +467,21 @@ static void fa_forward(or1_cuda *g, float *out, float *lse, const float *qkv, co
     k_fa_fwd<D><<<grid, FA_WARPS * 32, smem, g->stream>>>(out, lse, qkv, seq_start, nh, nkv, hd);
 }
 
-/* The tensor-core decode for head widths up to D over the bf16 pool. */
+/* The tensor-core decode for head widths up to D over the bf16 pool: ceil(ctx_cap / FA_SPLIT)
+ * chunk blocks per (row, KV head, 16 query heads) into the context's scratch, then the merge. */
 template <int D>
 static void fa_decode(or1_cuda *g, float *out, const float *qkv, int B, const __nv_bfloat16 *k_pool,
                       const __nv_bfloat16 *v_pool, const int32_t *seg, const int32_t *blocks, int block, int nh,
-                      int nkv, int hd) {
+                      int nkv, int hd, int ctx_cap) {
     size_t smem = (size_t)(16 + 2 * FA_T) * fa_ld(hd) * sizeof(__nv_bfloat16);
     bool vec = hd % 8 == 0 && ((uintptr_t)k_pool | (uintptr_t)v_pool) % 16 == 0;
+    int nsp = ctx_cap > FA_SPLIT ? (ctx_cap + FA_SPLIT - 1) / FA_SPLIT : 1;
+    size_t warps = (size_t)B * nkv * ((nh / nkv + 15) / 16);
+    if (cu_reserve(g, warps * nsp * fa_part(D), 0)) return;
     allow_smem(g, k_fa_decode<D>, smem);
-    size_t blocks_n = (size_t)B * nkv * ((nh / nkv + 15) / 16);
-    k_fa_decode<D><<<(unsigned)blocks_n, 32, smem, g->stream>>>(out, qkv, k_pool, v_pool, seg, blocks, block, nh, nkv,
-                                                                hd, vec);
+    k_fa_decode<D><<<(unsigned)(warps * nsp), 32, smem, g->stream>>>(g->scratch, qkv, k_pool, v_pool, seg, blocks,
+                                                                     block, nh, nkv, hd, nsp, vec);
+    k_fa_decode_merge<D><<<(unsigned)warps, 32, 0, g->stream>>>(out, g->scratch, seg, nh, nkv, hd, nsp);
 }
 
 /* Launches the forward over (query tiles, heads, sequences) with shared memory sized by hd: the
@@ -666,11 +748,13 @@ __global__ void k_attn_decode_gqa(float *out, const float *qkv, const float *kpo
     }
 }
 
-/* Launches decode over the pool: in bf16 precision (a bf16 pool) the tensor-core kernel; in
+/* Launches decode over the pool: in bf16 precision (a bf16 pool) the tensor-core kernels (chunks
+ * of FA_SPLIT keys up to ctx_cap, then their merge); in
  * fp32 one warp per (row, KV head) when a group fits the registers, else one warp per (row,
  * query head). */
 void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const void *kp, const void *vp,
-                               const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv, int hd) {
+                               const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv, int hd,
+                               int ctx_cap) {
     if (hd > MAX_HD || hd < 1) {
         cu_error(g, "attention: head_dim %d outside 1..%d", hd, MAX_HD);
         return;
@@ -679,9 +763,9 @@ void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B,
     const float *k_pool = static_cast<const float *>(kp), *v_pool = static_cast<const float *>(vp);
     if (g->prec != OR1_CUDA_FP32) {
         const __nv_bfloat16 *kb = static_cast<const __nv_bfloat16 *>(kp), *vb = static_cast<const __nv_bfloat16 *>(vp);
-        if (hd <= 64) fa_decode<64>(g, out, qkv, B, kb, vb, seg, blocks, block, nh, nkv, hd);
-        else if (hd <= 128) fa_decode<128>(g, out, qkv, B, kb, vb, seg, blocks, block, nh, nkv, hd);
-        else fa_decode<256>(g, out, qkv, B, kb, vb, seg, blocks, block, nh, nkv, hd);
+        if (hd <= 64) fa_decode<64>(g, out, qkv, B, kb, vb, seg, blocks, block, nh, nkv, hd, ctx_cap);
+        else if (hd <= 128) fa_decode<128>(g, out, qkv, B, kb, vb, seg, blocks, block, nh, nkv, hd, ctx_cap);
+        else fa_decode<256>(g, out, qkv, B, kb, vb, seg, blocks, block, nh, nkv, hd, ctx_cap);
     } else if (nh / nkv <= MAX_GROUP) {
         size_t threads = (size_t)B * nkv * 32;
         k_attn_decode_gqa<<<cu_blocks(threads, 256), 256, 0, g->stream>>>(out, qkv, k_pool, v_pool, seg, blocks, block, B,

@@ -175,8 +175,7 @@ static void cuda_kv_store(or1_backend *be, void *k, void *v, const int32_t *rows
 static void cuda_attention_decode(or1_backend *be, float *out, const float *qkv, int B, const void *k,
                                   const void *v, const int32_t *seg, const int32_t *blocks, int block, int nh, int nkv,
                                   int hd, int ctx_cap) {
-    (void)ctx_cap;
-    or1_cuda_attention_decode(ctx(be), out, qkv, B, k, v, seg, blocks, block, nh, nkv, hd);
+    or1_cuda_attention_decode(ctx(be), out, qkv, B, k, v, seg, blocks, block, nh, nkv, hd, ctx_cap);
 }
 
 static void cuda_swiglu(or1_backend *be, float *a, const float *gu, int T, int inter) {

@@ -72,11 +72,12 @@ void or1_cuda_attention_bwd(or1_cuda *g, float *dqkv, const float *dout, const f
                             const float *lse, const int32_t *seq_start, int n_seqs, int T, int max_len, int nh,
                             int nkv, int hd);
 /* Decode attention over the paged KV pool, or1_attention_decode's semantics (seg and the
- * block table in device memory). out[B, nh*hd]. The pool holds floats in fp32 precision and
- * bf16 in bf16 precision (where a query's output is the bits or1_cuda_attention gives it). */
+ * block table in device memory; ctx_cap >= every row's context). out[B, nh*hd]. The pool holds
+ * floats in fp32 precision and bf16 in bf16 precision (where a query's output is the bits
+ * or1_cuda_attention gives it). */
 void or1_cuda_attention_decode(or1_cuda *g, float *out, const float *qkv, int B, const void *k_pool,
                                const void *v_pool, const int32_t *seg, const int32_t *blocks, int block, int nh,
-                               int nkv, int hd);
+                               int nkv, int hd, int ctx_cap);
 
 void or1_cuda_swiglu(or1_cuda *g, float *a, const float *gu, int T, int inter);
 void or1_cuda_swiglu_bwd(or1_cuda *g, float *dgu, float *a, const float *da, const float *gu, int T, int inter);

@@ -176,7 +176,7 @@ static void check_decode(or1_cuda *g, int nh, int nkv) {
     float *qkv_d = to_dev(g, qkv, (size_t)B * stride * 4), *kc_d = to_dev(g, kc, pool * 4), *vc_d = to_dev(g, vc, pool * 4);
     float *out_d = or1_cuda_alloc((size_t)B * nh * hd * 4);
     int32_t *seg_d = to_dev(g, seg, sizeof seg), *table_d = to_dev(g, table, sizeof table);
-    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, seg_d, table_d, BLOCK, nh, nkv, hd);
+    or1_cuda_attention_decode(g, out_d, qkv_d, B, kc_d, vc_d, seg_d, table_d, BLOCK, nh, nkv, hd, cap);
     expect_dev(g, nh / nkv <= 8 ? "attention_decode (grouped)" : "attention_decode", out_d, out, (size_t)B * nh * hd, 1e-4);
     void *dev[] = {qkv_d, kc_d, vc_d, out_d, seg_d, table_d};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) or1_cuda_release(dev[i]);
@@ -205,7 +205,7 @@ static void check_decode_is_forward(or1_cuda *g, int nh, int nkv, int hd) {
     float *dec_d = or1_cuda_alloc((size_t)T * nh * hd * 4), *lse_d = or1_cuda_alloc((size_t)T * nh * 4);
     int32_t *ss_d = to_dev(g, ss, sizeof ss), *seg_d = to_dev(g, seg, sizeof seg), *tab_d = to_dev(g, table, sizeof table);
     or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, 1, T, nh, nkv, hd);
-    or1_cuda_attention_decode(g, dec_d, qkv_d, T, kc_d, vc_d, seg_d, tab_d, BLOCK, nh, nkv, hd);
+    or1_cuda_attention_decode(g, dec_d, qkv_d, T, kc_d, vc_d, seg_d, tab_d, BLOCK, nh, nkv, hd, T);
     float *a = from_dev(g, out_d, (size_t)T * nh * hd), *b = from_dev(g, dec_d, (size_t)T * nh * hd);
     size_t differ = 0;
     for (size_t i = 0; i < (size_t)T * nh * hd; i++) differ += a[i] != b[i];
@@ -217,17 +217,18 @@ static void check_decode_is_forward(or1_cuda *g, int nh, int nkv, int hd) {
 }
 
 /* In bf16 (tensor cores, a bf16 pool), decode gives a query the bits the packed forward gives
- * it: sequences of 1, 63, 64, 65, 130 and 200 tokens (1 to 4 key tiles of 64, the last one
- * full, partial or of one key) through one or1_cuda_attention call; their keys and values
- * rounded to bf16 into a pool of blocks of 16 rows in a shuffled order; then every position of
- * every sequence decoded as a row whose context is split into a prompt part and its own part
- * (two block tables): in one batch of all rows, in batches of 3 (rows 20k .. 20k+2, from the
- * last batch to the first), and the last row of each sequence alone. */
-static void check_decode_bits(or1_cuda *g, int nh, int nkv, int hd) {
-    enum { NS = 6, BLOCK = 16 };
-    static const int LEN[NS] = {1, 63, 64, 65, 130, 200};
-    int32_t ss[NS + 1] = {0};
-    int nb = 0, max_len = 0, first_block[NS];
+ * it: NS sequences of LEN[s] tokens through one or1_cuda_attention call; their keys and values
+ * rounded to bf16 into a pool of blocks of 16 rows in a shuffled order; then positions decoded
+ * as rows whose context is split into a prompt part and its own part (two block tables), with
+ * ctx_cap the longest sequence: when every, every position of every sequence in one batch and
+ * in batches of 3 (rows 20k .. 20k+2, from the last batch to the first); else one batch of the
+ * positions whose context is 1, 64, 511, 512, 513, 1024 or 1025 keys (around FA_SPLIT's
+ * chunk boundaries); and the last row of each sequence alone, with ctx_cap its own length. */
+static void check_decode_bits(or1_cuda *g, int nh, int nkv, int hd, int NS, const int *LEN, bool every) {
+    enum { BLOCK = 16 };
+    int32_t ss[NS + 1];
+    ss[0] = 0;
+    int nb = 0, max_len = 0, first_block[NS], T_sel = 0;
     for (int s = 0; s < NS; s++) {
         ss[s + 1] = ss[s] + LEN[s];
         first_block[s] = nb;
@@ -257,21 +258,47 @@ static void check_decode_bits(or1_cuda *g, int nh, int nkv, int hd) {
     or1_cuda_attention(g, out_d, lse_d, qkv_d, ss_d, NS, max_len, nh, nkv, hd);
     float *want = from_dev(g, out_d, (size_t)T * on);
     char what[96];
-    or1_cuda_attention_decode(g, dec_d, qkv_d, T, kc_d, vc_d, seg_d, tab_d, BLOCK, nh, nkv, hd);
-    float *got = from_dev(g, dec_d, (size_t)T * on);
-    for (int t0 = (T - 1) / 20 * 20; t0 >= 0; t0 -= 20)
-        or1_cuda_attention_decode(g, dec_d + (size_t)t0 * on, qkv_d + (size_t)t0 * stride, T - t0 < 3 ? T - t0 : 3,
-                                  kc_d, vc_d, seg_d + 4 * t0, tab_d, BLOCK, nh, nkv, hd);
-    float *got3 = from_dev(g, dec_d, (size_t)T * on);
+    float *got = NULL, *got3 = NULL;
+    if (every) {
+        or1_cuda_attention_decode(g, dec_d, qkv_d, T, kc_d, vc_d, seg_d, tab_d, BLOCK, nh, nkv, hd, max_len);
+        got = from_dev(g, dec_d, (size_t)T * on);
+        for (int t0 = (T - 1) / 20 * 20; t0 >= 0; t0 -= 20)
+            or1_cuda_attention_decode(g, dec_d + (size_t)t0 * on, qkv_d + (size_t)t0 * stride, T - t0 < 3 ? T - t0 : 3,
+                                      kc_d, vc_d, seg_d + 4 * t0, tab_d, BLOCK, nh, nkv, hd, max_len);
+        got3 = from_dev(g, dec_d, (size_t)T * on);
+    } else { /* the selected rows gathered into one batch, their outputs put back in place */
+        static const int CTX[] = {1, 64, 511, 512, 513, 1024, 1025};
+        int32_t *sel = or1_malloc((size_t)T * sizeof *sel), *sseg = or1_malloc((size_t)4 * T * sizeof *sseg);
+        float *sq = or1_alloc_floats((size_t)T * stride);
+        for (int s = 0; s < NS; s++)
+            for (size_t c = 0; c < sizeof CTX / sizeof *CTX; c++)
+                if (CTX[c] <= LEN[s]) sel[T_sel++] = ss[s] + CTX[c] - 1;
+        for (int i = 0; i < T_sel; i++) {
+            memcpy(sq + (size_t)i * stride, qkv + (size_t)sel[i] * stride, (size_t)stride * 4);
+            memcpy(sseg + 4 * i, seg + 4 * sel[i], 16);
+        }
+        float *sq_d = to_dev(g, sq, (size_t)T_sel * stride * 4);
+        int32_t *sseg_d = to_dev(g, sseg, (size_t)4 * T_sel * 4);
+        float *sout = or1_cuda_alloc((size_t)T_sel * on * 4);
+        or1_cuda_attention_decode(g, sout, sq_d, T_sel, kc_d, vc_d, sseg_d, tab_d, BLOCK, nh, nkv, hd, max_len);
+        float *so = from_dev(g, sout, (size_t)T_sel * on);
+        got = or1_alloc_floats((size_t)T * on);
+        memcpy(got, want, (size_t)T * on * 4);
+        or1_cuda_upload(g, dec_d, want, (size_t)T * on * 4); /* the rows the next run leaves */
+        for (int i = 0; i < T_sel; i++) memcpy(got + (size_t)sel[i] * on, so + (size_t)i * on, on * 4);
+        or1_cuda_release(sq_d), or1_cuda_release(sseg_d), or1_cuda_release(sout);
+        free(sel), free(sseg), free(sq), free(so);
+    }
     for (int s = 0; s < NS; s++) {
         int t = ss[s + 1] - 1;
         or1_cuda_attention_decode(g, dec_d + (size_t)t * on, qkv_d + (size_t)t * stride, 1, kc_d, vc_d, seg_d + 4 * t,
-                                  tab_d, BLOCK, nh, nkv, hd);
+                                  tab_d, BLOCK, nh, nkv, hd, LEN[s]);
     }
     float *got1 = from_dev(g, dec_d, (size_t)T * on);
     const float *runs[3] = {got, got3, got1};
-    const char *names[3] = {"all rows", "batches of 3", "the last rows alone"};
+    const char *names[3] = {every ? "all rows" : "rows at chunk boundaries", "batches of 3", "the last rows alone"};
     for (int r = 0; r < 3; r++) {
+        if (!runs[r]) continue;
         size_t differ = 0, first = 0;
         for (size_t i = 0; i < (size_t)T * on; i++)
             if (memcmp(&runs[r][i], &want[i], 4) && !differ++) first = i;
@@ -398,11 +425,12 @@ int main(void) {
     for (int hd = 8; hd <= 256; hd *= 2)
         if (hd != 16 && hd != 32) check_attention(g, hd, 2e-2, "bf16");
     check_attention(g, 12, 2e-2, "bf16"); /* a width padded to the mma's 16 */
-    static const int GROUPS[] = {1, 3, 6};
-    for (int k = 0; k < 3; k++) check_decode_bits(g, 2 * GROUPS[k], 2, 64);
-    for (int k = 0; k < 3; k++) check_decode_bits(g, GROUPS[k], 1, 128);
-    check_decode_bits(g, 18, 1, 16); /* a group wider than one fragment: two of 16 heads */
-    check_decode_bits(g, 4, 2, 12);  /* rows not 16-byte aligned: element-wise fetches */
+    static const int GROUPS[] = {1, 3, 6}, LEN[] = {1, 63, 64, 65, 130, 200}, LONG[] = {511, 512, 513, 1100};
+    for (int k = 0; k < 3; k++) check_decode_bits(g, 2 * GROUPS[k], 2, 64, 6, LEN, true);
+    for (int k = 0; k < 3; k++) check_decode_bits(g, GROUPS[k], 1, 128, 6, LEN, true);
+    check_decode_bits(g, 18, 1, 16, 6, LEN, true); /* a group wider than one fragment: two of 16 heads */
+    check_decode_bits(g, 4, 2, 12, 6, LEN, true);  /* rows not 16-byte aligned: element-wise fetches */
+    check_decode_bits(g, 3, 1, 64, 4, LONG, false); /* contexts across FA_SPLIT's chunk boundaries */
     CHECK(!or1_cuda_sync(g), "pending CUDA error: %s", or1_error());
     or1_cuda_free(g);
     return check_report();

@@ -16,6 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 # name: (file under src/cuda, text, its replacement)
 MUTATIONS = {
+    "chunk boundary one tile early (k_fa_fwd only: FA_SPLIT's merge before key tile 7 of a chunk)": (
+        "attention.cu",
+        "if (k0 > 0 && k0 % FA_SPLIT == 0) {",
+        "if (k0 > 0 && (k0 + FA_T) % FA_SPLIT == 0) {"),
     "removed __syncthreads (k_attn_fwd, before a key tile is loaded)": (
         "attention.cu",
         "        __syncthreads();\n        load_rows(ks, hd + 1, base + (size_t)(nh + kvh) * hd, stride, k0, TILE, len, hd);\n"
