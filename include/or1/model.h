@@ -1,4 +1,4 @@
-/* or1 model: the Qwen2-family decoder (Qwen2 / DeepSeek-R1-Distill-Qwen, Llama) in fp32.
+/* or1 model: the Qwen2-family decoder (Qwen2 / DeepSeek-R1-Distill-Qwen, Qwen3, Llama) in fp32 or bf16.
  *
  * Parameters live in one allocation and gradients in another (llm.c style); each layer's
  * q/k/v projections and gate/up projections are adjacent so one GEMM computes them.

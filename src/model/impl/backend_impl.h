@@ -8,7 +8,7 @@
  * are backend memory (index arrays too); sizes are host integers. Kernels are queued and
  * return nothing; a failure is kept by the backend and returned by the next sync (or by any
  * call that returns int). A backend fills its table by designated initialisers, field by
- * field; tests/model/test_backend_ops.c walks every slot against the CPU backend. */
+ * field; tests/cuda/test_backend_ops.c walks every slot against the CPU backend. */
 #ifndef OR1_BACKEND_IMPL_H
 #define OR1_BACKEND_IMPL_H
 
