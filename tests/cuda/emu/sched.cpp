@@ -626,23 +626,54 @@ void shared_access(std::vector<word> &s, const char *where, size_t off, size_t n
 
 /* Every load and store of kernel code: the fiber's own stack and the launching thread's stack
  * pass; shared memory goes to the race check; the rest must lie inside a live device allocation. */
+/* Where n bytes at p lie in the block's shared memory: the array's shadow, its name for reports
+ * and the offset. */
+struct spot {
+    std::vector<word> *shadow;
+    const char *where;
+    size_t off;
+};
+enum place { NOT_SHARED, IN_SHARED, PAST_SHARED };
+
+/* The one lookup of shared memory: the dynamic block, then each __shared__ array. PAST_SHARED
+ * (with *past saying which) when the bytes start inside one and run past its end. */
+place shared_place(const void *p, size_t n, spot *s, const char **past) {
+    uintptr_t a = (uintptr_t)p, d = (uintptr_t)dyn.data();
+    if (a - d < dyn.size()) {
+        *s = spot{&dyn_shadow, "dynamic shared memory", a - d};
+        *past = "past the end of the launch's dynamic shared memory";
+        return a - d + n > L->smem ? PAST_SHARED : IN_SHARED;
+    }
+    for (region &r : statics)
+        if (a - (uintptr_t)r.base < r.bytes) {
+            *s = spot{&r.shadow, "a __shared__ array", a - (uintptr_t)r.base};
+            *past = "past the end of a __shared__ array";
+            return a - (uintptr_t)r.base + n > r.bytes ? PAST_SHARED : IN_SHARED;
+        }
+    return NOT_SHARED;
+}
+
+/* The spot of a cp.async destination (16 bytes wholly in shared memory), else a report. */
+spot copy_target(void *smem, const void *pc) {
+    spot s;
+    const char *past;
+    if (shared_place(smem, 16, &s, &past) != IN_SHARED)
+        stray((uintptr_t)smem, 16, true, pc, "cp.async destination outside shared memory");
+    return s;
+}
+
 inline void access(const void *p, size_t n, bool write, const void *pc) {
     fiber *f = cur;
     if (!f) return; /* host code of the rewritten sources */
     uintptr_t a = (uintptr_t)p;
     if (a - (uintptr_t)f->stack < STACK || (a >= (uintptr_t)host_lo && a < (uintptr_t)host_hi)) return;
-    uintptr_t d = (uintptr_t)dyn.data();
-    if (a - d < dyn.size()) {
-        if (a - d + n > L->smem) stray(a, n, write, pc, "past the end of the launch's dynamic shared memory");
-        shared_access(dyn_shadow, "dynamic shared memory", a - d, n, write, pc);
-        return;
+    spot s;
+    const char *past;
+    switch (shared_place(p, n, &s, &past)) {
+    case PAST_SHARED: stray(a, n, write, pc, past);
+    case IN_SHARED: shared_access(*s.shadow, s.where, s.off, n, write, pc); return;
+    case NOT_SHARED: break;
     }
-    for (region &r : statics)
-        if (a - (uintptr_t)r.base < r.bytes) {
-            if (a - (uintptr_t)r.base + n > r.bytes) stray(a, n, write, pc, "past the end of a __shared__ array");
-            shared_access(r.shadow, "a __shared__ array", a - (uintptr_t)r.base, n, write, pc);
-            return;
-        }
     (write ? K->written : K->read) += n;
     if (counting)
         for (uintptr_t sec = a / 32; sec <= (a + n - 1) / 32; sec++) (write ? sectors_written : sectors_read).insert(sec);
@@ -659,32 +690,13 @@ inline void access(const void *p, size_t n, bool write, const void *pc) {
     stray(a, n, write, pc, why);
 }
 
-/* Where p lies in shared memory: the array's shadow, its name for reports, and the offset;
- * false outside shared memory or past an array's end. */
-bool shared_place(const void *p, size_t n, std::vector<word> **shadow, const char **where, size_t *off) {
-    uintptr_t a = (uintptr_t)p, d = (uintptr_t)dyn.data();
-    if (a - d < dyn.size()) {
-        if (a - d + n > L->smem) return false;
-        *shadow = &dyn_shadow, *where = "dynamic shared memory", *off = a - d;
-        return true;
-    }
-    for (region &r : statics)
-        if (a - (uintptr_t)r.base < r.bytes) {
-            if (a - (uintptr_t)r.base + n > r.bytes) return false;
-            *shadow = &r.shadow, *where = "a __shared__ array", *off = a - (uintptr_t)r.base;
-            return true;
-        }
-    return false;
-}
-
 bool shared_read_by(fiber *by, const void *p, size_t n, const void *pc) {
-    std::vector<word> *shadow;
-    const char *where;
-    size_t off;
-    if (!shared_place(p, n, &shadow, &where, &off)) return false;
+    spot s;
+    const char *past;
+    if (shared_place(p, n, &s, &past) != IN_SHARED) return false;
     fiber *was = cur;
     cur = by;
-    shared_access(*shadow, where, off, n, false, pc);
+    shared_access(*s.shadow, s.where, s.off, n, false, pc);
     cur = was;
     return true;
 }
@@ -700,11 +712,8 @@ void land_copies(int upto) {
             f->copies[keep++] = c;
             continue;
         }
-        std::vector<word> *shadow;
-        const char *where;
-        size_t off;
-        if (!shared_place(c.dst, 16, &shadow, &where, &off)) stray((uintptr_t)c.dst, 16, true, c.pc, "cp.async destination outside shared memory");
-        shared_access(*shadow, where, off, 16, true, c.pc);
+        spot t = copy_target(c.dst, c.pc);
+        shared_access(*t.shadow, t.where, t.off, 16, true, c.pc);
         memcpy(c.dst, c.data, 16);
     }
     f->copies.resize(keep);
@@ -741,10 +750,7 @@ void cp_async(const char *file, int line, void *smem, const void *gmem, int byte
     if (bytes != 16 || (src_bytes != 0 && src_bytes != bytes) || (uintptr_t)smem % 16 || (uintptr_t)gmem % 16)
         fatal("cp.async at %s:%d: %d of %d bytes from %p to %p (16-byte aligned, 0 or 16 read)", file, line,
               src_bytes, bytes, gmem, smem);
-    std::vector<word> *shadow;
-    const char *where;
-    size_t off;
-    if (!shared_place(smem, 16, &shadow, &where, &off)) stray((uintptr_t)smem, 16, true, pc, "cp.async destination outside shared memory");
+    copy_target(smem, pc);
     copy c{(char *)smem, {}, bytes, f->committed, pc};
     if (src_bytes) {
         access(gmem, (size_t)src_bytes, false, pc);
