@@ -83,8 +83,8 @@ typedef struct {
     bool bar_shown; /* the progress bar is on stderr's current line */
 } engine;
 
-/* Elements of KV (floats, or bf16 on a bf16 GPU) for n tokens of every layer. */
-static size_t kv_floats(const or1_model_config *c, size_t n) {
+/* Elements of KV (floats, or bf16 on a bf16 GPU: the backend's kv_bytes each) for n tokens of every layer. */
+static size_t kv_elems(const or1_model_config *c, size_t n) {
     return (size_t)c->layers * 2 * n * c->kv_heads * c->head_dim;
 }
 
@@ -105,7 +105,7 @@ static const char *human_bytes(double b, char *buf, size_t cap) {
  * tools, every sample: those waiting on a tool keep their blocks). */
 static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
     double budget = (cfg->opts.kv_cache_gb > 0 ? cfg->opts.kv_cache_gb : 8.0) * 1073741824.0;
-    double block_bytes = (double)or1_backend_kv_bytes(or1_dmodel_backend(e->dm)) * kv_floats(e->c, KV_BLOCK);
+    double block_bytes = (double)or1_backend_kv_bytes(or1_dmodel_backend(e->dm)) * kv_elems(e->c, KV_BLOCK);
     e->pblocks = blocks_for(e->pcap), e->sblocks = blocks_for(e->ncap);
     int s = cfg->opts.max_slots > 0 ? cfg->opts.max_slots : 64;
     if (s > total) s = (int)total;
