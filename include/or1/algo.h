@@ -357,15 +357,23 @@ void or1_batch_stats_json(const or1_batch_stats *st, cJSON *row);
  *   MIS (masked importance sampling): 1 when low <= r <= high, else 0 (the token stays in the
  *   token count T_k, contributing nothing);
  *   MIS_GEO: MIS on the sequence's geometric-mean ratio exp(mean_t log r_t): every token of a
- *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric").
+ *   sequence outside [low, high] gets 0 (verl rollout_rs "geometric");
+ *   DECOUPLED: r itself, untruncated and ignoring low and high: the decoupled PPO objective
+ *   (Hilton et al., arXiv 2110.00641; AReaL's use_decoupled_loss) for asynchronous training,
+ *   where old_logp is pi_prox (the trainer's weights at the start of the step) and rollout_logp
+ *   pi_behav (the possibly stale weights that sampled): each token's term is
+ *   w * min(rho*A, clip(rho, 1-clip_low, 1+clip_high)*A) with w = pi_prox/pi_behav, a constant
+ *   (no gradient flows through it), and rho = pi_theta/pi_prox, so the clip is centred on
+ *   pi_prox rather than on the stale sampler.
  * The weight multiplies the policy-gradient term of eq. (3.1). Each row names its definition in
  * src/algo/correction.c: the token's weight, for a sequence-level mode the statistic of each
  * sequence that the weight reads, and whether it keeps ratios inside [low, high]. */
-#define OR1_ROLLOUT_IS_MODES(X) \
-    X(NONE, "none", is_none)    \
-    X(TIS, "tis", is_tis)       \
-    X(MIS, "mis", is_mis)       \
-    X(MIS_GEO, "mis-geo", is_mis_geo)
+#define OR1_ROLLOUT_IS_MODES(X)       \
+    X(NONE, "none", is_none)          \
+    X(TIS, "tis", is_tis)             \
+    X(MIS, "mis", is_mis)             \
+    X(MIS_GEO, "mis-geo", is_mis_geo) \
+    X(DECOUPLED, "decoupled", is_decoupled)
 #define OR1_IS_ROW_ENUM(e, name, x) OR1_IS_##e,
 typedef enum { OR1_ROLLOUT_IS_MODES(OR1_IS_ROW_ENUM) } or1_rollout_is_mode;
 
@@ -543,7 +551,8 @@ typedef struct {
  * of its or1_NAME_parse and or1_NAME_name. Both parsers read and print them from these rows. */
 #define OR1_CORRECTION_CHOICES(X)                                                                          \
     X("rollout_correction.mode", "rollout-is", is, or1_rollout_is_mode, OR1_ROLLOUT_IS_MODES, rollout_is, "none", \
-      "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout")
+      "weight (TIS) or mask (MIS: each token, mis-geo: each sequence by its geometric mean) by pi_train/pi_rollout; " \
+      "decoupled: weight by it untruncated (decoupled PPO, for asynchronous training)")
 #define OR1_LOSS_CHOICES(X)                                                                                \
     X("loss.agg", "loss-agg", agg, or1_loss_agg, OR1_LOSS_AGGS, loss_agg, "token-mean",                    \
       "how the token terms add up to the loss")                                                           \

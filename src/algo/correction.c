@@ -62,6 +62,15 @@ static double geo_weight(double low, double high, double log_r, double seq) {
 }
 static const rollout_correction is_mis_geo = {.weight = geo_weight, .seq = geo_seq, .bounded = true};
 
+/* decoupled: r = pi_prox / pi_behav itself, untruncated (decoupled PPO, Hilton et al. 2021, AReaL's
+ * use_decoupled_loss): the clip of eq. (3.1) is centred on old = pi_prox, and this constant weight
+ * carries the step from the sampler's policy to it; low and high play no part. */
+static double decoupled_weight(double low, double high, double log_r, double seq) {
+    (void)low, (void)high, (void)seq;
+    return exp(log_r);
+}
+static const rollout_correction is_decoupled = {.weight = decoupled_weight, .seq = NULL, .bounded = false};
+
 /* Each correction, in the order of OR1_ROLLOUT_IS_MODES. */
 #define IS_ROW_CORRECTION(e, name, corr) &corr,
 static const rollout_correction *const CORRECTIONS[] = {OR1_ROLLOUT_IS_MODES(IS_ROW_CORRECTION)};

@@ -7,7 +7,7 @@ ref.make_batch), use an entropy coefficient != 0 and temperatures != 1, over tie
 F32/BF16/F16 and single/sharded checkpoints. `defaults` runs without any loss flag and without
 old_logprobs (rho = 1: the plain policy gradient, clip_frac 0), one of them reading --batch
 /dev/stdin. `rollout` adds the sampler's rollout_logprobs to every row and runs the rollout
-correction (TIS, MIS, none) with two sets of bounds: the weights, the masked share and the
+correction (TIS, MIS, mis-geo, decoupled, none) with two sets of bounds: the weights, the masked share and the
 mismatch statistics against the reference too.
 Tolerances: the same reference run in float32 differs from float64 by <= 3e-6 of a tensor's
 largest gradient and <= 5e-7 relative in the statistics; the bounds below keep a >= 20x margin.
@@ -79,6 +79,13 @@ GROUPS = {
         # 0.29 and -0.13, so delta 0.1 drops row 1 only; row 0 (A > 0, 0.14) must stay
         dict(cfg=dict(arch="llama", tied=True), dtype="F32", shards=1, rollout=True, rollout_shift=[0, 0.5, 0, 0.1, 0],
              flags=dict(offpolicy_delta=0.1, rollout_is="mis-geo", rollout_is_low=0.5, rollout_is_high=2.0)),
+        # decoupled PPO: w = pi_old/pi_rollout untruncated (ratios up to 4.5, past the cap of 2
+        # the bounds would set for TIS), the clip on pi/pi_old with clip_high != clip_low
+        dict(cfg=dict(arch="qwen2", tied=False), dtype="F32", shards=1, rollout=True,
+             flags=dict(temperature=0.8, entropy_coef=0.01, clip_low=0.2, clip_high=0.28, rollout_is="decoupled",
+                        rollout_is_low=0.5, rollout_is_high=2.0)),
+        dict(cfg=dict(arch="llama", tied=True), dtype="BF16", shards=2, rollout=True,
+             flags=dict(temperature=1.2, clip_low=0.15, clip_high=0.3, rollout_is="decoupled")),
     ],
     # sequences of 100-153 tokens: several query blocks of the CPU attention (64 tokens a block
     # with up to 4 query heads per KV head, 32 with 8), the last one partial, at 1, 4 and 8 query
@@ -193,9 +200,17 @@ def check_case(chk, or1, tmp, k, case):
         # the batch must exercise the clip in both directions, or this test proves little
         assert 0 < want_stats["clip_frac"] < 1, want_stats
     if kw.get("rollout_is", "none") != "none":
-        # the bounds must cut some tokens and keep others, or the correction is not exercised
-        assert 0 < want_stats["is_masked_frac"] < 1 or kw["rollout_is"] == "tis", want_stats
+        # the bounds must cut some tokens and keep others, or the correction is not exercised;
+        # a weighting mode (TIS, decoupled) masks none
+        if kw["rollout_is"] in ("tis", "decoupled"):
+            assert want_stats["is_masked_frac"] == 0, want_stats
+        else:
+            assert 0 < want_stats["is_masked_frac"] < 1, want_stats
         assert want_stats["is_weight_mean"] != 1.0, want_stats
+    if kw.get("rollout_is") == "decoupled":
+        # some weights must pass the TIS cap, or a truncated weight would pass this case too
+        w = max(o - r for row in batch for o, r in zip(row["old_logprobs"], row["rollout_logprobs"]))
+        assert w > torch.log(torch.tensor(kw.get("rollout_is_high", 2.0))).item() + 0.1, (what, w)
     if kw.get("rollout_is") == "mis-geo" or "offpolicy_delta" in kw:
         sequence_exercised(what, kw, batch, params, cfg, want_stats)
     check_stats(chk, what, proc.parse_json_line(r.stdout.strip(), what), want_stats)

@@ -47,6 +47,7 @@ CASES = [
     (dict(rollout_is="tis", rollout_is_high=1.5), False),
     (dict(rollout_is="mis"), False),
     (dict(rollout_is="mis-geo", rollout_is_low=0.7, rollout_is_high=1.5), False),
+    (dict(rollout_is="decoupled"), False),
     (dict(offpolicy_delta=0.05), False),
 ]
 

@@ -535,8 +535,11 @@ def aggregate(per_seq, agg, scale):
 def rollout_is_weight(old, rollout, mode, low, high):
     """verl's rollout correction: r = exp(old - rollout); TIS min(r, high), MIS 1 inside
     [low, high] and 0 outside, none 1; mis-geo: MIS on the row's geometric mean exp(mean log r),
-    the same for all its tokens. Detached (a weight, not a path for gradients)."""
+    the same for all its tokens; decoupled: r itself, untruncated, low and high unused (decoupled
+    PPO's w = pi_prox / pi_behav). Detached (a weight, not a path for gradients)."""
     r = torch.exp(old - rollout)
+    if mode == "decoupled":
+        return r
     if mode == "mis-geo":
         geo = torch.exp((old - rollout).mean())
         return torch.full_like(r, 1.0 if low <= float(geo) <= high else 0.0)
