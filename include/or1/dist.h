@@ -8,6 +8,7 @@
 
 typedef struct {
     int rank, size;
+    int comm; /* the communicator: 0 the whole job, else one of or1_dist_split */
 } or1_dist;
 
 /* Starts MPI when built with it and launched under mpirun; else rank 0 of 1. */
@@ -42,6 +43,19 @@ void or1_dist_set_timeout(const or1_dist *d, double timeout_s);
 /* What the ranks are doing, for the watchdog's message: the step (1-based) and a phase name
  * (a string literal). */
 void or1_dist_phase(long step, const char *phase);
+/* Splits d's ranks by color (a collective on d): *out gets this rank's group, ranked in d's
+ * order. */
+int or1_dist_split(const or1_dist *d, int color, or1_dist *out);
+/* Point to point on d's communicator, for messages of any size: a send in flight (buf must stay
+ * as it is until or1_dist_send_wait, which frees the handle; NULL is allowed), and the receive
+ * of one message from rank `from` with `tag`, into a new buffer (*len its size; free it) or into
+ * buf of exactly len bytes (anything else stops the job). Messages of one tag arrive in order.
+ * Receives and waits are under the watchdog of or1_dist_set_timeout. */
+typedef struct or1_dist_send or1_dist_send;
+or1_dist_send *or1_dist_isend(const or1_dist *d, int to, int tag, const void *buf, size_t len);
+void or1_dist_send_wait(or1_dist_send *s);
+void *or1_dist_recv(const or1_dist *d, int from, int tag, size_t *len);
+void or1_dist_recv_into(const or1_dist *d, int from, int tag, void *buf, size_t len);
 /* Stops every rank with a message: a failure on one rank must not hang the others. */
 __attribute__((noreturn)) void or1_dist_abort(const or1_dist *d, const char *msg);
 

@@ -107,6 +107,10 @@ typedef struct {
         int prompts_per_step, mini_batch, epochs, steps, micro_tokens; /* micro_tokens 0: auto */
         int zero; /* 1: optimizer state sharded over the ranks (ZeRO stage 1) */
         bool recompute_logprobs; /* old log-probs from the training engine (else the sampler's) */
+        bool async;              /* rollout ranks sample while trainer ranks train */
+        double rollout_ranks;    /* async: a count (>= 1) or a share (< 1) of the ranks */
+        int max_staleness;       /* async: batch k sampled by the policy of step k-1-max_staleness */
+        int partial_tokens;      /* async: tokens after which a sample takes the next policy; 0: off */
         bool gradient_checkpointing; /* layers' activations recomputed in backward */
         double lr, weight_decay, beta1, beta2, adam_eps, grad_clip;
         OR1_CLIP_OPTIONS(OR1_OPTION_DOUBLE) /* clip_low, clip_high */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 /* The process's ranks, set up once by main. */
-static or1_dist dist = {0, 1};
+static or1_dist dist = {.rank = 0, .size = 1};
 
 /* Lets main hand over the MPI ranks. */
 void cli_set_dist(const or1_dist *d) { dist = *d; }

@@ -2,6 +2,7 @@
 #include "or1/dist.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,15 @@ size_t *or1_dist_shard_starts(const or1_dist *d, size_t n) {
 #ifdef OR1_MPI
 #include <limits.h>
 #include <mpi.h>
+
+/* The communicators of split dists: slot 0 stands for the world's, so a zeroed or1_dist (comm
+ * 0) is the whole job. */
+static MPI_Comm comms[8];
+static int n_comms = 1;
+
+/* The MPI communicator of d. */
+static MPI_Comm comm_of(const or1_dist *d) { return d->comm == 0 ? MPI_COMM_WORLD : comms[d->comm]; }
+#define COMM(d) comm_of(d)
 
 /* Seconds on the monotonic clock. */
 static double mono(void) {
@@ -112,7 +122,7 @@ void or1_dist_reduce_scatter_f32(const or1_dist *d, const float *buf, float *sha
     shard_counts(d, n, &counts, &displs);
     if (d->size > 1) {
         watch_begin("reduce-scatter");
-        MPI_Reduce_scatter(buf, shard, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Reduce_scatter(buf, shard, counts, MPI_FLOAT, MPI_SUM, COMM(d));
         watch_end();
     } else {
         memcpy(shard, buf, n * sizeof *buf);
@@ -127,7 +137,7 @@ void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) {
     int *counts, *displs;
     shard_counts(d, n, &counts, &displs);
     watch_begin("all-gather");
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_FLOAT, COMM(d));
     watch_end();
     free(counts);
     free(displs);
@@ -137,7 +147,7 @@ void or1_dist_allgather_f32(const or1_dist *d, float *buf, size_t n) {
 void or1_dist_bcast_bytes(const or1_dist *d, void *buf, size_t len) {
     if (d->size <= 1) return;
     watch_begin("broadcast");
-    MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(buf, (int)len, MPI_BYTE, 0, COMM(d));
     watch_end();
 }
 
@@ -147,7 +157,7 @@ void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size
     shard_counts(d, n, &counts, &displs);
     if (d->size > 1) {
         watch_begin("gather");
-        MPI_Gatherv(shard, counts[d->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        MPI_Gatherv(shard, counts[d->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, COMM(d));
         watch_end();
     } else {
         memcpy(all, shard, n * sizeof *shard);
@@ -158,7 +168,7 @@ void or1_dist_gather_f32(const or1_dist *d, const float *shard, float *all, size
 
 /* MPI_Init when launched by mpirun (OMPI/PMI environment); errors abort every rank. */
 void or1_dist_init(int *argc, char ***argv, or1_dist *d) {
-    d->rank = 0, d->size = 1;
+    *d = (or1_dist){.rank = 0, .size = 1};
     if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) return;
     MPI_Init(argc, argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
@@ -180,7 +190,7 @@ static void allreduce(const or1_dist *d, void *buf, size_t n, MPI_Datatype t, si
     watch_begin("all-reduce");
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         size_t m = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
-        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)m, t, op, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * elem, (int)m, t, op, COMM(d));
     }
     watch_end();
 }
@@ -201,15 +211,92 @@ void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char
     int n = (int)len, *lens = d->rank == 0 ? or1_calloc((size_t)d->size, sizeof *lens) : NULL;
     int *offs = d->rank == 0 ? or1_calloc((size_t)d->size, sizeof *offs) : NULL;
     watch_begin("gather");
-    MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, COMM(d));
     if (d->rank == 0) {
         for (int r = 0; r < d->size; r++) offs[r] = (int)*all_len, *all_len += (size_t)lens[r];
         *all = or1_malloc(*all_len + 1);
     }
-    MPI_Gatherv(mine, n, MPI_CHAR, *all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(mine, n, MPI_CHAR, *all, lens, offs, MPI_CHAR, 0, COMM(d));
     watch_end();
     free(lens);
     free(offs);
+}
+
+/* MPI_Comm_split of d's communicator by color, ranked as in d. */
+int or1_dist_split(const or1_dist *d, int color, or1_dist *out) {
+    if (n_comms == (int)(sizeof comms / sizeof *comms)) return or1_fail("dist: too many split communicators");
+    MPI_Comm c;
+    MPI_Comm_split(comm_of(d), color, d->rank, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_ARE_FATAL);
+    comms[n_comms] = c;
+    *out = (or1_dist){.comm = n_comms++};
+    MPI_Comm_rank(c, &out->rank);
+    MPI_Comm_size(c, &out->size);
+    return 0;
+}
+
+/* A message goes as its length (8 bytes) and then pieces of at most P2P_PIECE bytes, each
+ * within an int count; the same tag keeps them in order (MPI's non-overtaking rule). */
+enum { P2P_PIECE = 1 << 30 };
+
+/* A send in flight: its requests and the length header they read. */
+struct or1_dist_send {
+    MPI_Request *req;
+    int n;
+    uint64_t len;
+};
+
+/* MPI_Isend of the header and the pieces. */
+or1_dist_send *or1_dist_isend(const or1_dist *d, int to, int tag, const void *buf, size_t len) {
+    size_t pieces = (len + P2P_PIECE - 1) / P2P_PIECE;
+    or1_dist_send *s = or1_malloc(sizeof *s);
+    s->len = len, s->n = (int)pieces + 1;
+    s->req = or1_malloc((size_t)s->n * sizeof *s->req);
+    MPI_Isend(&s->len, 1, MPI_UINT64_T, to, tag, comm_of(d), &s->req[0]);
+    for (size_t i = 0; i < pieces; i++) {
+        size_t off = i * P2P_PIECE, m = len - off < P2P_PIECE ? len - off : P2P_PIECE;
+        MPI_Isend((const char *)buf + off, (int)m, MPI_BYTE, to, tag, comm_of(d), &s->req[i + 1]);
+    }
+    return s;
+}
+
+/* MPI_Waitall under the watchdog, then frees the handle. */
+void or1_dist_send_wait(or1_dist_send *s) {
+    if (!s) return;
+    watch_begin("send");
+    MPI_Waitall(s->n, s->req, MPI_STATUSES_IGNORE);
+    watch_end();
+    free(s->req);
+    free(s);
+}
+
+/* The header, then the pieces into buf (or a new buffer when buf is NULL). */
+static void *recv_message(const or1_dist *d, int from, int tag, void *buf, size_t want, size_t *len) {
+    uint64_t n;
+    watch_begin("receive");
+    MPI_Recv(&n, 1, MPI_UINT64_T, from, tag, comm_of(d), MPI_STATUS_IGNORE);
+    if (buf && n != want) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "dist: a message of %llu bytes from rank %d where %zu were expected",
+                 (unsigned long long)n, from, want);
+        or1_dist_abort(d, msg);
+    }
+    char *out = buf ? buf : or1_malloc((size_t)n + 1);
+    for (size_t off = 0; off < n; off += P2P_PIECE) {
+        size_t m = n - off < P2P_PIECE ? n - off : P2P_PIECE;
+        MPI_Recv(out + off, (int)m, MPI_BYTE, from, tag, comm_of(d), MPI_STATUS_IGNORE);
+    }
+    watch_end();
+    if (len) *len = (size_t)n;
+    return out;
+}
+
+/* See dist.h. */
+void *or1_dist_recv(const or1_dist *d, int from, int tag, size_t *len) { return recv_message(d, from, tag, NULL, 0, len); }
+
+/* See dist.h. */
+void or1_dist_recv_into(const or1_dist *d, int from, int tag, void *buf, size_t len) {
+    recv_message(d, from, tag, buf, len, NULL);
 }
 
 /* Prints and takes the whole job down (MPI_Abort reaches every rank). */
@@ -229,7 +316,7 @@ void or1_dist_set_timeout(const or1_dist *d, double timeout_s) { (void)d, (void)
 /* Without MPI: one rank. */
 void or1_dist_init(int *argc, char ***argv, or1_dist *d) {
     (void)argc, (void)argv;
-    d->rank = 0, d->size = 1;
+    *d = (or1_dist){.rank = 0, .size = 1};
 }
 
 void or1_dist_finalize(void) {}
@@ -261,6 +348,33 @@ void or1_dist_gather_bytes(const or1_dist *d, const char *mine, size_t len, char
     *all = or1_malloc(len + 1);
     memcpy(*all, mine, len);
     *all_len = len;
+}
+
+/* Without MPI there is one rank: nothing to split off. */
+int or1_dist_split(const or1_dist *d, int color, or1_dist *out) {
+    (void)color;
+    *out = *d;
+    return 0;
+}
+
+/* Without MPI no other rank exists to talk to. */
+or1_dist_send *or1_dist_isend(const or1_dist *d, int to, int tag, const void *buf, size_t len) {
+    (void)to, (void)tag, (void)buf, (void)len;
+    or1_dist_abort(d, "dist: a message to another rank in a build without MPI");
+}
+
+void or1_dist_send_wait(or1_dist_send *s) { (void)s; }
+
+/* Without MPI no other rank exists to talk to. */
+void *or1_dist_recv(const or1_dist *d, int from, int tag, size_t *len) {
+    (void)from, (void)tag, (void)len;
+    or1_dist_abort(d, "dist: a message from another rank in a build without MPI");
+}
+
+/* Without MPI no other rank exists to talk to. */
+void or1_dist_recv_into(const or1_dist *d, int from, int tag, void *buf, size_t len) {
+    (void)buf, (void)len;
+    or1_dist_recv(d, from, tag, NULL);
 }
 
 /* Prints and exits. */

@@ -24,6 +24,9 @@ void batch_free(step_batch *b) {
     free(b->owned);
     free(b->adv);
     free(b->in_loss);
+    free(b->version);
+    free(b->switch_at);
+    free(b->stale);
     free(b->mb);
     or1_rejection_free(&b->rej);
     memset(b, 0, sizeof *b);
@@ -41,9 +44,33 @@ static void batch_grow(step_batch *b, size_t g, int M) {
     b->owned = or1_realloc(b->owned, ns * sizeof *b->owned);
     b->adv = or1_realloc(b->adv, ns * sizeof *b->adv);
     b->in_loss = or1_realloc(b->in_loss, ns * sizeof *b->in_loss);
+    b->version = or1_realloc(b->version, ns * sizeof *b->version);
+    b->switch_at = or1_realloc(b->switch_at, ns * sizeof *b->switch_at);
     b->c = or1_realloc(b->c, ns * sizeof *b->c);
     memset(b->c + old, 0, (ns - old) * sizeof *b->c);
     b->cap_groups = cap;
+}
+
+/* Assigns prompts to ranks, longest prompt first onto the least-loaded rank (expected
+ * tokens ~ prompt length + T per sample), deterministically. owner[i] gets the rank. */
+void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner) {
+    double *load = or1_calloc((size_t)ranks, sizeof *load);
+    size_t *order = or1_malloc((n ? n : 1) * sizeof *order);
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && or1_data_row_at(data, ids[order[j]])->n_ids > or1_data_row_at(data, ids[order[j - 1]])->n_ids; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    for (size_t k = 0; k < n; k++) {
+        int best = 0;
+        for (int r = 1; r < ranks; r++)
+            if (load[r] < load[best]) best = r;
+        owner[order[k]] = best;
+        load[best] += or1_data_row_at(data, ids[order[k]])->n_ids + 1.0;
+    }
+    free(order);
+    free(load);
 }
 
 /* Appends n groups; the rank that owns a group fills its numbers, a sum shares them. */
@@ -53,8 +80,9 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
     batch_grow(b, b->n_groups + n, M);
     size_t g0 = b->n_groups, s0 = g0 * (size_t)M, ns = n * (size_t)M;
     /* per sample: score (0 where the reward failed), length, truncated, reward status, sampled
-     * tokens; then the verification seconds and counts of math and code rewards */
-    double *shared = or1_calloc(5 * ns + 4, sizeof *shared), *lat = shared + 5 * ns;
+     * tokens, first token under the next policy; then the verification seconds and counts of
+     * math and code rewards */
+    double *shared = or1_calloc(6 * ns + 4, sizeof *shared), *lat = shared + 6 * ns;
     for (size_t k = 0; k < mine; k++)
         for (int j = 0; j < M; j++) {
             size_t local = k * (size_t)M + (size_t)j, global = pos[k] * (size_t)M + (size_t)j;
@@ -65,10 +93,11 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
             shared[2 * ns + global] = c->stopped ? 0 : 1;
             shared[3 * ns + global] = sc->status[local];
             shared[4 * ns + global] = or1_completion_sampled(c);
+            shared[5 * ns + global] = c->n;
             int code = or1_data_row_at(t->data, ids[pos[k]])->code ? 1 : 0;
             lat[2 * code] += sc->seconds[local], lat[2 * code + 1] += sc->seconds[local] > 0;
         }
-    or1_dist_sum_f64(t->d, shared, 5 * ns + 4);
+    or1_dist_sum_f64(t->d, shared, 6 * ns + 4);
     or1_tools_stats_sum(&sc->tools, t->d);
     or1_tools_stats_add(&b->tools, &sc->tools);
     for (int k = 0; k < 2; k++) b->reward_seconds[k] += lat[2 * k], b->reward_count[k] += (long)lat[2 * k + 1];
@@ -79,6 +108,8 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
         b->len[s0 + i] = (int)shared[ns + i];
         b->trained[s0 + i] = (int)shared[4 * ns + i];
         b->trunc[s0 + i] = shared[2 * ns + i] > 0.5;
+        b->switch_at[s0 + i] = (int32_t)shared[5 * ns + i];
+        b->version[s0 + i] = (int32_t)t->async.round_version;
         b->owned[s0 + i] = false;
     }
     for (size_t k = 0; k < mine; k++)

@@ -23,13 +23,18 @@ static bool is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* trainer_state.json: step, stage filter mark, controller, sampler (with its records). */
+/* trainer_state.json: step, stage filter mark, controller, sampler (with its records). In an
+ * asynchronous run the sampler and its filter mark are the rollout's after the pending
+ * batches, and async_next_batch the step whose batch the rollout makes first on resume. */
 static cJSON *state_json(const trainer *t) {
     cJSON *s = cJSON_CreateObject();
+    const async_state *a = &t->async;
     cJSON_AddNumberToObject(s, "step", (double)t->step);
-    cJSON_AddNumberToObject(s, "filtered_stage", (double)t->filtered_stage);
+    cJSON_AddNumberToObject(s, "filtered_stage", (double)(a->on ? a->filtered_stage : t->filtered_stage));
     cJSON_AddItemToObject(s, "entropy", or1_entropy_state_json(&t->ent));
-    cJSON_AddItemToObject(s, "data", or1_data_state_json(t->data));
+    cJSON *data = a->on && a->data_state ? cJSON_Parse(a->data_state) : NULL;
+    cJSON_AddItemToObject(s, "data", data ? data : or1_data_state_json(t->data));
+    if (a->on) cJSON_AddNumberToObject(s, "async_next_batch", (double)(a->received + 1));
     return s;
 }
 
@@ -58,7 +63,7 @@ static int copy_tokenizer(const trainer *t, const char *dir) {
 static void remove_files(const char *dir) {
     static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
                                   "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                  "trainer_state.json", "config.yaml", "checksums.json"};
+                                  "trainer_state.json", "config.yaml", "checksums.json", "async_pending.bin"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char *p = or1_path_join(dir, files[i]);
         unlink(p);
@@ -123,6 +128,7 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     if (rc == 0) rc = copy_tokenizer(t, tmp);
     if (rc == 0) rc = or1_adamw_save(opt, &t->m, tmp);
     if (rc == 0) rc = write_state_files(t, tmp);
+    if (rc == 0) rc = async_save_pending(t, tmp);
     if (rc == 0) rc = save_reference(t, tmp);
     if (rc == 0) rc = or1_checksums_write(tmp);
     if (rc == 0) {
@@ -165,6 +171,11 @@ int checkpoint_load_state(trainer *t, const char *dir) {
         rc = -1;
     if (rc == 0 && or1_entropy_state_load(&t->ent, cJSON_GetObjectItemCaseSensitive(j, "entropy"), path)) rc = -1;
     if (rc == 0 && or1_data_state_load(t->data, cJSON_GetObjectItemCaseSensitive(j, "data"), path)) rc = -1;
+    int64_t next = step + 1;
+    if (rc == 0 && cJSON_GetObjectItemCaseSensitive(j, "async_next_batch") &&
+        or1_json_int(j, "async_next_batch", step + 1, INT64_MAX, &next, path))
+        rc = -1;
+    t->async.next_batch = next;
     t->step = step;
     t->filtered_stage = (size_t)fs;
     cJSON_Delete(j);

@@ -80,6 +80,10 @@ const or1_yaml_key or1_train_schema[] = {
     INT_KEY("train.micro_tokens", FIELD(train.micro_tokens), "0", 0, BIG, "tokens per loss micro-batch; 0: max_prompt_length + T"),
     INT_KEY("train.zero", FIELD(train.zero), "0", 0, 1, "1: shard the AdamW state (and in bf16 the fp32 masters) over the ranks (ZeRO-1)"),
     BOOL_KEY("train.gradient_checkpointing", FIELD(train.gradient_checkpointing), "false", "keep each layer's input alone and recompute its activations in backward (less memory, one more forward)"),
+    BOOL_KEY("train.async", FIELD(train.async), "false", "rollout ranks sample while trainer ranks train (MPI, 2 ranks or more); off: the report's strictly on-policy loop"),
+    NUM_KEY("train.rollout_ranks", FIELD(train.rollout_ranks), "0.5", 1e-9, 1e6, "train.async: rollout ranks, a count (1 or more) or a share of the ranks (below 1)"),
+    INT_KEY("train.max_staleness", FIELD(train.max_staleness), "1", 0, 1000, "train.async: step k's batch is sampled by the policy of step k-1-max_staleness (0: lockstep, the synchronous loop; 1: one-step-off)"),
+    INT_KEY("train.partial_tokens", FIELD(train.partial_tokens), "0", 0, BIG, "train.async: after this many tokens a sample goes on under the next policy, its KV recomputed (partial rollouts); 0: off"),
     BOOL_KEY("train.recompute_logprobs", FIELD(train.recompute_logprobs), "false", "old log-probs from the training engine before the update (on with a rollout correction)"),
     NUM_KEY("train.lr", FIELD(train.lr), "1e-6", 0, 1, "AdamW learning rate (constant)"),
     NUM_KEY("train.weight_decay", FIELD(train.weight_decay), "0.01", 0, 10, "AdamW weight decay"),
@@ -371,6 +375,24 @@ static int check_optimizer(const or1_yaml *cfg, const or1_train_config *c) {
     return or1_adv_cfg_check(&c->advantage, where_of(cfg, "advantage.eps", w, sizeof w));
 }
 
+/* The asynchronous keys: a count of rollout ranks is whole, and partial rollouts need a
+ * staleness of 1 or more (a next policy to take) and no tools. */
+static int check_async(const or1_yaml *cfg, const or1_train_config *c) {
+    char w[700];
+    double r = c->train.rollout_ranks;
+    if (r >= 1 && r != (double)(long)r)
+        return or1_fail("%s: %g is neither a count of ranks (whole) nor a share (below 1)",
+                        where_of(cfg, "train.rollout_ranks", w, sizeof w), r);
+    if (c->train.partial_tokens > 0 && c->train.max_staleness < 1)
+        return or1_fail("%s: partial rollouts take the next policy mid-sample, and with max_staleness 0 there is none "
+                        "(set train.max_staleness 1 or more, or partial_tokens 0)",
+                        where_of(cfg, "train.partial_tokens", w, sizeof w));
+    if (c->train.partial_tokens > 0 && c->rollout.tools.max_turns > 0)
+        return or1_fail("%s: partial rollouts with tools are not supported (set one of them to 0)",
+                        where_of(cfg, "train.partial_tokens", w, sizeof w));
+    return 0;
+}
+
 /* Relations between values that no single key can check. */
 static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     char w[700];
@@ -388,7 +410,7 @@ static int check_relations(const or1_yaml *cfg, const or1_train_config *c) {
     if (c->loss.clip_cov_lb >= c->loss.clip_cov_ub)
         return or1_fail("%s: lb %g is not below ub %g (no covariance lies between them)",
                         where_of(cfg, "loss.clip_cov_lb", w, sizeof w), c->loss.clip_cov_lb, c->loss.clip_cov_ub);
-    if (check_optimizer(cfg, c)) return -1;
+    if (check_optimizer(cfg, c) || check_async(cfg, c)) return -1;
     if (c->data.difficulty_min > c->data.difficulty_max)
         return or1_fail("%s: min %d is above max %d", where_of(cfg, "data.difficulty.min", w, sizeof w),
                         c->data.difficulty_min, c->data.difficulty_max);

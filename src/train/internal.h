@@ -9,6 +9,31 @@
 #include "or1/model.h"
 #include "or1/train.h"
 
+/* What asynchronous training (train.async) holds on a rank: its role, the ranks of the job,
+ * and the pipeline's state. World ranks [0, n_train) train (t->d is their group), the others
+ * sample (t->d is theirs); the first rollout rank sends each batch to every trainer rank, and
+ * the first trainer rank sends the weights after each update to every rollout rank. */
+typedef struct {
+    bool on, rollout;      /* train.async; this rank samples (else it trains) */
+    or1_dist world;        /* every rank of the job */
+    int n_train;           /* trainer ranks; world rank n_train leads the rollout ranks */
+    long version;          /* rollout: the policy version its weights hold (updates applied) */
+    long round_version;    /* rollout: the version a generation round started with */
+    long partial_target;   /* rollout: the version a partial rollout switches to */
+    double round_wait;     /* rollout: seconds a partial rollout's switch waited */
+    long next_batch;       /* the first batch (its 1-based step) the rollout makes after a resume */
+    char **pending;        /* trainer: batches received, not yet trained, as bytes, in order */
+    size_t *pending_len;
+    long pending_first;    /* the step of pending[0] */
+    size_t n_pending;
+    long received;         /* trainer: the last batch received */
+    char *data_state;      /* trainer: the sampler state after that batch (JSON), for checkpoints */
+    size_t filtered_stage; /* and the rollout's online-filter mark then */
+    or1_dist_send **sends[2]; /* trainer rank 0: the weights in flight (one per rollout rank), their buffers */
+    float *send_buf[2];
+    long sent;               /* trainer rank 0: the newest version sent */
+} async_state;
+
 /* Everything one training run holds. */
 typedef struct {
     const or1_train_config *cfg;
@@ -29,6 +54,7 @@ typedef struct {
     long first_step;     /* the step this process started from (resume) */
     double started;      /* or1_now() when this process's first step began */
     size_t filtered_stage; /* last stage whose online filter ran */
+    async_state async;     /* train.async */
 } trainer;
 
 /* One mini-batch update of a step as the entropy controller saw it (entropy.update:
@@ -62,11 +88,30 @@ typedef struct {
     mb_record *mb;           /* the step's mini-batch updates in order (epochs included) */
     int n_mb;
     bool *in_loss;
+    int32_t *version;        /* per sample: the policy version (updates applied) of its first tokens */
+    int32_t *switch_at;      /* per sample: its first token sampled under version + 1 (len: none) */
     or1_rejection rej;
     size_t kept_groups;
     long loss_tokens;
     double t_rollout, t_reward;
+    double t_wait;           /* async trainer: seconds waited for this batch */
+    double rollout_wait, rollout_seconds; /* async: the rollout's wait for weights and its wall time */
+    long rollout_tokens;     /* async: tokens the rollout sampled for this batch */
+    long *stale;             /* async: trained tokens by staleness 0..n_stale-1 (versions behind) */
+    int n_stale;
+    long stale_dropped;      /* async: samples past max_staleness left out of the loss */
 } step_batch;
+
+/* A batch's record in asynchronous training besides its numbers: its step, the rollout's
+ * waiting and wall seconds and sampled tokens for it, and the sampler's state after it (the
+ * state a resume continues from) with the online-filter mark. */
+typedef struct {
+    long index;
+    double rollout_wait, rollout_seconds;
+    long rollout_tokens;
+    char *data_state;
+    size_t filtered_stage;
+} async_batch;
 
 /* ---- the step batch (batch.c) ----------------------------------------------------------- */
 
@@ -91,15 +136,55 @@ int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
 /* Log-probs of the own loss samples under the current weights before the update, and their
  * mismatch with the sampler's (train.recompute_logprobs). */
 int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens);
+/* Generation rounds until N kept groups (refill) or the round limit (trainer.c). */
+int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b);
 /* Whether the update takes its old log-probs from the training engine. */
 bool recompute_logprobs(const trainer *t);
 /* Sums (and the maximum of) mismatch statistics over the ranks, in place. */
 void mismatch_over_ranks(const trainer *t, or1_mismatch *m);
 
+/* Each prompt's rank among `ranks`, longest prompt first onto the least-loaded rank. */
+void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner);
+
+/* ---- a step batch as bytes (wire.c) ------------------------------------------------------- */
+
+/* The whole batch (every completion must be on this rank) and its async record as bytes (new
+ * buffer, *len its size). */
+char *wire_pack_batch(const step_batch *b, const async_batch *a, size_t *len);
+/* Reads bytes of wire_pack_batch into *b (every sample owned) and *a (a->data_state new);
+ * rows must be below n_rows and lengths at most max_len. Fails naming `where` and the offset. */
+int wire_unpack_batch(const char *buf, size_t len, const char *where, size_t n_rows, int max_len, step_batch *b,
+                      async_batch *a);
+/* This rank's own completions with their indices, and their reading into b (owned then). */
+char *wire_pack_owned(const step_batch *b, size_t *len);
+int wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len);
+
+/* ---- asynchronous training (async.c) ---------------------------------------------------- */
+
+/* Splits the job into trainer and rollout ranks (train.async): *a gets this rank's role and
+ * *group its role's ranks. */
+int async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group);
+/* The rollout ranks' loop: batches in order, each from the weights the schedule gives it. */
+int async_rollout_loop(trainer *t);
+/* Trainer ranks: the next batch (step t->step + 1), received or pending, owned as the
+ * synchronous loop would own it. */
+int async_next_batch(trainer *t, step_batch *b);
+/* Trainer ranks, after an update: the weights to the rollout ranks when they will need them. */
+int async_send_weights(trainer *t);
+/* Trainer ranks, before a checkpoint: receives the batches the checkpoint must keep. */
+int async_before_checkpoint(trainer *t);
+/* The pending batches into dir/async_pending.bin (trainer rank 0), and back (resume). */
+int async_save_pending(const trainer *t, const char *dir);
+int async_load_pending(trainer *t, const char *dir);
+/* Frees the pipeline's buffers after waiting for the sends in flight. */
+void async_close(trainer *t);
+
 /* ---- set-up and tear-down (setup.c) ---------------------------------------------------- */
 
-/* Loads and places everything a run needs, resuming from resume_dir when set. */
-int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir);
+/* Loads and places everything a run needs, resuming from resume_dir when set; as (NULL: a
+ * synchronous run) gives an asynchronous run's role. */
+int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
+                 const async_state *as);
 /* Frees everything trainer_open made. */
 void trainer_close(trainer *t);
 

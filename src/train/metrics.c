@@ -153,6 +153,20 @@ static void run_clock(const trainer *t, char *buf, size_t cap) {
     snprintf(buf, cap, "elapsed %s, eta %s", e, r);
 }
 
+/* Asynchronous training's columns: trained tokens by staleness (versions behind the policy
+ * trained), samples left out for exceeding max_staleness, each role's seconds waiting on the
+ * other, and each role's tokens per second (sampled tokens over the rollout's wall time for the
+ * batch; trained tokens over the update's). */
+static void add_async(cJSON *row, const step_batch *b, double t_update) {
+    cJSON *h = cJSON_AddArrayToObject(row, "async_staleness_tokens");
+    for (int k = 0; k < b->n_stale; k++) cJSON_AddItemToArray(h, cJSON_CreateNumber((double)b->stale[k]));
+    cJSON_AddNumberToObject(row, "async_stale_dropped", (double)b->stale_dropped);
+    cJSON_AddNumberToObject(row, "seconds_trainer_wait", b->t_wait);
+    cJSON_AddNumberToObject(row, "seconds_rollout_wait", b->rollout_wait);
+    cJSON_AddNumberToObject(row, "rollout_tokens_per_s", b->rollout_seconds > 0 ? b->rollout_tokens / b->rollout_seconds : 0.0);
+    cJSON_AddNumberToObject(row, "train_tokens_per_s", t_update > 0 ? (double)b->loss_tokens / t_update : 0.0);
+}
+
 /* The per-step metrics row, a progress line, and loud warnings; fails when the row cannot be
  * written. */
 int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
@@ -199,6 +213,7 @@ int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage
     add_reward_errors(row, t, b);
     bool tools = t->cfg->rollout.tools.max_turns > 0;
     if (tools) or1_tools_stats_json(&b->tools, b->n_samples, row, "tool_");
+    if (t->async.on) add_async(row, b, t_update);
     cJSON_AddBoolToObject(row, "skipped", skipped);
     cJSON_AddNumberToObject(row, "seconds_rollout", b->t_rollout);
     cJSON_AddNumberToObject(row, "seconds_reward", b->t_reward);

@@ -25,7 +25,7 @@ static int trim_metrics(const char *path, long step) {
 
 /* Opens metrics.jsonl on rank 0: trimmed on resume, fresh on a new run. */
 static int open_metrics(trainer *t, bool resumed) {
-    if (t->d->rank != 0) return 0;
+    if (t->d->rank != 0 || t->async.rollout) return 0;
     if (or1_mkdir_p(t->cfg->output_dir)) return -1;
     char *path = or1_path_join(t->cfg->output_dir, "metrics.jsonl");
     int rc = resumed ? trim_metrics(path, t->step) : 0;
@@ -82,6 +82,10 @@ static void report_memory(const trainer *t) {
 static int open_device(trainer *t) {
     t->be = or1_backend_open(t->cfg->device, t->cfg->precision);
     if (!t->be) return or1_fail_ctx("keys \"device\" and \"precision\"");
+    if (t->async.rollout) { /* samples only: the whole policy, no reference, no gradient sums */
+        t->dm = or1_dmodel_new(t->be, &t->m);
+        return t->dm ? 0 : -1;
+    }
     t->dm = update_place_model(t);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new_frozen(t->be, &t->ref);
     if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;
@@ -91,9 +95,12 @@ static int open_device(trainer *t) {
 }
 
 /* Loads model, tokenizer, data, reference, optimizer, controller; resumes if asked. */
-int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir) {
+int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
+                 const async_state *as) {
     memset(t, 0, sizeof *t);
     t->cfg = cfg, t->d = d;
+    if (as) t->async = *as;
+    bool trains = !t->async.rollout;
     if (or1_model_load(&t->m, resume_dir ? resume_dir : cfg->model.path)) return -1;
     t->tok = or1_tokenizer_load(or1_train_tokenizer_path(cfg));
     if (!t->tok) return -1;
@@ -105,13 +112,15 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
                 t->m.cfg.max_pos, cfg->data.max_prompt_length);
     t->data = or1_data_load(&o);
     if (!t->data || open_eval(t)) return -1;
-    if (cfg->kl.enabled && checkpoint_load_reference(t, resume_dir)) return -1;
-    update_optimizer_init(t);
+    if (trains && cfg->kl.enabled && checkpoint_load_reference(t, resume_dir)) return -1;
+    if (trains) update_optimizer_init(t);
     or1_entropy_init(&t->ent, &cfg->entropy);
     if (resume_dir) {
-        int got = update_optimizer_load(t, resume_dir);
+        int got = trains ? update_optimizer_load(t, resume_dir) : 1;
         if (got == 0) or1_fail("%s: optimizer.safetensors is missing: the AdamW state cannot be resumed", resume_dir);
-        if (got <= 0 || checkpoint_load_state(t, resume_dir)) return or1_fail_ctx("resume from %s", resume_dir);
+        if (got <= 0 || checkpoint_load_state(t, resume_dir) ||
+            (t->async.on && trains && async_load_pending(t, resume_dir)))
+            return or1_fail_ctx("resume from %s", resume_dir);
     }
     if (open_device(t)) return -1;
     if (has_code(t->data) || has_code(t->eval_data)) {
@@ -123,6 +132,7 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
 
 /* Frees everything trainer_open made. */
 void trainer_close(trainer *t) {
+    async_close(t);
     if (t->metrics) fclose(t->metrics);
     if (t->pool) or1_sandbox_pool_free(t->pool);
     or1_dmodel_free(t->dm);

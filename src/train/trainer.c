@@ -15,35 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Assigns prompts to ranks, longest prompt first onto the least-loaded rank (expected
- * tokens ~ prompt length + T per sample), deterministically. owner[i] gets the rank. */
-static void assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner) {
-    double *load = or1_calloc((size_t)ranks, sizeof *load);
-    size_t *order = or1_malloc((n ? n : 1) * sizeof *order);
-    for (size_t i = 0; i < n; i++) order[i] = i;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && or1_data_row_at(data, ids[order[j]])->n_ids > or1_data_row_at(data, ids[order[j - 1]])->n_ids; j--) {
-            size_t t = order[j];
-            order[j] = order[j - 1], order[j - 1] = t;
-        }
-    for (size_t k = 0; k < n; k++) {
-        int best = 0;
-        for (int r = 1; r < ranks; r++)
-            if (load[r] < load[best]) best = r;
-        owner[order[k]] = best;
-        load[best] += or1_data_row_at(data, ids[order[k]])->n_ids + 1.0;
-    }
-    free(order);
-    free(load);
-}
-
 /* One generation round: this rank samples and scores its prompts; every per-sample number
  * the decisions need is then summed over ranks (each entry has one owner). */
 static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *ids, size_t n, uint64_t round_seed,
                          step_batch *b) {
     int M = st->samples;
     int *owner = or1_malloc((n ? n : 1) * sizeof *owner);
-    assign_ranks(t->data, ids, n, t->d->size, owner);
+    batch_assign_ranks(t->data, ids, n, t->d->size, owner);
     const or1_data_row **rows = or1_malloc((n ? n : 1) * sizeof *rows);
     uint64_t *seeds = or1_malloc((n ? n : 1) * sizeof *seeds);
     size_t mine = 0, *pos = or1_malloc((n ? n : 1) * sizeof *pos);
@@ -56,6 +34,7 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     or1_sampling s = {(float)t->cfg->rollout.temperature, (float)t->cfg->rollout.top_p, t->cfg->rollout.top_k,
                       st->context_length, 0, NULL, 0};
     or1_scored sc;
+    t->async.round_version = t->async.on ? t->async.version : t->step; /* the weights sampling this round */
     or1_engine_cfg engine = {.opts = t->cfg->rollout.engine, .progress = t->d->rank == 0};
     int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
                                &t->cfg->reward.opts, &sc, &b->t_rollout, &b->t_reward);
@@ -69,7 +48,7 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
 }
 
 /* Generation rounds until N kept groups (refill) or the round limit; then picks the groups. */
-static int collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
+int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
     int max_rounds = t->cfg->rejection.enabled ? t->cfg->rejection.max_rounds : 1;
     for (int round = 1;; round++) {
         uint32_t *ids = or1_malloc((size_t)st->prompts * sizeof *ids);
@@ -221,16 +200,16 @@ static int train_step(trainer *t) {
     long in_stage;
     size_t si = (size_t)or1_train_stage_of(t->cfg, t->step, &in_stage);
     const or1_stage_cfg *st = &t->cfg->stages[si];
-    if (in_stage == 0 && si > 0 && si != t->filtered_stage) online_filter(t, si);
+    if (!t->async.on && in_stage == 0 && si > 0 && si != t->filtered_stage) online_filter(t, si);
     step_batch b;
     batch_init(&b);
     double t0 = or1_now();
     or1_dist_phase(t->step + 1, "rollout and rewards");
-    if (collect(t, st, &b)) {
+    if (t->async.on ? async_next_batch(t, &b) : trainer_collect(t, st, &b)) {
         batch_free(&b);
         return -1;
     }
-    batch_finalize(&b, t, (size_t)st->prompts);
+    if (!t->async.on) batch_finalize(&b, t, (size_t)st->prompts);
     double e_k = batch_entropy_estimate(&b, t), alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
     bool was_enabled = t->ent.enabled;
     or1_values ents = {0};
@@ -255,7 +234,11 @@ static int train_step(trainer *t) {
     or1_values_free(&ents);
     t_up = or1_now() - t_up;
     t->step++;
-    track_solved(t, &b);
+    if (t->async.on && async_send_weights(t)) {
+        batch_free(&b);
+        return -1;
+    }
+    if (!t->async.on) track_solved(t, &b);
     int wrote = write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
     batch_free(&b);
     if (wrote) return or1_fail_ctx("train: step %ld: stopped; no checkpoint of this step is written", t->step);
@@ -273,7 +256,7 @@ static int train_loop(trainer *t) {
         if (t->cfg->eval.every > 0 && (t->step % t->cfg->eval.every == 0 || last) && run_validation(t)) return -1;
         or1_dist_phase(t->step, "checkpoint");
         if ((t->cfg->checkpoint.every > 0 && t->step % t->cfg->checkpoint.every == 0) || last)
-            if (save_checkpoint(t)) return -1;
+            if ((t->async.on && async_before_checkpoint(t)) || save_checkpoint(t)) return -1;
     }
     return 0;
 }
@@ -302,8 +285,14 @@ int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, con
         return -1;
     }
     if (resume_dir && d->rank == 0) fprintf(stderr, "train: resuming from %s\n", resume_dir);
+    async_state as = {0};
+    or1_dist group = *d;
+    if (cfg->train.async && async_roles(cfg, d, &as, &group)) {
+        free(resume_dir);
+        return -1;
+    }
     trainer t;
-    int opened = trainer_open(&t, cfg, d, resume_dir);
+    int opened = trainer_open(&t, cfg, &group, resume_dir, cfg->train.async ? &as : NULL);
     free(resume_dir);
     if (opened) {
         trainer_close(&t);
@@ -320,6 +309,11 @@ int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, con
     if (d->rank == 0)
         fprintf(stderr, "train: %zu prompts, %zu stages, %ld steps from step %ld, %d rank(s)\n", or1_data_active(t.data),
                 cfg->n_stages, total, t.step, d->size);
+    if (t.async.rollout) {
+        rc = async_rollout_loop(&t);
+        trainer_close(&t);
+        return rc;
+    }
     rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
     t.first_step = t.step, t.started = or1_now();
     if (rc == 0) rc = train_loop(&t);
