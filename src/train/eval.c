@@ -108,7 +108,7 @@ int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_r
     if (n_rows == 0) return 0;
     or1_request *req = or1_calloc(n_rows, sizeof *req);
     for (size_t i = 0; i < n_rows; i++) {
-        req[i] = (or1_request){rows[i]->ids, rows[i]->n_ids, M, *s};
+        req[i] = (or1_request){rows[i]->ids, rows[i]->n_ids, M, *s, 0, 0};
         req[i].s.seed = seeds[i];
     }
     reward_stream rs = {.tok = tok, .rows = rows, .M = M, .out = out, .pool = pool, .reward = reward};
