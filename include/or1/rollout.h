@@ -26,10 +26,16 @@ typedef struct {
     int n_stop;
 } or1_sampling;
 
+/* Sample j of a request draws its t-th token from stream first_stream + j of the seed, at
+ * counter first_counter + t (both 0: stream j, counters from 0). A continuation of a cut
+ * sample (prompt = the original prompt + its n tokens so far, one sample, first_stream = the
+ * original sample's index, first_counter = n, max_new_tokens = what is left) so draws exactly
+ * the tokens the uninterrupted sample would have drawn under the same weights. */
 typedef struct {
     const int32_t *prompt;
     int n_prompt, n_samples;
     or1_sampling s;
+    int first_stream, first_counter;
 } or1_request;
 
 typedef struct {

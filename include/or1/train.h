@@ -227,19 +227,51 @@ typedef struct {
     float *scores;
     or1_reward_status *status;
     float *seconds;        /* each reward's verification time (or1_reward.seconds) */
+    int *switch_at;        /* each sample's first token sampled under the weights a switch put in
+                              (or1_weight_switch); c[k].n where none was (every sample without one) */
     or1_tools_stats tools; /* what the tool calls did (zero without tools) */
     size_t n;
 } or1_scored;
 
-/* Samples M responses for each row (request seed seeds[i]; max_new from s), with tool calls
- * where tools is given with max_turns > 0, decodes each response's sampled tokens (a tool's
- * reply left out) and scores them with the row's verifier on a thread that starts on each
- * sample as soon as it is finished. Seconds of generation go to t_rollout; the scoring left
- * after the last sample to t_reward. */
-int or1_rollout_score(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, size_t n_rows,
-                      int M, const or1_sampling *s, const uint64_t *seeds, const or1_engine_cfg *engine,
-                      const or1_tools_cfg *tools, or1_sandbox_pool *pool, const or1_reward_opts *reward,
-                      or1_scored *out, double *t_rollout, double *t_reward);
+/* A weight update in the middle of a rollout, at a token count (never a time, so that a run
+ * is reproducible): every sample's first `after` tokens are sampled under the weights the
+ * model holds at the call; then apply(ctx) replaces them (it may block), once, even when every
+ * sample ended before; then each sample not yet ended goes on under the new weights, its
+ * prompt and tokens so far run through the model again (its keys and values recomputed, as
+ * AReaL does), drawing from the same counters (or1_request's first_stream, first_counter).
+ * apply returns 0, or -1 on error. */
+typedef struct {
+    int after;
+    int (*apply)(void *ctx);
+    void *ctx;
+} or1_weight_switch;
+
+/* What or1_rollout_score samples and how: M responses for each of rows[0..n_rows) under dm
+ * (request seed seeds[i]; temperature, top-p/k and max_new_tokens from sampling), with the
+ * engine's settings, tool calls where tools is given with max_turns > 0, the sandbox pool for
+ * code rewards (and tools), the reward's options, and an optional weight switch (NULL: none;
+ * not with tools). */
+typedef struct {
+    or1_dmodel *dm;
+    const or1_tokenizer *tok;
+    const or1_data_row *const *rows;
+    size_t n_rows;
+    int M;
+    const or1_sampling *sampling;
+    const uint64_t *seeds;
+    const or1_engine_cfg *engine;
+    const or1_tools_cfg *tools;
+    or1_sandbox_pool *pool;
+    const or1_reward_opts *reward;
+    const or1_weight_switch *sw;
+} or1_rollout_job;
+
+/* Samples job's responses, decodes each response's sampled tokens (a tool's reply left out)
+ * and scores them with the row's verifier on a thread that starts on each sample as soon as
+ * it has ended (with a switch, a sample cut by it when it ends under the new weights). Seconds
+ * of generation (a switch's apply included) go to t_rollout; the scoring left after the last
+ * sample to t_reward. */
+int or1_rollout_score(const or1_rollout_job *job, or1_scored *out, double *t_rollout, double *t_reward);
 void or1_scored_free(or1_scored *s);
 
 /* Evaluation settings. */

@@ -139,6 +139,8 @@ static int check_requests(engine *e) {
         if (r->n_prompt < 1) return or1_fail("generate: request %d has an empty prompt", i);
         if (r->n_samples < 1 || r->s.max_new_tokens < 1)
             return or1_fail("generate: request %d needs n >= 1 and max_new_tokens >= 1", i);
+        if (r->first_stream < 0 || r->first_counter < 0)
+            return or1_fail("generate: request %d has a negative first stream or counter", i);
         if ((long)r->n_prompt + r->s.max_new_tokens > c->max_pos)
             return or1_fail("generate: request %d: %d prompt + %d new tokens exceed max_position_embeddings %d", i,
                             r->n_prompt, r->s.max_new_tokens, c->max_pos);
@@ -415,8 +417,9 @@ bool or1_is_stop(const or1_model_config *c, const or1_sampling *s, int32_t tok) 
  * prompt's state gives the first). */
 static bool draws(const seq *q) { return q->n_gen == 0 || (q->feed > 0 && q->n_fed == q->n_gen); }
 
-/* Samples the next token of every active sample that draws, each from its own counters: its
- * hidden state is its last fed row's, or its prompt's when it holds no token yet. */
+/* Samples the next token of every active sample that draws, each from its own counters (its
+ * request's first stream and counter on, rollout.h): its hidden state is its last fed row's, or
+ * its prompt's when it holds no token yet. */
 static int sample_all(engine *e) {
     int A = 0;
     for (int i = 0; i < e->n_slots; i++) {
@@ -424,8 +427,9 @@ static int sample_all(engine *e) {
         const seq *q = &e->seqs[e->slots[i]];
         if (!draws(q)) continue;
         e->idx[A] = q->n_gen == 0 ? q->prefix : e->n_prefix + q->row + q->feed - 1;
-        e->rows[A] = sample_row(&e->reqs[q->req].s);
-        e->rows[A].stream = q->sample, e->rows[A].counter = q->n_gen;
+        const or1_request *r = &e->reqs[q->req];
+        e->rows[A] = sample_row(&r->s);
+        e->rows[A].stream = r->first_stream + q->sample, e->rows[A].counter = r->first_counter + q->n_gen;
         e->row_slot[A++] = i;
     }
     if (A == 0) return 0;

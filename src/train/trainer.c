@@ -36,8 +36,9 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     or1_scored sc;
     t->async.round_version = t->async.on ? t->async.version : t->step; /* the weights sampling this round */
     or1_engine_cfg engine = {.opts = t->cfg->rollout.engine, .progress = t->d->rank == 0};
-    int rc = or1_rollout_score(t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
-                               &t->cfg->reward.opts, &sc, &b->t_rollout, &b->t_reward);
+    or1_rollout_job job = {t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
+                           &t->cfg->reward.opts, NULL};
+    int rc = or1_rollout_score(&job, &sc, &b->t_rollout, &b->t_reward);
     if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
     else or1_scored_free(&sc);
     free(pos);

@@ -157,7 +157,7 @@ static void check_generate(const or1_model_config *c, float temperature) {
     or1_request reqs[REQS];
     for (int r = 0; r < REQS; r++) {
         for (int t = 0; t < np[r]; t++) prompts[r][t] = (int32_t)(or1_rand_u64(8, (uint64_t)r, (uint64_t)t) % c->vocab);
-        reqs[r] = (or1_request){prompts[r], np[r], M, {temperature, 1.0f, 0, STEPS, (uint64_t)(5 + r), NULL, 0}};
+        reqs[r] = (or1_request){prompts[r], np[r], M, {temperature, 1.0f, 0, STEPS, (uint64_t)(5 + r), NULL, 0}, 0, 0};
     }
     or1_completion out[REQS * M];
     memset(out, 0, sizeof out);
@@ -241,7 +241,7 @@ static void check_tools(const or1_model_config *c) {
     or1_request reqs[REQS];
     for (int r = 0; r < REQS; r++) {
         for (int i = 0; i < 8; i++) prompts[r][i] = (int32_t)(or1_rand_u64(10, (uint64_t)r, (uint64_t)i) % c->vocab);
-        reqs[r] = (or1_request){prompts[r], 3 + 2 * r, M, {0.8f, 1.0f, 0, STEPS, (uint64_t)r, NULL, 0}};
+        reqs[r] = (or1_request){prompts[r], 3 + 2 * r, M, {0.8f, 1.0f, 0, STEPS, (uint64_t)r, NULL, 0}, 0, 0};
     }
     or1_completion out[REQS * M];
     memset(out, 0, sizeof out);
@@ -288,8 +288,9 @@ static void check_truncation(const or1_model_config *c) {
     or1_request greedy[REQS], trunc[REQS];
     for (int cut = 0; cut < 2; cut++) {
         for (int r = 0; r < REQS; r++) {
-            greedy[r] = (or1_request){prompts[r], 8, M, {0.0f, 1.0f, 0, STEPS, 3, NULL, 0}};
-            trunc[r] = (or1_request){prompts[r], 8, M, {0.8f, cut ? 1e-6f : 1.0f, cut ? 0 : 1, STEPS, 3, NULL, 0}};
+            greedy[r] = (or1_request){prompts[r], 8, M, {0.0f, 1.0f, 0, STEPS, 3, NULL, 0}, 0, 0};
+            trunc[r] =
+                (or1_request){prompts[r], 8, M, {0.8f, cut ? 1e-6f : 1.0f, cut ? 0 : 1, STEPS, 3, NULL, 0}, 0, 0};
         }
         or1_completion want[REQS * M], got[REQS * M];
         memset(want, 0, sizeof want), memset(got, 0, sizeof got);

@@ -110,7 +110,7 @@ static void run_case(or1_dmodel *dm, int32_t prompts[REQS][9], int slots, double
     or1_tool_hooks hooks = {on_token, on_collect, &h};
     or1_request reqs[REQS];
     for (int i = 0; i < REQS; i++)
-        reqs[i] = (or1_request){prompts[i], 4 + 2 * i, M, {0.0f, 1.0f, 0, NEW, (uint64_t)i, NULL, 0}};
+        reqs[i] = (or1_request){prompts[i], 4 + 2 * i, M, {0.0f, 1.0f, 0, NEW, (uint64_t)i, NULL, 0}, 0, 0};
     or1_engine_stats st = {0};
     or1_engine_cfg cfg = {.opts = {.max_slots = slots, .kv_cache_gb = kv_gb}, .stats = &st, .tools = &hooks};
     if (!CHECK(or1_generate(dm, reqs, REQS, &cfg, out) == 0, "%s: generate: %s", tag, or1_error())) exit(1);
@@ -125,7 +125,7 @@ static void run_case(or1_dmodel *dm, int32_t prompts[REQS][9], int slots, double
         int32_t *hist = or1_malloc((size_t)n_hist * sizeof *hist);
         memcpy(hist, prompts[req], (size_t)reqs[req].n_prompt * sizeof *hist);
         memcpy(hist + reqs[req].n_prompt, c->ids, (size_t)end * sizeof *hist);
-        or1_request single = {hist, n_hist, 1, {0.0f, 1.0f, 0, NEW - end, 7, NULL, 0}};
+        or1_request single = {hist, n_hist, 1, {0.0f, 1.0f, 0, NEW - end, 7, NULL, 0}, 0, 0};
         or1_completion alone;
         or1_engine_cfg plain = {.opts = {.max_slots = 1}};
         if (CHECK(or1_generate(dm, &single, 1, &plain, &alone) == 0, "%s: single-turn: %s", tag, or1_error())) {

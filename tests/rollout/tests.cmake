@@ -41,3 +41,10 @@ set_tests_properties(rollout_tool_engine PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP
 # or1 generate --tools with the real sandbox: calls, hostile ones contained, the turn budget.
 or1_rollout_test(tools test_tools.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(rollout_tools PROPERTIES RUN_SERIAL TRUE)
+
+# A weight switch inside a rollout: continuations draw what the uninterrupted samples would, and
+# each token's log-prob is the training engine's under the weights that sampled it.
+add_executable(test_rollout_weight_switch ${CMAKE_CURRENT_LIST_DIR}/test_weight_switch.c)
+target_link_libraries(test_rollout_weight_switch PRIVATE or1lib)
+add_test(NAME rollout_weight_switch COMMAND test_rollout_weight_switch ${CMAKE_CURRENT_BINARY_DIR}/rollout_weight_switch)
+set_tests_properties(rollout_weight_switch PROPERTIES TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2;GOMP_SPINCOUNT=1000")
