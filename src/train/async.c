@@ -69,6 +69,19 @@ static int take_version(trainer *t, long want, double *waited) {
     return 0;
 }
 
+/* The switch of a partial rollout: the next policy, version a->partial_target. */
+static int partial_switch(void *ctx) {
+    trainer *t = ctx;
+    return take_version(t, t->async.partial_target, &t->async.round_wait);
+}
+
+/* See internal.h. */
+bool async_partial_switch(trainer *t, or1_weight_switch *sw) {
+    if (!t->async.on || t->cfg->train.partial_tokens <= 0) return false;
+    *sw = (or1_weight_switch){t->cfg->train.partial_tokens, partial_switch, t};
+    return true;
+}
+
 /* The sampled tokens of a batch (what the rollout made, tools' replies left out). */
 static long sampled_tokens(const step_batch *b) {
     long n = 0;
@@ -198,8 +211,10 @@ static void staleness(step_batch *b, long at, int s) {
             b->in_loss[i] = false, b->loss_tokens -= b->trained[i], b->stale_dropped++;
             continue;
         }
-        for (int k = 0; k < c->n; k++)
-            if (!c->mask || c->mask[k]) b->stale[at - b->version[i] - (k >= b->switch_at[i])]++;
+        for (int k = 0; k < c->n; k++) {
+            long lag = oldest - (k >= b->switch_at[i]);
+            if ((!c->mask || c->mask[k]) && lag >= 0) b->stale[lag]++;
+        }
     }
 }
 

@@ -93,7 +93,7 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
             shared[2 * ns + global] = c->stopped ? 0 : 1;
             shared[3 * ns + global] = sc->status[local];
             shared[4 * ns + global] = or1_completion_sampled(c);
-            shared[5 * ns + global] = c->n;
+            shared[5 * ns + global] = sc->switch_at[local];
             int code = or1_data_row_at(t->data, ids[pos[k]])->code ? 1 : 0;
             lat[2 * code] += sc->seconds[local], lat[2 * code + 1] += sc->seconds[local] > 0;
         }

@@ -166,6 +166,9 @@ int wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len);
 int async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group);
 /* The rollout ranks' loop: batches in order, each from the weights the schedule gives it. */
 int async_rollout_loop(trainer *t);
+/* Rollout ranks with train.partial_tokens: the weight switch of a step's first round (false
+ * without partial rollouts). */
+bool async_partial_switch(trainer *t, or1_weight_switch *sw);
 /* Trainer ranks: the next batch (step t->step + 1), received or pending, owned as the
  * synchronous loop would own it. */
 int async_next_batch(trainer *t, step_batch *b);

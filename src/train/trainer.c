@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One generation round: this rank samples and scores its prompts; every per-sample number
+/* One generation round (round 1, 2, ...): this rank samples and scores its prompts; every per-sample number
  * the decisions need is then summed over ranks (each entry has one owner). */
-static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *ids, size_t n, uint64_t round_seed,
-                         step_batch *b) {
+static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *ids, size_t n, int round,
+                         uint64_t round_seed, step_batch *b) {
     int M = st->samples;
     int *owner = or1_malloc((n ? n : 1) * sizeof *owner);
     batch_assign_ranks(t->data, ids, n, t->d->size, owner);
@@ -36,9 +36,13 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     or1_scored sc;
     t->async.round_version = t->async.on ? t->async.version : t->step; /* the weights sampling this round */
     or1_engine_cfg engine = {.opts = t->cfg->rollout.engine, .progress = t->d->rank == 0};
+    or1_weight_switch sw; /* partial rollouts: the first round's samples take the next policy mid-way */
+    bool partial = round == 1 && async_partial_switch(t, &sw);
     or1_rollout_job job = {t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
-                           &t->cfg->reward.opts, NULL};
+                           &t->cfg->reward.opts, partial ? &sw : NULL};
     int rc = or1_rollout_score(&job, &sc, &b->t_rollout, &b->t_reward);
+    for (size_t k = 0; rc == 0 && partial && t->async.version == t->async.round_version && k < sc.n; k++)
+        sc.switch_at[k] = sc.c[k].n; /* the switch kept the weights (an early step): no token is newer */
     if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
     else or1_scored_free(&sc);
     free(pos);
@@ -58,7 +62,7 @@ int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
             return -1;
         }
         uint64_t seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)round);
-        int rc = round_rollout(t, st, ids, (size_t)st->prompts, seed, b);
+        int rc = round_rollout(t, st, ids, (size_t)st->prompts, round, seed, b);
         free(ids);
         if (rc) return -1;
         batch_decide(b, t, st->context_length);
