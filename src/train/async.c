@@ -105,7 +105,7 @@ static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t
     char *state = cJSON_PrintUnformatted(ds);
     cJSON_Delete(ds);
     async_batch ab = {j, waited, or1_now() - t0, sampled_tokens(b), state, t->filtered_stage};
-    char *msg = wire_pack_batch(b, &ab, &len);
+    char *msg = wire_pack_batch(b, &ab, t->data, &len);
     free(state);
     *sends = or1_realloc(*sends, (*n_sends + (size_t)a->n_train) * sizeof **sends);
     *bufs = or1_realloc(*bufs, (*n_sends + 1) * sizeof **bufs);
@@ -165,7 +165,7 @@ static int add_pending(trainer *t, char *buf, size_t len, const char *where) {
     size_t max_len = 0;
     for (size_t i = 0; i < t->cfg->n_stages; i++)
         if ((size_t)t->cfg->stages[i].context_length > max_len) max_len = (size_t)t->cfg->stages[i].context_length;
-    if (wire_unpack_batch(buf, len, where, or1_data_rows(t->data), (int)max_len, &b, &ab)) {
+    if (wire_unpack_batch(buf, len, where, t->data, (int)max_len, &b, &ab)) {
         free(buf);
         return -1;
     }
@@ -248,8 +248,8 @@ int async_next_batch(trainer *t, step_batch *b) {
     snprintf(where, sizeof where, "the batch of step %ld", j);
     async_batch ab;
     size_t si = (size_t)or1_train_stage_of(t->cfg, t->step, NULL);
-    int rc = wire_unpack_batch(a->pending[0], a->pending_len[0], where, or1_data_rows(t->data),
-                               t->cfg->stages[si].context_length, b, &ab);
+    int rc = wire_unpack_batch(a->pending[0], a->pending_len[0], where, t->data, t->cfg->stages[si].context_length,
+                               b, &ab);
     free(a->pending[0]);
     memmove(a->pending, a->pending + 1, --a->n_pending * sizeof *a->pending);
     memmove(a->pending_len, a->pending_len + 1, a->n_pending * sizeof *a->pending_len);

@@ -150,11 +150,12 @@ void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, 
 
 /* The whole batch (every completion must be on this rank) and its async record as bytes (new
  * buffer, *len its size). */
-char *wire_pack_batch(const step_batch *b, const async_batch *a, size_t *len);
-/* Reads bytes of wire_pack_batch into *b (every sample owned) and *a (a->data_state new);
- * rows must be below n_rows and lengths at most max_len. Fails naming `where` and the offset. */
-int wire_unpack_batch(const char *buf, size_t len, const char *where, size_t n_rows, int max_len, step_batch *b,
-                      async_batch *a);
+char *wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len);
+/* Reads bytes of wire_pack_batch into *b (every sample owned) and *a (a->data_state new); each
+ * group's prompt must be its row's in data and lengths at most max_len. Fails naming `where`
+ * and the offset. */
+int wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
+                      step_batch *b, async_batch *a);
 /* This rank's own completions with their indices, and their reading into b (owned then). */
 char *wire_pack_owned(const step_batch *b, size_t *len);
 int wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len);

@@ -110,17 +110,9 @@ static void get_completion(rbuf *r, or1_completion *c, int max_n) {
     X(version, sizeof(int32_t))          \
     X(switch_at, sizeof(int32_t))
 
-/* The batch's numbers (not its completions) and its async record. */
-static void put_numbers(wbuf *w, const step_batch *b, const async_batch *a) {
-    put(w, WIRE_MAGIC, sizeof WIRE_MAGIC);
-    put_i64(w, WIRE_VERSION);
-    put_i64(w, a->index);
-    put_i64(w, b->M);
-    put_i64(w, (int64_t)b->n_groups);
-    put(w, b->row, b->n_groups * sizeof *b->row);
-#define PUT_ARRAY(f, size) put(w, b->f, b->n_samples * (size));
-    WIRE_SAMPLE_ARRAYS(PUT_ARRAY)
-#undef PUT_ARRAY
+/* The batch's summary: reward failures and times, tool counts, rejection verdicts and counts,
+ * loss tokens, the rollout's times, the sampler state after the batch. */
+static void put_summary(wbuf *w, const step_batch *b, const async_batch *a) {
     for (int k = 0; k < OR1_REWARD_N_STATUS; k++) put_i64(w, b->reward_errors[k]);
     for (int k = 0; k < 2; k++) put_f64(w, b->reward_seconds[k]), put_i64(w, b->reward_count[k]);
     put(w, &b->tools, sizeof b->tools);
@@ -139,10 +131,34 @@ static void put_numbers(wbuf *w, const step_batch *b, const async_batch *a) {
     put(w, a->data_state, ds);
 }
 
+/* The batch's numbers (not its completions): step, groups with their rows and prompts, the
+ * per-sample arrays, then the summary. */
+static void put_numbers(wbuf *w, const step_batch *b, const async_batch *a, const or1_dataset *data) {
+    put(w, WIRE_MAGIC, sizeof WIRE_MAGIC);
+    put_i64(w, WIRE_VERSION);
+    put_i64(w, a->index);
+    put_i64(w, b->M);
+    put_i64(w, (int64_t)b->n_groups);
+    put(w, b->row, b->n_groups * sizeof *b->row);
+    for (size_t g = 0; g < b->n_groups; g++) { /* each group's prompt: the batch reads alone */
+        const or1_data_row *r = or1_data_row_at(data, b->row[g]);
+        put_i64(w, r->n_ids);
+        put(w, r->ids, (size_t)r->n_ids * sizeof *r->ids);
+    }
+#define PUT_ARRAY(f, size) put(w, b->f, b->n_samples * (size));
+    WIRE_SAMPLE_ARRAYS(PUT_ARRAY)
+#undef PUT_ARRAY
+    wbuf m = {0}; /* the summary, length first: a reader may pass over it */
+    put_summary(&m, b, a);
+    put_i64(w, (int64_t)m.n);
+    put(w, m.p, m.n);
+    free(m.p);
+}
+
 /* See internal.h. */
-char *wire_pack_batch(const step_batch *b, const async_batch *a, size_t *len) {
+char *wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len) {
     wbuf w = {0};
-    put_numbers(&w, b, a);
+    put_numbers(&w, b, a, data);
     for (size_t i = 0; i < b->n_samples; i++) put_completion(&w, &b->c[i]);
     *len = w.n;
     return w.p;
@@ -162,7 +178,8 @@ static void alloc_batch(step_batch *b, size_t g, int M) {
 
 /* The numbers written by put_numbers; rows must be below n_rows and samples' lengths at most
  * max_len. */
-static void get_numbers(rbuf *r, step_batch *b, async_batch *a, size_t n_rows) {
+static void get_numbers(rbuf *r, step_batch *b, async_batch *a, const or1_dataset *data) {
+    size_t n_rows = or1_data_rows(data);
     char magic[4];
     get(r, magic, sizeof magic);
     if (!r->bad && memcmp(magic, WIRE_MAGIC, sizeof magic) != 0) WIRE_BAD(r, "%s: not a step batch (no OR1B mark)", r->where);
@@ -178,10 +195,24 @@ static void get_numbers(rbuf *r, step_batch *b, async_batch *a, size_t n_rows) {
     get(r, b->row, g * sizeof *b->row);
     for (size_t i = 0; i < g && !r->bad; i++)
         if (b->row[i] >= n_rows) WIRE_BAD(r, "%s: group %zu names row %u of %zu", r->where, i, b->row[i], n_rows);
+    for (size_t i = 0; i < g && !r->bad; i++) {
+        const or1_data_row *row = or1_data_row_at(data, b->row[i]);
+        int n = (int)get_i64(r, 0, 1 << 30, "a prompt's length");
+        bool same = n == row->n_ids;
+        for (int k = 0; k < n && !r->bad; k++) {
+            int32_t id;
+            get(r, &id, sizeof id);
+            same = same && id == row->ids[k];
+        }
+        if (!r->bad && !same)
+            WIRE_BAD(r, "%s: group %zu's prompt differs from row %u of the data (the data or its template changed "
+                        "since the batch was sampled)", r->where, i, b->row[i]);
+    }
 #define GET_ARRAY(f, size) get(r, b->f, b->n_samples * (size));
     WIRE_SAMPLE_ARRAYS(GET_ARRAY)
 #undef GET_ARRAY
     for (size_t i = 0; i < b->n_samples; i++) b->trunc[i] = ((uint8_t *)b->trunc)[i] != 0, b->in_loss[i] = ((uint8_t *)b->in_loss)[i] != 0;
+    size_t summary = (size_t)get_i64(r, 0, INT64_MAX, "the summary's length"), start = r->at;
     for (int k = 0; k < OR1_REWARD_N_STATUS; k++) b->reward_errors[k] = (long)get_i64(r, 0, INT64_MAX, "a reward error count");
     for (int k = 0; k < 2; k++) b->reward_seconds[k] = get_f64(r), b->reward_count[k] = (long)get_i64(r, 0, INT64_MAX, "a reward count");
     get(r, &b->tools, sizeof b->tools);
@@ -204,15 +235,17 @@ static void get_numbers(rbuf *r, step_batch *b, async_batch *a, size_t n_rows) {
     size_t ds = (size_t)get_i64(r, 0, 1 << 30, "the sampler state's length");
     a->data_state = or1_calloc(ds + 1, 1);
     get(r, a->data_state, ds);
+    if (!r->bad && r->at - start != summary)
+        WIRE_BAD(r, "%s: byte %zu: the summary holds %zu bytes where its length says %zu", r->where, start, r->at - start, summary);
 }
 
 /* See internal.h. */
-int wire_unpack_batch(const char *buf, size_t len, const char *where, size_t n_rows, int max_len, step_batch *b,
-                      async_batch *a) {
+int wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
+                      step_batch *b, async_batch *a) {
     rbuf r = {buf, len, 0, where, 0};
     batch_init(b);
     memset(a, 0, sizeof *a);
-    get_numbers(&r, b, a, n_rows);
+    get_numbers(&r, b, a, data);
     for (size_t i = 0; i < b->n_samples && !r.bad; i++) {
         get_completion(&r, &b->c[i], max_len);
         b->owned[i] = true;
