@@ -45,6 +45,10 @@ endif()
 or1_python_test(train_mpi ${OR1_TRAIN_TEST_DIR}/test_mpi.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
                 ${CMAKE_CURRENT_BINARY_DIR}/train_mpi "${MPIEXEC_EXECUTABLE}" TIMEOUT 900 ENV OMP_NUM_THREADS=1)
 set_tests_properties(train_mpi PROPERTIES FIXTURES_REQUIRED train_models SKIP_RETURN_CODE 77)
+# Asynchronous training over MPI: lockstep bytes, token provenance, kill and resume.
+or1_python_test(train_async ${OR1_TRAIN_TEST_DIR}/test_async.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
+                ${CMAKE_CURRENT_BINARY_DIR}/train_async "${MPIEXEC_EXECUTABLE}" TIMEOUT 900 ENV OMP_NUM_THREADS=1)
+set_tests_properties(train_async PROPERTIES FIXTURES_REQUIRED train_models SKIP_RETURN_CODE 77)
 # ranks on two hosts made of network namespaces, MPI over TCP between them (skipped, exit 77,
 # without mpirun or the right to make namespaces)
 or1_python_test(train_hosts ${OR1_TRAIN_TEST_DIR}/test_hosts.py $<TARGET_FILE:or1> ${OR1_TRAIN_FIXTURE}
