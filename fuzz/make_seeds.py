@@ -314,7 +314,42 @@ def seeds_checksums():
     put("checksums", "empty", record({}))
 
 
-for make in [seeds_checksums, seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
+def async_batch(index, M, prompts, completions, versions, switches, state="{}"):
+    """One step batch in the layout of src/train/wire.c (little-endian): header, groups' rows and
+    prompts, per-sample arrays, the length-prefixed summary, the completions (ids, log-probs,
+    with a mask when given)."""
+    G, n = len(prompts), len(completions)
+    out = b"OR1B" + struct.pack("<4q", 1, index, M, G) + struct.pack(f"<{G}I", *range(G))
+    for p in prompts:
+        out += struct.pack("<q", len(p)) + struct.pack(f"<{len(p)}i", *p)
+    lens = [len(c[0]) for c in completions]
+    out += struct.pack(f"<{n}f", *[1.0 if i % 2 else 0.0 for i in range(n)]) + struct.pack(f"<{n}i", *lens)
+    out += struct.pack(f"<{n}i", *lens) + bytes(n) + struct.pack(f"<{n}f", *[0.5] * n) + bytes([1] * n)
+    out += struct.pack(f"<{n}i", *versions) + struct.pack(f"<{n}i", *switches)
+    summary = struct.pack("<5q", 0, 0, 0, 0, 0) + struct.pack("<dqdq", 0.0, n, 0.0, 0) + bytes(48)
+    summary += struct.pack("<d", 0.0) + struct.pack(f"<{G}i", *range(G)) + struct.pack(f"<{G}i", *[0] * G)
+    summary += struct.pack("<7q", G, 0, 0, 0, 0, 0, G) + struct.pack("<q", sum(lens))
+    summary += struct.pack("<4d", 0.1, 0.0, 0.0, 0.1) + struct.pack("<3q", sum(lens), 0, len(state)) + state.encode()
+    out += struct.pack("<q", len(summary)) + summary
+    for ids, mask in completions:
+        out += struct.pack("<3q", len(ids), 1 if mask else 0, 1 | (2 if mask else 0))
+        out += struct.pack(f"<{len(ids)}i", *ids) + struct.pack(f"<{len(ids)}f", *[-0.5] * len(ids))
+        if mask:
+            out += bytes(mask)
+    return out
+
+
+def seeds_async_batch():
+    """Step batches: plain, with a partial rollout's switch, with tool masks, empty."""
+    put("async_batch", "plain", async_batch(3, 2, [[5, 6, 7]], [([1, 2, 3], None), ([4], None)], [1, 1], [3, 1]))
+    put("async_batch", "switch", async_batch(4, 2, [[5, 6], [8]], [([1, 2, 3, 4], None), ([9, 9], None),
+                                                                  ([2], None), ([], None)], [2, 2, 3, 3], [2, 2, 1, 0],
+                                              '{"epoch": 0, "pos": 4}'))
+    put("async_batch", "tools", async_batch(2, 1, [[1, 2]], [([3, 4, 5, 6], [1, 0, 0, 1])], [0], [4]))
+    put("async_batch", "empty", async_batch(1, 1, [], [], [], []))
+
+
+for make in [seeds_async_batch, seeds_checksums, seeds_train_config, seeds_set_value, seeds_safetensors, seeds_data_row, seeds_math_verify,
              seeds_model_config, seeds_tokenizer, seeds_chat_template, seeds_jinja, seeds_code_tests, seeds_rows,
              seeds_gguf]:
     make()

@@ -152,8 +152,8 @@ void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, 
  * buffer, *len its size). */
 char *wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len);
 /* Reads bytes of wire_pack_batch into *b (every sample owned) and *a (a->data_state new); each
- * group's prompt must be its row's in data and lengths at most max_len. Fails naming `where`
- * and the offset. */
+ * group's prompt must be its row's in data (NULL: not checked) and lengths at most max_len.
+ * Fails naming `where` and the offset. */
 int wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
                       step_batch *b, async_batch *a);
 /* This rank's own completions with their indices, and their reading into b (owned then). */

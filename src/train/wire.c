@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,7 +180,7 @@ static void alloc_batch(step_batch *b, size_t g, int M) {
 /* The numbers written by put_numbers; rows must be below n_rows and samples' lengths at most
  * max_len. */
 static void get_numbers(rbuf *r, step_batch *b, async_batch *a, const or1_dataset *data) {
-    size_t n_rows = or1_data_rows(data);
+    size_t n_rows = data ? or1_data_rows(data) : SIZE_MAX;
     char magic[4];
     get(r, magic, sizeof magic);
     if (!r->bad && memcmp(magic, WIRE_MAGIC, sizeof magic) != 0) WIRE_BAD(r, "%s: not a step batch (no OR1B mark)", r->where);
@@ -196,13 +197,13 @@ static void get_numbers(rbuf *r, step_batch *b, async_batch *a, const or1_datase
     for (size_t i = 0; i < g && !r->bad; i++)
         if (b->row[i] >= n_rows) WIRE_BAD(r, "%s: group %zu names row %u of %zu", r->where, i, b->row[i], n_rows);
     for (size_t i = 0; i < g && !r->bad; i++) {
-        const or1_data_row *row = or1_data_row_at(data, b->row[i]);
-        int n = (int)get_i64(r, 0, 1 << 30, "a prompt's length");
-        bool same = n == row->n_ids;
+        const or1_data_row *row = data ? or1_data_row_at(data, b->row[i]) : NULL;
+        int n = (int)get_i64(r, 0, (int64_t)(r->n - r->at) / 4, "a prompt's length");
+        bool same = !row || n == row->n_ids;
         for (int k = 0; k < n && !r->bad; k++) {
             int32_t id;
             get(r, &id, sizeof id);
-            same = same && id == row->ids[k];
+            same = same && (!row || id == row->ids[k]);
         }
         if (!r->bad && !same)
             WIRE_BAD(r, "%s: group %zu's prompt differs from row %u of the data (the data or its template changed "
