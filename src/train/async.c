@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,10 +90,33 @@ static long sampled_tokens(const step_batch *b) {
     return n;
 }
 
-/* Rollout ranks: every rank's completions to the first one, which packs the batch with the
- * sampler's state and sends it to every trainer rank (the sends kept in *sends). */
-static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t0, or1_dist_send ***sends,
-                      char ***bufs, size_t *n_sends, int max_len) {
+/* The batches a rollout rank has sent and whose sends may be in flight: each one's step, bytes
+ * and one send per trainer rank, oldest first. */
+typedef struct {
+    long *index;
+    char **buf;
+    or1_dist_send ***sends;
+    size_t n;
+    int ranks;
+} shipments;
+
+/* Waits for and frees the shipments of steps up to `upto` (all when upto is LONG_MAX). */
+static void shipments_settle(shipments *s, long upto) {
+    size_t k = 0;
+    for (; k < s->n && s->index[k] <= upto; k++) {
+        for (int r = 0; r < s->ranks; r++) or1_dist_send_wait(s->sends[k][r]);
+        free(s->sends[k]);
+        free(s->buf[k]);
+    }
+    memmove(s->index, s->index + k, (s->n - k) * sizeof *s->index);
+    memmove(s->buf, s->buf + k, (s->n - k) * sizeof *s->buf);
+    memmove(s->sends, s->sends + k, (s->n - k) * sizeof *s->sends);
+    s->n -= k;
+}
+
+/* Rollout ranks: every rank's completions to the first one, which packs step j's batch with the
+ * sampler's state and sends it to every trainer rank (kept in *s until settled). */
+static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t0, shipments *s, int max_len) {
     async_state *a = &t->async;
     size_t len, all_len;
     char *mine = wire_pack_owned(b, &len), *all;
@@ -107,30 +131,33 @@ static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t
     async_batch ab = {j, waited, or1_now() - t0, sampled_tokens(b), state, t->filtered_stage};
     char *msg = wire_pack_batch(b, &ab, t->data, &len);
     free(state);
-    *sends = or1_realloc(*sends, (*n_sends + (size_t)a->n_train) * sizeof **sends);
-    *bufs = or1_realloc(*bufs, (*n_sends + 1) * sizeof **bufs);
-    for (int r = 0; r < a->n_train; r++) (*sends)[*n_sends + (size_t)r] = or1_dist_isend(&a->world, r, TAG_BATCH, msg, len);
-    (*bufs)[*n_sends / (size_t)a->n_train] = msg;
-    *n_sends += (size_t)a->n_train;
+    s->index = or1_realloc(s->index, (s->n + 1) * sizeof *s->index);
+    s->buf = or1_realloc(s->buf, (s->n + 1) * sizeof *s->buf);
+    s->sends = or1_realloc(s->sends, (s->n + 1) * sizeof *s->sends);
+    s->index[s->n] = j, s->buf[s->n] = msg, s->ranks = a->n_train;
+    s->sends[s->n] = or1_malloc((size_t)a->n_train * sizeof **s->sends);
+    for (int r = 0; r < a->n_train; r++) s->sends[s->n][r] = or1_dist_isend(&a->world, r, TAG_BATCH, msg, len);
+    s->n++;
     return 0;
 }
 
 /* See internal.h: step j's batch from version max(0, j-1-s) (or the loaded one when newer),
- * with the online filter at a stage start and the solved records, as the synchronous loop. */
+ * with the online filter at a stage start and the solved records, as the synchronous loop. Once
+ * version j-1-s is here the trainer has received every batch up to step j-1-s, so their sends
+ * are done and their bytes freed. */
 int async_rollout_loop(trainer *t) {
     async_state *a = &t->async;
     const or1_train_config *c = t->cfg;
     long total = or1_train_total_steps(c), s = c->train.max_staleness;
     a->version = t->step;
     long first = a->next_batch > 0 ? a->next_batch : t->step + 1;
-    or1_dist_send **sends = NULL;
-    char **bufs = NULL;
-    size_t n_sends = 0;
+    shipments sent = {0};
     int rc = 0;
     for (long j = first; j <= total && rc == 0; j++) {
         double t0 = or1_now(), waited = 0;
         long want = j - 1 - s;
         if (take_version(t, want > 0 ? want : 0, &waited)) return -1;
+        shipments_settle(&sent, want);
         long in_stage;
         t->step = j - 1;
         size_t si = (size_t)or1_train_stage_of(c, t->step, &in_stage);
@@ -145,14 +172,14 @@ int async_rollout_loop(trainer *t) {
         if (rc == 0) {
             batch_finalize(&b, t, (size_t)st->prompts);
             track_solved(t, &b);
-            rc = ship_batch(t, &b, j, waited + a->round_wait, t0, &sends, &bufs, &n_sends, st->context_length);
+            rc = ship_batch(t, &b, j, waited + a->round_wait, t0, &sent, st->context_length);
         }
         batch_free(&b);
     }
-    for (size_t i = 0; i < n_sends; i++) or1_dist_send_wait(sends[i]);
-    for (size_t i = 0; a->n_train > 0 && i < n_sends / (size_t)a->n_train; i++) free(bufs[i]);
-    free(sends);
-    free(bufs);
+    shipments_settle(&sent, LONG_MAX);
+    free(sent.index);
+    free(sent.buf);
+    free(sent.sends);
     return rc;
 }
 
@@ -277,7 +304,6 @@ int async_send_weights(trainer *t) {
     if (!a->sends[slot]) a->sends[slot] = or1_calloc((size_t)R, sizeof *a->sends[slot]);
     memcpy(a->send_buf[slot], t->m.params, bytes);
     for (int r = 0; r < R; r++) a->sends[slot][r] = or1_dist_isend(&a->world, a->n_train + r, TAG_WEIGHTS, a->send_buf[slot], bytes);
-    a->sent = t->step;
     return 0;
 }
 

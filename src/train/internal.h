@@ -31,7 +31,6 @@ typedef struct {
     size_t filtered_stage; /* and the rollout's online-filter mark then */
     or1_dist_send **sends[2]; /* trainer rank 0: the weights in flight (one per rollout rank), their buffers */
     float *send_buf[2];
-    long sent;               /* trainer rank 0: the newest version sent */
 } async_state;
 
 /* Everything one training run holds. */
