@@ -1,5 +1,5 @@
 /* Checkpoints: writing one (atomically, with its checksums and the optimizer state gathered
- * to rank 0), removing one, the reference of a ProRL reset, and reading back what a resume
+ * to rank 0; removing one is the run folder's, run_dir.c), the reference of a ProRL reset, and reading back what a resume
  * needs (trainer_state.json, a reset reference). */
 #include "or1/core.h"
 #include "or1/io.h"
@@ -14,8 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The folder of a checkpoint that holds a reset reference. */
-#define REFERENCE_DIR "reference"
 
 /* True if path is a folder. */
 static bool is_dir(const char *path) {
@@ -59,33 +57,11 @@ static int copy_tokenizer(const trainer *t, const char *dir) {
     return or1_tokenizer_carry(tp, dir);
 }
 
-/* Removes a folder of the plain files a checkpoint holds. */
-static void remove_files(const char *dir) {
-    static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
-                                  "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                  "trainer_state.json", "config.yaml", "checksums.json", "async_pending.bin"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char *p = or1_path_join(dir, files[i]);
-        unlink(p);
-        free(p);
-    }
-    rmdir(dir);
-}
-
-/* Removes a checkpoint folder (an old one of the same step, or one past
- * checkpoint.keep_last), its reset reference included. */
-void checkpoint_remove(const char *dir) {
-    char *ref = or1_path_join(dir, REFERENCE_DIR);
-    remove_files(ref);
-    free(ref);
-    remove_files(dir);
-}
-
 /* A reset reference (kl.reset_every) goes into the checkpoint's reference/ folder in f32, so
  * that a resumed run compares with the same policy. */
 static int save_reference(const trainer *t, const char *dir) {
     if (!t->ref_reset) return 0;
-    char *ref = or1_path_join(dir, REFERENCE_DIR);
+    char *ref = or1_path_join(dir, CHECKPOINT_REFERENCE_DIR);
     int rc = or1_mkdir_p(ref) || or1_model_save(&t->ref, ref, OR1_F32, t->cfg->model.path);
     free(ref);
     return rc ? -1 : 0;
@@ -122,7 +98,7 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     size_t n = strlen(dir) + 16;
     char *tmp = or1_malloc(n);
     snprintf(tmp, n, "%s.tmp", dir);
-    checkpoint_remove(tmp);
+    run_remove_checkpoint(tmp);
     int rc = or1_mkdir_p(tmp);
     if (rc == 0) rc = or1_model_save(&t->m, tmp, t->cfg->checkpoint.dtype, t->cfg->model.path);
     if (rc == 0) rc = copy_tokenizer(t, tmp);
@@ -132,10 +108,10 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     if (rc == 0) rc = save_reference(t, tmp);
     if (rc == 0) rc = or1_checksums_write(tmp);
     if (rc == 0) {
-        checkpoint_remove(dir);
+        run_remove_checkpoint(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
     }
-    if (rc) checkpoint_remove(tmp); /* a half-written folder (a full disk) frees its space */
+    if (rc) run_remove_checkpoint(tmp); /* a half-written folder (a full disk) frees its space */
     if (rc == 0) rc = run_point_latest(root, name);
     if (rc == 0) {
         run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);
@@ -187,7 +163,7 @@ int checkpoint_load_state(trainer *t, const char *dir) {
  * folder) if it has one, else kl.reference, else model.path. */
 int checkpoint_load_reference(trainer *t, const char *resume_dir) {
     const or1_train_config *cfg = t->cfg;
-    char *saved = resume_dir ? or1_path_join(resume_dir, REFERENCE_DIR) : NULL;
+    char *saved = resume_dir ? or1_path_join(resume_dir, CHECKPOINT_REFERENCE_DIR) : NULL;
     t->ref_reset = saved && is_dir(saved);
     const char *from = t->ref_reset ? saved : *cfg->kl.reference ? cfg->kl.reference : cfg->model.path;
     int rc = or1_model_load(&t->ref, from);

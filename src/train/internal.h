@@ -217,8 +217,6 @@ int checkpoint_load_state(trainer *t, const char *dir);
 /* The reference model of a KL run: the resumed checkpoint's reset reference if it has one,
  * else kl.reference, else model.path. */
 int checkpoint_load_reference(trainer *t, const char *resume_dir);
-/* Removes one checkpoint folder. */
-void checkpoint_remove(const char *dir);
 
 /* ---- the optimizer update over the ranks (update.c) ------------------------------------- */
 
@@ -254,6 +252,11 @@ int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char
 int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite);
 /* Points ck_root/latest at the checkpoint folder `name` (a relative link, replaced atomically). */
 int run_point_latest(const char *ck_root, const char *name);
+/* The folder of a checkpoint that holds a reset reference (kl.reset_every). */
+#define CHECKPOINT_REFERENCE_DIR "reference"
+/* Removes one checkpoint folder (its plain files and its reset reference): an old one of the same
+ * step, a half-written one, or one past checkpoint.keep_last. */
+void run_remove_checkpoint(const char *dir);
 /* Removes the oldest checkpoints of the run folder root beyond the newest keep (0: none), never
  * the one of step newest. */
 void run_keep_last(const char *root, int keep, long newest);

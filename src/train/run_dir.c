@@ -1,5 +1,5 @@
 /* The run folder: which checkpoint a resume means, whether a new run may use the folder, the
- * `latest` link, and how many checkpoints stay. Nothing here deletes a run the user did not
+ * `latest` link, how many checkpoints stay and the removal of one. Nothing here deletes a run the user did not
  * ask to replace. */
 #include "or1/core.h"
 #include "or1/io.h"
@@ -146,6 +146,28 @@ static int named_checkpoint(const char *arg, char *dir) {
     return 0;
 }
 
+/* Removes a folder of the plain files a checkpoint holds. */
+static void remove_files(const char *dir) {
+    static const char *files[] = {"model.safetensors", "optimizer.safetensors", "config.json", "generation_config.json",
+                                  "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                  "trainer_state.json", "config.yaml", "checksums.json", "async_pending.bin"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *p = or1_path_join(dir, files[i]);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+/* Removes a checkpoint folder (an old one of the same step, or one past
+ * checkpoint.keep_last), its reset reference included. */
+void run_remove_checkpoint(const char *dir) {
+    char *ref = or1_path_join(dir, CHECKPOINT_REFERENCE_DIR);
+    remove_files(ref);
+    free(ref);
+    remove_files(dir);
+}
+
 /* See internal.h. */
 int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir) {
     *dir = NULL;
@@ -194,7 +216,7 @@ int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrit
     else if (used) {
         for (size_t i = 0; i < n; i++) {
             char *d = step_dir(cfg->output_dir, steps[i]);
-            checkpoint_remove(d);
+            run_remove_checkpoint(d);
             free(d);
         }
         char *ck = or1_path_join(cfg->output_dir, "checkpoints");
@@ -213,7 +235,7 @@ int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrit
 int run_point_latest(const char *ck_root, const char *name) {
     char *link = or1_path_join(ck_root, "latest"), *tmp = or1_path_join(ck_root, ".latest.tmp");
     struct stat st;
-    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) checkpoint_remove(link); /* a copy that followed the link */
+    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) run_remove_checkpoint(link); /* a copy that followed the link */
     unlink(tmp);
     int rc = 0;
     if (symlink(name, tmp) != 0 || rename(tmp, link) != 0) {
@@ -231,7 +253,7 @@ void run_keep_last(const char *root, int keep, long newest) {
     for (size_t i = 0; keep > 0 && i + (size_t)keep < n; i++)
         if (steps[i] != newest) {
             char *d = step_dir(root, steps[i]);
-            checkpoint_remove(d);
+            run_remove_checkpoint(d);
             free(d);
         }
     free(steps);
