@@ -197,11 +197,22 @@ void trainer_close(trainer *t);
 void track_solved(trainer *t, const step_batch *b);
 /* Drops the rows solved in the previous stage, at the start of stage. */
 void online_filter(trainer *t, size_t stage);
+/* What a step did besides its batch, for its metrics row: its stage, the entropy estimate e_k
+ * and the alpha it trained with, whether the controller was on, the loss statistics summed
+ * over the ranks, the mean gradient norm, whether nothing was trained, and its seconds. */
+typedef struct {
+    size_t stage;
+    const or1_stage_cfg *st;
+    double e_k, alpha;
+    bool enabled;
+    const or1_loss_stats *ls;
+    double grad_norm;
+    bool skipped;
+    double t_update, t_step;
+} step_record;
 /* The step's metrics row (rank 0) and progress line; fails naming metrics.jsonl when the row
  * cannot be written. */
-int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
-                  double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
-                   double t_update, double t_step);
+int write_metrics(trainer *t, const step_batch *b, const step_record *r);
 /* Validation on eval.files at each temperature, one row each in metrics.jsonl. */
 int run_validation(trainer *t);
 

@@ -169,9 +169,12 @@ static void add_async(cJSON *row, const step_batch *b, double t_update) {
 
 /* The per-step metrics row, a progress line, and loud warnings; fails when the row cannot be
  * written. */
-int write_metrics(trainer *t, const step_batch *b, size_t stage, const or1_stage_cfg *st, double e_k,
-                   double alpha, bool enabled, const or1_loss_stats *ls, double grad_norm, bool skipped,
-                   double t_update, double t_step) {
+int write_metrics(trainer *t, const step_batch *b, const step_record *r) {
+    size_t stage = r->stage;
+    const or1_stage_cfg *st = r->st;
+    const or1_loss_stats *ls = r->ls;
+    double e_k = r->e_k, alpha = r->alpha, grad_norm = r->grad_norm, t_update = r->t_update, t_step = r->t_step;
+    bool enabled = r->enabled, skipped = r->skipped;
     if (t->d->rank != 0) return 0;
     int32_t *group = or1_malloc((b->n_samples ? b->n_samples : 1) * sizeof *group);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);

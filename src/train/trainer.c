@@ -244,7 +244,9 @@ static int train_step(trainer *t) {
         return -1;
     }
     if (!t->async.on) track_solved(t, &b);
-    int wrote = write_metrics(t, &b, si, st, e_k, alpha, was_enabled, &ls, grad_norm, skipped, t_up, or1_now() - t0);
+    step_record rec = {.stage = si, .st = st, .e_k = e_k, .alpha = alpha, .enabled = was_enabled, .ls = &ls,
+                       .grad_norm = grad_norm, .skipped = skipped, .t_update = t_up, .t_step = or1_now() - t0};
+    int wrote = write_metrics(t, &b, &rec);
     batch_free(&b);
     if (wrote) return or1_fail_ctx("train: step %ld: stopped; no checkpoint of this step is written", t->step);
     if (t->has_ref && t->cfg->kl.reset_every > 0 && t->step % t->cfg->kl.reset_every == 0) return reset_reference(t);
