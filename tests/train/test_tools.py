@@ -24,12 +24,13 @@ usage: test_tools.py OR1 REPO_ROOT SCRATCH
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
-from or1test import train as C
+from or1test import proc, train as C
 from or1test.check import check, finish
 from or1test.files import fresh
 from or1test.tools import CLOSE, OPEN, REPLY_CLOSE, REPLY_OPEN, make_tokenizer, successor_model
@@ -170,6 +171,36 @@ def reward_reads_sampled_text():
           f"without --tools: {rep.get('tools')}, {dumped[0]}")
 
 
+def asynchronous(ref):
+    """train.async with tools under mpirun -np 2 (1 trainer + 1 rollout rank; skipped without
+    mpirun): in lockstep (max_staleness 0) the bytes and rows of the synchronous run; one step
+    off, the calls are still counted and the steps after the first train on stale samples."""
+    mpiexec = shutil.which("mpirun")
+    if not mpiexec:
+        print("async with tools: skipped (no mpirun)")
+        return
+    for name, stale in (("async0", 0), ("async1", 1)):
+        cfg, out = config(MDL, name)
+        text = open(cfg).read().replace('"recompute_logprobs": true',
+                                        f'"recompute_logprobs": true, "async": true, "rollout_ranks": 1, '
+                                        f'"max_staleness": {stale}')
+        open(cfg, "w").write(text)
+        p = proc.mpirun(mpiexec, 2, [OR1, "train", "--config", cfg], 300)
+        if not check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr[-600:]}"):
+            continue
+        rows = [{k: v for k, v in r.items() if not k.startswith(("async_", "seconds_", "rollout_tokens", "train_tokens"))}
+                for r in C.metrics(out)]
+        if stale == 0:
+            for f in ("model.safetensors", "optimizer.safetensors"):
+                check(C.same_bytes(os.path.join(C.ckpt(ref, 4), f), os.path.join(C.ckpt(out, 4), f)),
+                      f"async lockstep with tools: {f} differs from the synchronous run's")
+            check(C.strip_timings(rows) == C.strip_timings(C.metrics(ref)), "async lockstep with tools: rows differ")
+        else:
+            check(all(r.get("tool_calls", 0) > 0 for r in rows), f"{name}: tool calls {[r.get('tool_calls') for r in rows]}")
+            check(all(r["async_staleness_tokens"][1] > 0 for r in C.metrics(out)[1:] if not r["skipped"]),
+                  f"{name}: staleness {[r['async_staleness_tokens'] for r in C.metrics(out)]}")
+
+
 def without_tools():
     """max_turns 0: no tool_ keys."""
     cfg, out = config(MDL, "no_tools", tools=0, steps=1)
@@ -181,6 +212,7 @@ def without_tools():
 MDL = chooser()
 ref = training(MDL)
 killed_and_resumed(ref)
+asynchronous(ref)
 reward_reads_sampled_text()
 without_tools()
 finish("train_tools")
