@@ -108,7 +108,7 @@ static bool same(const or1_completion *a, const or1_completion *b) {
 static void same_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
                          const or1_scored *plain, int after) {
     switch_ctx ctx = {dm, 0, 0};
-    or1_weight_switch sw = {after, apply, &ctx};
+    or1_weight_switch sw = {after, apply, &ctx, false};
     or1_scored sc;
     if (CHECK(rollout(dm, tok, rows, &sw, NULL, &sc) == 0, "after %d: %s", after, or1_error())) {
         CHECK(ctx.calls == 1, "after %d: apply called %d times", after, ctx.calls);
@@ -129,7 +129,7 @@ static void same_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_dat
 static void new_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
                         const or1_scored *old, const or1_scored *fresh) {
     switch_ctx ctx = {dm, 6, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx};
+    or1_weight_switch sw = {AFTER, apply, &ctx, false};
     or1_scored sc;
     int cut = 0, stopped_before = 0, like_fresh = 0;
     if (CHECK(rollout(dm, tok, rows, &sw, NULL, &sc) == 0, "switch: %s", or1_error())) {
@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
     }
     or1_scored_free(&plain);
     switch_ctx ctx = {dm, 0, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx};
+    or1_weight_switch sw = {AFTER, apply, &ctx, false};
     or1_tools_cfg tools = {.max_turns = 2};
     or1_scored sc;
     CHECK(rollout(dm, tok, rows, &sw, &tools, &sc) != 0 && strstr(or1_error(), "not supported") && ctx.calls == 0,
