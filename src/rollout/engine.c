@@ -305,9 +305,10 @@ static void enqueue(engine *e, seq *q) {
 }
 
 /* Frees blocks for the sample in slot `keep`: from the latest admitted sample that waits (on a
- * tool, for a slot or for a weight switch) and holds blocks, else by stopping the latest admitted running sample,
- * `keep` itself when it is the latest (queued to go on later). Priority stays with the first
- * admission, so the earliest samples always progress and two cannot keep stopping each other. */
+ * tool, for a slot or for a weight switch) and holds blocks, else by stopping the latest
+ * admitted running sample, `keep` itself when it is the latest (queued to go on later). Priority
+ * stays with the first admission, so the earliest samples always progress and two cannot keep
+ * stopping each other. */
 static int preempt_one(engine *e, int keep) {
     seq *best = NULL;
     for (long q = 0; q < e->n_seqs; q++) {
