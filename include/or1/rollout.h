@@ -47,6 +47,8 @@ typedef struct {
     int n;
     int tool_calls; /* tool calls the sample made */
     bool stopped;   /* finish reason: true = stop token, false = length */
+    int switch_at;  /* the first token sampled after a weight switch's apply (or1_weight_switch);
+                       n where the sample never crossed one (every sample without a switch) */
 } or1_completion;
 
 /* A tool's reply to a sample's call: tokens to append to the sample (prefilled, not sampled). */
@@ -70,6 +72,29 @@ typedef struct {
     int (*collect)(void *ctx, double wait_s, or1_tool_reply *out, int max);
     void *ctx;
 } or1_tool_hooks;
+
+/* A weight update in the middle of a rollout, at a token count (never a time, so that a run
+ * is reproducible): every sample's first `after` tokens are sampled under the weights the
+ * model holds at the call; then apply(ctx) replaces them (it may block), once, even when every
+ * sample ended before; then each sample not yet ended goes on under the new weights, drawing
+ * from the same counters. How it goes on:
+ * - keep_kv false (AReaL's way, or1_rollout_score's two-part path): its prompt and tokens so
+ *   far are run through the model again (its keys and values recomputed), as a continuation
+ *   request (or1_request's first_stream, first_counter), so every log-prob is that of the
+ *   weights that sampled the token;
+ * - keep_kv true (NeMo-RL's recompute_kv_cache_after_weight_updates: false, Magistral's; done
+ *   inside one or1_generate, or1_engine_cfg.sw): a sample that has drawn `after` tokens parks
+ *   with its keys and values; once no sample can run, apply is called and the parked samples go
+ *   on, their new tokens attending to the keys and values the old weights wrote (a log-prob of
+ *   neither policy; a parked sample whose blocks were taken back feeds its tokens again under
+ *   the new weights). Samples not admitted before the switch start under the new weights.
+ * apply returns 0, or -1 on error. */
+typedef struct {
+    int after;
+    int (*apply)(void *ctx);
+    void *ctx;
+    bool keep_kv; /* false (zero-initialised): recompute */
+} or1_weight_switch;
 
 /* What a run of the engine did, for reports. */
 typedef struct {
@@ -103,6 +128,7 @@ typedef struct {
     bool progress; /* a progress bar on stderr */
     or1_engine_stats *stats; /* filled in when not NULL */
     const or1_tool_hooks *tools; /* NULL: single-turn */
+    const or1_weight_switch *sw; /* NULL: none; else a keep_kv switch (not with tools) */
 } or1_engine_cfg;
 
 /* Generates every sample of every request into out[offset(i) + j] (request-major, where

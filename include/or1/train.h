@@ -233,24 +233,11 @@ typedef struct {
     size_t n;
 } or1_scored;
 
-/* A weight update in the middle of a rollout, at a token count (never a time, so that a run
- * is reproducible): every sample's first `after` tokens are sampled under the weights the
- * model holds at the call; then apply(ctx) replaces them (it may block), once, even when every
- * sample ended before; then each sample not yet ended goes on under the new weights, its
- * prompt and tokens so far run through the model again (its keys and values recomputed, as
- * AReaL does), drawing from the same counters (or1_request's first_stream, first_counter).
- * apply returns 0, or -1 on error. */
-typedef struct {
-    int after;
-    int (*apply)(void *ctx);
-    void *ctx;
-} or1_weight_switch;
-
 /* What or1_rollout_score samples and how: M responses for each of rows[0..n_rows) under dm
  * (request seed seeds[i]; temperature, top-p/k and max_new_tokens from sampling), with the
  * engine's settings, tool calls where tools is given with max_turns > 0, the sandbox pool for
  * code rewards (and tools), the reward's options, and an optional weight switch (NULL: none;
- * not with tools). */
+ * not with tools; or1_weight_switch is in rollout.h). */
 typedef struct {
     or1_dmodel *dm;
     const or1_tokenizer *tok;

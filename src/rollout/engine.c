@@ -18,7 +18,12 @@
  * for every live prompt plus one sequence at full length; when a growing sequence finds the pool
  * empty, a waiting sample's blocks, else those of the running sample admitted last (the grower
  * itself when it is), are taken back: it keeps its tokens and feeds them again later. Its draws are counter-based and every
- * decode kernel computes each row on its own, so it goes on exactly as it would have. */
+ * decode kernel computes each row on its own, so it goes on exactly as it would have.
+ *
+ * A weight switch that keeps KV (or1_engine_cfg.sw): a sample that has drawn `after` tokens
+ * parks like one waiting on a tool (its slot given up, its blocks and prompt region kept); once
+ * no sample can run, apply puts the new weights in and the parked samples are queued again, in
+ * order of first admission, to go on over the keys and values the old weights wrote. */
 #include "or1/core.h"
 #include "or1/rollout.h"
 
@@ -41,7 +46,7 @@ typedef struct {
 } prefix;
 
 /* Where a sample is in its life. */
-typedef enum { SEQ_NEW, SEQ_QUEUED, SEQ_ACTIVE, SEQ_TOOL, SEQ_DONE } seq_state;
+typedef enum { SEQ_NEW, SEQ_QUEUED, SEQ_ACTIVE, SEQ_TOOL, SEQ_PARKED, SEQ_DONE } seq_state;
 
 /* One sample: its tokens (in out), how many are fed, its own blocks and its prompt's region. */
 typedef struct {
@@ -62,6 +67,7 @@ typedef struct {
     const or1_model_config *c;
     const or1_request *reqs;
     const or1_tool_hooks *tools;
+    const or1_weight_switch *sw; /* a keep_kv switch not yet made, NULL: none (or made) */
     int n_reqs, n_slots, n_rows, n_prefix, pcap, ncap, pblocks, sblocks; /* n_rows: a step's rows at most */
     int chunk; /* prompts longer than this are prefilled in pieces (0: none is) */
     long n_seqs;
@@ -299,14 +305,15 @@ static void enqueue(engine *e, seq *q) {
 }
 
 /* Frees blocks for the sample in slot `keep`: from the latest admitted sample that waits (on a
- * tool or for a slot) and holds blocks, else by stopping the latest admitted running sample,
- * `keep` itself when it is the latest (queued to go on later). Priority stays with the first
- * admission, so the earliest samples always progress and two cannot keep stopping each other. */
+ * tool, for a slot or for a weight switch) and holds blocks, else by stopping the latest
+ * admitted running sample, `keep` itself when it is the latest (queued to go on later). Priority
+ * stays with the first admission, so the earliest samples always progress and two cannot keep
+ * stopping each other. */
 static int preempt_one(engine *e, int keep) {
     seq *best = NULL;
     for (long q = 0; q < e->n_seqs; q++) {
         seq *x = &e->seqs[q];
-        if ((x->state == SEQ_TOOL || x->state == SEQ_QUEUED) && x->n_blocks > 0 &&
+        if ((x->state == SEQ_TOOL || x->state == SEQ_QUEUED || x->state == SEQ_PARKED) && x->n_blocks > 0 &&
             (!best || x->admitted > best->admitted))
             best = x;
     }
@@ -471,6 +478,7 @@ static void bar_clear(engine *e) {
 static void finish(engine *e, const or1_engine_cfg *cfg, seq *q, bool stopped, long *tokens) {
     q->out->n = q->n_gen;
     q->out->stopped = stopped;
+    if (q->out->switch_at < 0) q->out->switch_at = q->n_gen; /* it never crossed a switch */
     *tokens += q->n_gen;
     if (cfg->on_done) {
         bar_clear(e);
@@ -482,8 +490,9 @@ static void finish(engine *e, const or1_engine_cfg *cfg, seq *q, bool stopped, l
     q->state = SEQ_DONE;
 }
 
-/* After the draws: a sample whose token stops it or fills its budget ends; one whose tokens now
- * end a tool call gives up its slot and waits. Returns the samples ended, or -1. */
+/* After the draws: a sample whose token stops it or fills its budget ends; one that has drawn a
+ * pending switch's `after` tokens parks for it; one whose tokens now end a tool call gives up its
+ * slot and waits. Returns the samples ended, or -1. */
 static long retire_or_call(engine *e, const or1_engine_cfg *cfg, long *tokens) {
     long done = 0;
     for (int i = 0; i < e->n_slots; i++) {
@@ -497,6 +506,11 @@ static long retire_or_call(engine *e, const or1_engine_cfg *cfg, long *tokens) {
             finish(e, cfg, q, stop, tokens);
             e->slots[i] = -1;
             done++;
+            continue;
+        }
+        if (e->sw && q->n_gen >= e->sw->after) {
+            q->state = SEQ_PARKED;
+            e->slots[i] = -1;
             continue;
         }
         if (!e->tools) continue;
@@ -569,6 +583,31 @@ static int admit(engine *e) {
     return 0;
 }
 
+/* Makes the pending weight switch: apply, then every parked sample queued again in order of
+ * first admission (e->queue, empty now, first holds every admitted sample at its admission
+ * index), its first token under the new weights its next; a sample never admitted has all of
+ * its tokens under them. */
+static int switch_weights(engine *e) {
+    const or1_weight_switch *sw = e->sw;
+    e->sw = NULL;
+    if (sw->apply(sw->ctx)) return or1_fail_ctx("generate: the weight switch after %d tokens", sw->after);
+    for (long q = 0; q < e->n_seqs; q++) {
+        seq *x = &e->seqs[q];
+        if (x->admitted >= 0) e->queue[x->admitted] = q;
+        if (x->state == SEQ_NEW) x->out->switch_at = 0;
+    }
+    long n = 0;
+    for (long a = 0; a < e->admissions; a++) {
+        seq *x = &e->seqs[e->queue[a]];
+        if (x->state != SEQ_PARKED) continue;
+        x->out->switch_at = x->n_gen;
+        x->state = SEQ_QUEUED;
+        e->queue[n++] = e->queue[a];
+    }
+    e->n_queue = n;
+    return 0;
+}
+
 /* Whether any slot holds a sample. */
 static bool any_active(const engine *e) {
     for (int i = 0; i < e->n_slots; i++)
@@ -577,11 +616,13 @@ static bool any_active(const engine *e) {
 }
 
 /* One turn of the loop: take finished tool calls, admit, then decode, sample and retire; with
- * no sample able to run, wait for a tool instead. Returns the samples ended, or -1. */
+ * no sample able to run, make a pending weight switch (and admit again), else wait for a tool.
+ * Returns the samples ended, or -1. */
 static long turn(engine *e, const or1_engine_cfg *cfg, long *tokens) {
     long done = 0;
     if (e->waiting > 0 && (done = take_replies(e, cfg, 0, tokens)) < 0) return -1;
     if (admit(e)) return -1;
+    if (!any_active(e) && e->sw && (switch_weights(e) || admit(e))) return -1;
     if (!any_active(e)) {
         if (e->waiting == 0) return or1_fail("generate: no sample can run (internal error)");
         long d = take_replies(e, cfg, 1.0, tokens);
@@ -592,11 +633,13 @@ static long turn(engine *e, const or1_engine_cfg *cfg, long *tokens) {
     return d < 0 ? -1 : done + d;
 }
 
-/* The continuous-batching loop until every sample has ended. */
+/* The continuous-batching loop until every sample has ended; a switch after 0 tokens is made
+ * before it, one no sample reached after it (its apply is called once in any case). */
 static int run(engine *e, const or1_engine_cfg *cfg) {
     long done = 0, tokens = 0;
     double t0 = or1_now();
     bool bar = cfg->progress && isatty(2);
+    if (e->sw && e->sw->after == 0 && switch_weights(e)) return -1;
     while (done < e->n_seqs) {
         long d = turn(e, cfg, &tokens);
         if (d < 0) break;
@@ -605,22 +648,34 @@ static int run(engine *e, const or1_engine_cfg *cfg) {
     }
     if (e->bar_shown) fputc('\n', stderr); /* the bar's last state stays, on a line of its own */
     e->bar_shown = false;
-    return done < e->n_seqs ? -1 : 0;
+    if (done < e->n_seqs) return -1;
+    return e->sw ? switch_weights(e) : 0;
+}
+
+/* Refuses a weight switch the engine cannot make: one that recomputes KV (or1_rollout_score's
+ * two-part path), one without apply or with a negative count, one with tool calls. */
+static int check_switch(const or1_engine_cfg *cfg) {
+    const or1_weight_switch *sw = cfg->sw;
+    if (!sw) return 0;
+    if (!sw->keep_kv) return or1_fail("generate: the engine makes only a weight switch that keeps KV (keep_kv)");
+    if (sw->after < 0 || !sw->apply) return or1_fail("generate: a weight switch needs after >= 0 and apply");
+    if (cfg->tools) return or1_fail("generate: a weight switch is not supported with tool calls");
+    return 0;
 }
 
 /* Validates, sizes the cache, allocates outputs and runs the engine. */
 int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engine_cfg *cfg, or1_completion *out) {
     engine e = {.dm = dm, .c = or1_dmodel_config(dm), .reqs = reqs, .n_reqs = n, .tools = cfg->tools,
-                .chunk = cfg->opts.prefill_chunk > 0 ? cfg->opts.prefill_chunk : 0};
-    if (check_requests(&e)) return -1;
+                .sw = cfg->sw, .chunk = cfg->opts.prefill_chunk > 0 ? cfg->opts.prefill_chunk : 0};
+    if (check_switch(cfg) || check_requests(&e)) return -1;
     for (int i = 0; i < n; i++) e.n_seqs += reqs[i].n_samples;
-    if (e.n_seqs == 0) return 0;
+    if (e.n_seqs == 0) return e.sw ? switch_weights(&e) : 0; /* apply is called even then */
     if (plan_slots(&e, cfg, e.n_seqs)) return -1;
     for (int i = 0, k = 0; i < n; i++)
         for (int j = 0; j < reqs[i].n_samples; j++, k++) {
             size_t m = (size_t)reqs[i].s.max_new_tokens;
             out[k] = (or1_completion){or1_malloc(m * sizeof(int32_t)), or1_malloc(m * sizeof(float)),
-                                      cfg->tools ? or1_malloc(m) : NULL, 0, 0, false};
+                                      cfg->tools ? or1_malloc(m) : NULL, 0, 0, false, -1};
         }
     int rc = engine_alloc(&e, out);
     if (rc == 0) rc = run(&e, cfg);

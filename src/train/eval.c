@@ -112,10 +112,15 @@ static void scored_alloc(or1_scored *out, size_t n) {
     for (size_t k = 0; k < n; k++) out->switch_at[k] = -1;
 }
 
-/* Gives each sample that no switch cut its length as switch_at (or1_scored). */
+/* Fills switch_at (or1_scored) where the two-part path's continuations did not: the engine's
+ * (a keep_kv switch, or none: the length), the length where that is unset (the two-part path's
+ * uncut samples, or a run that failed); each completion's switch_at is then the same. */
 static void switch_at_fill(or1_scored *out) {
-    for (size_t k = 0; k < out->n; k++)
-        if (out->switch_at[k] < 0) out->switch_at[k] = out->c[k].n;
+    for (size_t k = 0; k < out->n; k++) {
+        or1_completion *c = &out->c[k];
+        if (out->switch_at[k] < 0) out->switch_at[k] = c->switch_at >= 0 && c->switch_at <= c->n ? c->switch_at : c->n;
+        c->switch_at = out->switch_at[k];
+    }
 }
 
 /* Starts the reward thread on out's samples. */
@@ -148,11 +153,11 @@ static void stream_stop(reward_stream *rs, pthread_t worker) {
 }
 
 /* Generates every request straight into out (each sample scored as the engine ends it), with
- * the tool hooks of tt when given. */
+ * the tool hooks of tt when given, and the job's switch when it keeps KV (the engine makes it). */
 static int generate_whole(const or1_rollout_job *job, const or1_request *req, or1_tools *tt, reward_stream *rs,
                           or1_scored *out) {
     or1_engine_cfg cfg = *job->engine;
-    cfg.on_done = stream_push, cfg.ctx = rs;
+    cfg.on_done = stream_push, cfg.ctx = rs, cfg.sw = job->sw;
     if (tt) cfg.tools = or1_tools_hooks(tt);
     return or1_generate(job->dm, req, (int)job->n_rows, &cfg, out->c);
 }
@@ -184,7 +189,7 @@ static int generate_part(const or1_rollout_job *job, const or1_request *req, con
     if (n == 0) return 0;
     switch_part p = {rs, at, job->sampling->max_new_tokens};
     or1_engine_cfg cfg = *job->engine;
-    cfg.on_done = part_done, cfg.ctx = &p;
+    cfg.on_done = part_done, cfg.ctx = &p, cfg.sw = NULL;
     long total = 0;
     for (int i = 0; i < n; i++) total += req[i].n_samples;
     or1_completion *parts = or1_calloc((size_t)total, sizeof *parts);
@@ -228,7 +233,7 @@ static int generate_switched(const or1_rollout_job *job, const or1_request *req,
     int full = job->sampling->max_new_tokens;
     for (size_t k = 0; k < out->n; k++)
         out->c[k] = (or1_completion){or1_malloc((size_t)full * sizeof(int32_t)),
-                                     or1_malloc((size_t)full * sizeof(float)), NULL, 0, 0, false};
+                                     or1_malloc((size_t)full * sizeof(float)), NULL, 0, 0, false, -1};
     size_t *at = or1_malloc((out->n ? out->n : 1) * sizeof *at);
     or1_request *first = or1_malloc(job->n_rows * sizeof *first), *next = or1_malloc(out->n * sizeof *next);
     for (size_t i = 0; i < job->n_rows; i++) {
@@ -277,8 +282,9 @@ int or1_rollout_score(const or1_rollout_job *job, or1_scored *out, double *t_rol
     bool want_tools = job->tools && job->tools->max_turns > 0;
     or1_tools *tt = want_tools ? or1_tools_new(job->tools, job->tok, req, (int)job->n_rows) : NULL;
     double t0 = or1_now();
+    bool recompute = job->sw && !job->sw->keep_kv; /* a keep_kv switch is the engine's */
     int rc = want_tools && !tt ? -1
-             : job->sw         ? generate_switched(job, req, &rs, out)
+             : recompute       ? generate_switched(job, req, &rs, out)
                                : generate_whole(job, req, tt, &rs, out);
     double t1 = or1_now();
     if (tt) out->tools = or1_tools_stats_of(tt);

@@ -94,7 +94,7 @@ static void get_completion(rbuf *r, or1_completion *c, int max_n) {
     int flags = (int)get_i64(r, 0, 3, "a completion's flags");
     size_t m = n > 0 ? (size_t)n : 1;
     *c = (or1_completion){or1_malloc(m * sizeof(int32_t)), or1_malloc(m * sizeof(float)), flags & 2 ? or1_malloc(m) : NULL,
-                          n, calls, (flags & 1) != 0};
+                          n, calls, (flags & 1) != 0, n}; /* switch_at: the batch's own array */
     get(r, c->ids, (size_t)n * sizeof *c->ids);
     get(r, c->logprobs, (size_t)n * sizeof *c->logprobs);
     if (c->mask) get(r, c->mask, (size_t)n);

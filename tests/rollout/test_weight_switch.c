@@ -12,7 +12,20 @@
  *     trainer computes them) under the old weights before switch_at and under the new ones
  *     from it on; and those two disagree on every cut sample, so a switch at the wrong place
  *     would show.
- * (c) A switch with tool calls is refused. */
+ * (c) A switch with tool calls is refused.
+ * (d) The same with keep_kv (the engine parks each sample at `after` tokens, calls apply once no
+ *     sample can run, and the parked samples go on over the keys and values the old weights
+ *     wrote): with the same weights, bit for bit the rollout without a switch for each `after`;
+ *     with other weights, the tokens before switch_at and their log-probs as in (b), switch_at
+ *     `after` on every cut sample, the samples ended before it untouched, and the log-prob at
+ *     switch_at not the training engine's under the new weights (the recompute path's: stale
+ *     keys and values), compared with the recompute path on the samples whose token there agrees.
+ * (e) keep_kv against recompute where exactly known: new weights that differ only in the final
+ *     norm leave every key and value as it was, so both give the same bits; new weights that
+ *     differ only in the embeddings of tokens absent from the prompts leave the prompts' keys
+ *     and values as they were but not those of a response holding such a token, so the
+ *     recompute path's log-prob at switch_at is the training engine's under the new weights and
+ *     the kept one's is not (dropping the parked samples' blocks at the switch would make it so). */
 #include "../check.h"
 
 #include "or1/core.h"
@@ -29,11 +42,17 @@
 enum { ROWS = 3, M = 3, N = ROWS * M, NEW = 40, AFTER = 12, PROMPT = 7, N_STOP = 8 };
 static const float TEMP = 0.8f;
 
-/* The switch's context: the weights apply puts in (a seed of or1_model_randomize; 0: none) and
- * how often it was called. */
+/* What apply does to the weights: nothing, random ones of seed 6, every parameter scaled by 1.01
+ * (close enough that both paths often draw the same token), the final norm scaled, or the
+ * embeddings of the tokens absent from every prompt rotated. */
+typedef enum { SAME, RANDOM, NUDGE, NORM_ONLY, EMBED_ONLY } new_kind;
+
+/* The switch's context: the weights apply puts in, the prompts (for EMBED_ONLY) and how often
+ * it was called. */
 typedef struct {
     or1_dmodel *dm;
-    uint64_t seed;
+    new_kind kind;
+    const or1_data_row *const *rows;
     int calls;
 } switch_ctx;
 
@@ -43,11 +62,35 @@ static int set_weights(or1_dmodel *dm, uint64_t seed) {
     return or1_dmodel_push(dm);
 }
 
-/* or1_weight_switch.apply: counts the call and puts in the context's weights, if any. */
+/* Whether token t is in none of the prompts. */
+static bool absent(const or1_data_row *const *rows, int32_t t) {
+    for (int i = 0; i < ROWS; i++)
+        for (int j = 0; j < rows[i]->n_ids; j++)
+            if (rows[i]->ids[j] == t) return false;
+    return true;
+}
+
+/* Changes dm's host weights (NUDGE, NORM_ONLY, EMBED_ONLY, see new_kind) and pushes them. */
+static int edit_weights(or1_dmodel *dm, new_kind kind, const or1_data_row *const *rows) {
+    or1_model *m = or1_dmodel_host(dm);
+    int H = m->cfg.hidden;
+    for (size_t i = 0; kind == NUDGE && i < m->n_floats; i++) m->params[i] *= 1.01f;
+    if (kind == NORM_ONLY)
+        for (int i = 0; i < H; i++) m->w.norm[i] *= 1.5f;
+    for (int32_t t = 0; kind == EMBED_ONLY && t < m->cfg.vocab; t++) {
+        float *e = m->w.embed + (size_t)t * H, first = e[0];
+        if (!absent(rows, t)) continue;
+        memmove(e, e + 1, (size_t)(H - 1) * sizeof *e);
+        e[H - 1] = first;
+    }
+    return or1_dmodel_push(dm);
+}
+
+/* or1_weight_switch.apply: counts the call and puts in the context's weights. */
 static int apply(void *p) {
     switch_ctx *s = p;
     s->calls++;
-    return s->seed == 0 ? 0 : set_weights(s->dm, s->seed);
+    return s->kind == SAME ? 0 : s->kind == RANDOM ? set_weights(s->dm, 6) : edit_weights(s->dm, s->kind, s->rows);
 }
 
 /* Writes a byte-level BPE tokenizer.json of 256 tokens (one per byte, no merges) into dir. */
@@ -70,17 +113,25 @@ static int write_tokenizer(const char *dir) {
     return rc;
 }
 
-/* Runs the rows through or1_rollout_score with switch sw (NULL: none) into out. */
-static int rollout(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
-                   const or1_weight_switch *sw, const or1_tools_cfg *tools, or1_scored *out) {
+/* Runs the rows through or1_rollout_score with switch sw (NULL: none) and the engine's settings
+ * into out. */
+static int rollout_with(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
+                        const or1_weight_switch *sw, const or1_tools_cfg *tools, const or1_engine_cfg *engine,
+                        or1_scored *out) {
     static const int32_t stops[N_STOP] = {3, 17, 42, 77, 101, 150, 199, 250};
     or1_sampling s = {TEMP, 1.0f, 0, NEW, 0, stops, N_STOP};
     uint64_t seeds[ROWS];
     for (int i = 0; i < ROWS; i++) seeds[i] = or1_rand_u64(11, (uint64_t)i, 0);
-    or1_engine_cfg engine = {.opts = {.max_slots = 4}};
     or1_reward_opts reward = {0};
-    or1_rollout_job job = {dm, tok, rows, ROWS, M, &s, seeds, &engine, tools, NULL, &reward, sw};
+    or1_rollout_job job = {dm, tok, rows, ROWS, M, &s, seeds, engine, tools, NULL, &reward, sw};
     return or1_rollout_score(&job, out, NULL, NULL);
+}
+
+/* rollout_with 4 slots and the default KV budget. */
+static int rollout(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
+                   const or1_weight_switch *sw, const or1_tools_cfg *tools, or1_scored *out) {
+    or1_engine_cfg engine = {.opts = {.max_slots = 4}};
+    return rollout_with(dm, tok, rows, sw, tools, &engine, out);
 }
 
 /* Log-probs of prompt + response under dm's weights with the training engine's packed forward
@@ -104,21 +155,24 @@ static bool same(const or1_completion *a, const or1_completion *b) {
            !memcmp(a->logprobs, b->logprobs, (size_t)a->n * sizeof *a->logprobs);
 }
 
-/* (a): a switch that keeps the weights gives the rollout without one, after `after` tokens. */
+/* (a), (d): a switch that keeps the weights gives the rollout without one, after `after` tokens,
+ * keeping KV or not. */
 static void same_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
-                         const or1_scored *plain, int after) {
-    switch_ctx ctx = {dm, 0, 0};
-    or1_weight_switch sw = {after, apply, &ctx};
+                         const or1_scored *plain, int after, bool keep) {
+    switch_ctx ctx = {dm, SAME, rows, 0};
+    or1_weight_switch sw = {after, apply, &ctx, keep};
     or1_scored sc;
     if (CHECK(rollout(dm, tok, rows, &sw, NULL, &sc) == 0, "after %d: %s", after, or1_error())) {
-        CHECK(ctx.calls == 1, "after %d: apply called %d times", after, ctx.calls);
+        CHECK(ctx.calls == 1, "keep_kv %d, after %d: apply called %d times", keep, after, ctx.calls);
         for (int k = 0; k < N; k++) {
             const or1_completion *c = &sc.c[k];
             int want = c->n > after ? after : c->n; /* a cut sample goes on past `after` */
-            CHECK(same(c, &plain->c[k]), "after %d: sample %d (%d tokens) differs from the rollout without a switch",
-                  after, k, c->n);
-            CHECK(sc.switch_at[k] == want, "after %d: sample %d of %d tokens has switch_at %d, not %d", after, k,
-                  c->n, sc.switch_at[k], want);
+            CHECK(same(c, &plain->c[k]),
+                  "keep_kv %d, after %d: sample %d (%d tokens) differs from the rollout without a switch", keep, after,
+                  k, c->n);
+            CHECK(sc.switch_at[k] == want && c->switch_at == want,
+                  "keep_kv %d, after %d: sample %d of %d tokens has switch_at %d (completion %d), not %d", keep, after,
+                  k, c->n, sc.switch_at[k], c->switch_at, want);
         }
     }
     or1_scored_free(&sc);
@@ -128,8 +182,8 @@ static void same_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_dat
  * the new weights. */
 static void new_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
                         const or1_scored *old, const or1_scored *fresh) {
-    switch_ctx ctx = {dm, 6, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx};
+    switch_ctx ctx = {dm, RANDOM, rows, 0};
+    or1_weight_switch sw = {AFTER, apply, &ctx, false};
     or1_scored sc;
     int cut = 0, stopped_before = 0, like_fresh = 0;
     if (CHECK(rollout(dm, tok, rows, &sw, NULL, &sc) == 0, "switch: %s", or1_error())) {
@@ -172,6 +226,154 @@ static void new_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data
     or1_scored_free(&sc);
 }
 
+/* (d): a keep_kv switch that keeps the weights, in a KV pool of 9 blocks (3 prompts, 4 slots, 9
+ * samples parked at AFTER tokens would need 12): parked samples' blocks are taken back and fed
+ * again, and the tokens and log-probs still equal the rollout without a switch bit for bit;
+ * a sample not admitted before the switch (none fits) has switch_at 0. */
+static void keep_tight(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
+                       const or1_scored *plain) {
+    switch_ctx ctx = {dm, SAME, rows, 0};
+    or1_weight_switch sw = {AFTER, apply, &ctx, true};
+    or1_engine_stats st = {0};
+    double block = 3.0 * 2 * 16 * 2 * 16 * sizeof(float); /* layers x K,V x rows x kv_heads x head_dim */
+    or1_engine_cfg engine = {.opts = {.max_slots = 4, .kv_cache_gb = 9 * block / 1073741824.0}, .stats = &st};
+    or1_scored sc;
+    if (CHECK(rollout_with(dm, tok, rows, &sw, NULL, &engine, &sc) == 0, "tight keep_kv: %s", or1_error())) {
+        CHECK(ctx.calls == 1, "tight keep_kv: apply called %d times", ctx.calls);
+        int late = 0;
+        for (int k = 0; k < N; k++) {
+            int at = sc.switch_at[k], want = sc.c[k].n > AFTER ? AFTER : sc.c[k].n;
+            late += at == 0;
+            CHECK(same(&sc.c[k], &plain->c[k]) && (at == want || at == 0),
+                  "tight keep_kv: sample %d (switch_at %d) differs from the rollout without a switch", k, at);
+        }
+        printf("tight keep_kv: %d blocks, %ld preemptions, %d samples admitted after the switch\n", st.blocks,
+               st.preemptions, late);
+        CHECK(st.blocks == 9 && st.preemptions > 0, "tight keep_kv: the pool took no parked sample's blocks back");
+    }
+    or1_scored_free(&sc);
+}
+
+/* Runs the rows with a switch after AFTER tokens to the weights of kind, keeping KV or not, into
+ * out; dm holds the new weights after it. */
+static bool switched(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, new_kind kind,
+                     bool keep, or1_scored *out) {
+    switch_ctx ctx = {dm, kind, rows, 0};
+    or1_weight_switch sw = {AFTER, apply, &ctx, keep};
+    if (!CHECK(rollout(dm, tok, rows, &sw, NULL, out) == 0, "kind %d, keep_kv %d: %s", kind, keep, or1_error()))
+        return false;
+    return CHECK(ctx.calls == 1, "kind %d, keep_kv %d: apply called %d times", kind, keep, ctx.calls);
+}
+
+/* The training engine's log-prob of sample k's token t under the weights dm holds. */
+static float train_logprob_at(or1_dmodel *dm, const or1_data_row *const *rows, const or1_scored *sc, int k, int t) {
+    float *lp = train_logprobs(dm, rows[k / M], &sc->c[k]), v = lp[t];
+    free(lp);
+    return v;
+}
+
+/* (d): keep_kv with other weights, against the rollout without a switch under the old weights
+ * (old) and the recompute path on the same seeds. What holds exactly: both paths draw the
+ * tokens before switch_at under the old weights from the same counters (so they agree), and
+ * the token at switch_at from the same counter; the recompute path's log-prob there is the
+ * training engine's under the new weights (b), while keep_kv's comes from the hidden state of
+ * token switch_at - 1 fed under the new weights over the prompt's and tokens 0..switch_at-2's
+ * keys and values written by the old weights, so it differs from it (every layer's keys and
+ * values change with new weights of RANDOM or NUDGE), and where the two paths drew the same
+ * token there (often with NUDGE's close weights), their log-probs of it differ. */
+static void keep_new_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
+                             const or1_scored *old, new_kind kind) {
+    or1_scored rec, kp;
+    bool ok = switched(dm, tok, rows, kind, false, &rec);
+    set_weights(dm, 5);
+    if (ok && switched(dm, tok, rows, kind, true, &kp)) {
+        int cut = 0, agree = 0;
+        for (int k = 0; k < N; k++) {
+            const or1_completion *c = &kp.c[k];
+            int at = kp.switch_at[k];
+            CHECK(at == c->switch_at && (at == c->n || at == AFTER),
+                  "keep_kv: sample %d of %d tokens has switch_at %d (completion %d), not %d or its length", k, c->n, at,
+                  c->switch_at, AFTER);
+            if (at == c->n) { /* ended before the switch: untouched */
+                CHECK(same(c, &old->c[k]) && same(c, &rec.c[k]), "keep_kv: sample %d ended before the switch "
+                      "differs from the old weights' rollout", k);
+                continue;
+            }
+            cut++;
+            float now = train_logprob_at(dm, rows, &kp, k, at);
+            CHECK(c->logprobs[at] != now, "keep_kv: sample %d: the log-prob at switch_at %d is the new weights' over "
+                  "recomputed keys and values (%g): the old KV was not kept", k, at, (double)now);
+            if (rec.switch_at[k] == at && rec.c[k].n > at && rec.c[k].ids[at] == c->ids[at]) {
+                agree++;
+                CHECK(rec.c[k].logprobs[at] != c->logprobs[at], "keep_kv: sample %d: the same log-prob %g at "
+                      "switch_at as the recompute path's", k, (double)c->logprobs[at]);
+            }
+        }
+        set_weights(dm, 5);
+        for (int k = 0; k < N; k++) {
+            const or1_completion *c = &kp.c[k];
+            int at = kp.switch_at[k];
+            float *then = train_logprobs(dm, rows[k / M], c);
+            CHECK(at <= old->c[k].n && !memcmp(c->ids, old->c[k].ids, (size_t)at * sizeof *c->ids) &&
+                      !memcmp(c->logprobs, then, (size_t)at * sizeof *then),
+                  "keep_kv: sample %d: tokens or log-probs before switch_at %d are not the old weights'", k, at);
+            free(then);
+        }
+        printf("keep_kv, kind %d: %d of %d samples cut, %d drew the recompute path's token at the switch\n", kind,
+               cut, N, agree);
+        CHECK(cut > 0 && (kind != NUDGE || agree > 0),
+              "keep_kv: the case needs cut samples (with NUDGE, some drawing the same token at the switch)");
+        or1_scored_free(&kp);
+    }
+    set_weights(dm, 5);
+    or1_scored_free(&rec);
+}
+
+/* Whether any of tokens 0..n-1 of c is absent from every prompt (EMBED_ONLY changes its keys
+ * and values). */
+static bool holds_absent(const or1_data_row *const *rows, const or1_completion *c, int n) {
+    for (int t = 0; t < n; t++)
+        if (absent(rows, c->ids[t])) return true;
+    return false;
+}
+
+/* (e): keep_kv against recompute where the outcome is known exactly (NORM_ONLY: the same bits;
+ * EMBED_ONLY: recompute's log-prob at switch_at the training engine's under the new weights, keep_kv's
+ * not, on each cut sample whose tokens before the last pre-switch one hold a changed embedding). */
+static void keep_exact(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, new_kind kind) {
+    or1_scored rec, kp;
+    bool ok = switched(dm, tok, rows, kind, false, &rec);
+    set_weights(dm, 5);
+    if (ok && switched(dm, tok, rows, kind, true, &kp)) {
+        int cut = 0, stale = 0;
+        for (int k = 0; k < N; k++) {
+            const or1_completion *c = &kp.c[k];
+            int at = kp.switch_at[k];
+            cut += at < c->n;
+            if (kind == NORM_ONLY) {
+                CHECK(same(c, &rec.c[k]) && at == rec.switch_at[k], "norm only: sample %d differs between keep_kv "
+                      "and recompute (the keys and values are the same)", k);
+                continue;
+            }
+            if (at == c->n || !holds_absent(rows, c, at - 1)) continue;
+            stale++;
+            float now = train_logprob_at(dm, rows, &kp, k, at);
+            float rnow = train_logprob_at(dm, rows, &rec, k, rec.switch_at[k]);
+            CHECK(rec.c[k].logprobs[rec.switch_at[k]] == rnow, "embed only: sample %d: the recompute path's log-prob "
+                  "at switch_at is not the training engine's under the new weights", k);
+            CHECK(c->logprobs[at] != now, "embed only: sample %d: keep_kv's log-prob at switch_at %d is the new "
+                  "weights' over recomputed keys and values (%g): the response's old keys and values were not kept",
+                  k, at, (double)now);
+        }
+        printf("kind %d: %d samples cut, %d with a changed embedding before the switch\n", kind, cut,
+               kind == NORM_ONLY ? cut : stale);
+        CHECK(cut > 0 && (kind == NORM_ONLY || stale > 0), "kind %d: the case needs cut samples", kind);
+        or1_scored_free(&kp);
+    }
+    set_weights(dm, 5);
+    or1_scored_free(&rec);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "test_weight_switch";
     or1_mkdir_p(dir);
@@ -203,23 +405,34 @@ int main(int argc, char **argv) {
         for (int k = 0; k < N; k++)
             CHECK(plain.switch_at[k] == plain.c[k].n, "no switch: sample %d has switch_at %d of %d tokens", k,
                   plain.switch_at[k], plain.c[k].n);
-        same_weights(dm, tok, rows, &plain, 0);
-        same_weights(dm, tok, rows, &plain, AFTER);
-        same_weights(dm, tok, rows, &plain, NEW + 5);
+        for (int keep = 0; keep < 2; keep++) {
+            same_weights(dm, tok, rows, &plain, 0, keep);
+            same_weights(dm, tok, rows, &plain, AFTER, keep);
+            same_weights(dm, tok, rows, &plain, NEW + 5, keep);
+        }
+        keep_tight(dm, tok, rows, &plain);
         or1_scored fresh;
         set_weights(dm, 6);
         CHECK(rollout(dm, tok, rows, NULL, NULL, &fresh) == 0, "new weights: %s", or1_error());
         set_weights(dm, 5);
         new_weights(dm, tok, rows, &plain, &fresh);
         or1_scored_free(&fresh);
+        keep_new_weights(dm, tok, rows, &plain, RANDOM);
+        keep_new_weights(dm, tok, rows, &plain, NUDGE);
+        keep_exact(dm, tok, rows, NORM_ONLY);
+        keep_exact(dm, tok, rows, EMBED_ONLY);
     }
     or1_scored_free(&plain);
-    switch_ctx ctx = {dm, 0, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx};
+    switch_ctx ctx = {dm, SAME, rows, 0};
+    or1_weight_switch sw = {AFTER, apply, &ctx, false};
     or1_tools_cfg tools = {.max_turns = 2};
     or1_scored sc;
     CHECK(rollout(dm, tok, rows, &sw, &tools, &sc) != 0 && strstr(or1_error(), "not supported") && ctx.calls == 0,
           "a switch with tool calls is refused (%s)", or1_error());
+    or1_scored_free(&sc);
+    sw.keep_kv = true;
+    CHECK(rollout(dm, tok, rows, &sw, &tools, &sc) != 0 && strstr(or1_error(), "not supported") && ctx.calls == 0,
+          "a keep_kv switch with tool calls is refused (%s)", or1_error());
     or1_scored_free(&sc);
     or1_dmodel_free(dm);
     or1_backend_free(be);
