@@ -111,6 +111,7 @@ typedef struct {
         double rollout_ranks;    /* async: a count (>= 1) or a share (< 1) of the ranks */
         int max_staleness;       /* async: batch k sampled by the policy of step k-1-max_staleness */
         int partial_tokens;      /* async: tokens after which a sample takes the next policy; 0: off */
+        bool partial_recompute_kv; /* async: at that switch the KV is recomputed (else kept) */
         bool gradient_checkpointing; /* layers' activations recomputed in backward */
         double lr, weight_decay, beta1, beta2, adam_eps, grad_clip;
         OR1_CLIP_OPTIONS(OR1_OPTION_DOUBLE) /* clip_low, clip_high */

@@ -79,7 +79,8 @@ static int partial_switch(void *ctx) {
 /* See internal.h. */
 bool async_partial_switch(trainer *t, or1_weight_switch *sw) {
     if (!t->async.on || t->cfg->train.partial_tokens <= 0) return false;
-    *sw = (or1_weight_switch){t->cfg->train.partial_tokens, partial_switch, t, false};
+    *sw = (or1_weight_switch){.after = t->cfg->train.partial_tokens, .apply = partial_switch, .ctx = t,
+                              .keep_kv = !t->cfg->train.partial_recompute_kv};
     return true;
 }
 

@@ -181,13 +181,17 @@ def weights_of(out, version):
     return SFT if version == 0 else C.ckpt(out, version)
 
 
-def provenance(name, staleness, partial):
-    """Each pending token's log-prob is its recorded version's, bit for bit; swapped versions are not."""
+def provenance(name, staleness, partial, keep=False):
+    """Each pending token's log-prob is its recorded version's, bit for bit; swapped versions are
+    not. With the KV kept at a partial rollout's switch only the tokens before it are one
+    version's (after it the new weights read the old weights' keys and values): those are
+    checked, and the first token after a switch must differ from a recomputed KV's log-prob in
+    some sample (the KV really was kept)."""
     cfg, out = config(name, **{"async": True, "max_staleness": staleness, "partial_tokens": partial,
-                               "rollout_ranks": 1})
+                               "partial_recompute_kv": not keep, "rollout_ranks": 1})
     mpirun(2, OR1, "train", "--config", cfg)
     tmp = fresh(os.path.join(SCRATCH, name + "_lp"))
-    checked = switched = swapped_diff = 0
+    checked = switched = swapped_diff = stale_kv = 0
     for step in range(1, 5):
         path = os.path.join(C.ckpt(out, step), "async_pending.bin")
         if not check(os.path.isfile(path), f"step {step}: no async_pending.bin"):
@@ -210,6 +214,11 @@ def provenance(name, staleness, partial):
                 for s, full, alt in zip(group, lps or [], other or []):
                     n, k = len(s["ids"]), s["switch_at"]
                     lo, hi = (0, k) if s["version"] == v else (k, n)
+                    if keep and s["version"] != v:  # after the switch: kept keys and values
+                        first = full[len(s["prompt"]) - 1:][k]
+                        stale_kv += struct.pack("f", s["logprobs"][k]) != struct.pack("f", first)
+                        switched += 1
+                        continue
                     got, want_lp = s["logprobs"][lo:hi], full[len(s["prompt"]) - 1:][lo:hi]
                     check(struct.pack(f"{len(got)}f", *got) == struct.pack(f"{len(want_lp)}f", *want_lp),
                            f"batch {index}: tokens {lo}..{hi} are not version {v}'s log-probs")
@@ -221,6 +230,8 @@ def provenance(name, staleness, partial):
     check(swapped_diff > 0, "the same check under the next version passes too: it proves nothing")
     if partial:
         check(switched > 0, "no sample switched versions mid-way")
+    if keep:
+        check(stale_kv > 0, "with the KV kept, every token after a switch has the recomputed KV's log-prob")
     for r in C.metrics(out):
         h = r["async_staleness_tokens"]
         check(len(h) == staleness + 1 and sum(h) == r["loss_tokens"], f"step {r['step']}: histogram {h} of "
@@ -298,6 +309,7 @@ def main():
     lockstep()
     provenance("stale1", 1, 0)
     provenance("stale2_partial", 2, 6)
+    provenance("stale1_partial_keep", 1, 6, keep=True)
     kill_resume("kill_s1_2x1", 3, 11, **{"async": True, "max_staleness": 1, "rollout_ranks": 1})
     kill_resume("kill_s2_partial", 3, 12, **{"async": True, "max_staleness": 2, "partial_tokens": 6,
                                              "rollout_ranks": 2})
