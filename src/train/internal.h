@@ -5,7 +5,6 @@
 #define OR1_TRAIN_INTERNAL_H
 
 #include "or1/algo.h"
-#include "or1/cuda.h"
 #include "or1/model.h"
 #include "or1/train.h"
 
