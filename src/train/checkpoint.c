@@ -74,7 +74,7 @@ static void remove_files(const char *dir) {
 
 /* Removes a checkpoint folder (an old one of the same step, or one past
  * checkpoint.keep_last), its reset reference included. */
-void checkpoint_remove(const char *dir) {
+void train_checkpoint_remove(const char *dir) {
     char *ref = or1_path_join(dir, REFERENCE_DIR);
     remove_files(ref);
     free(ref);
@@ -122,7 +122,7 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     size_t n = strlen(dir) + 16;
     char *tmp = or1_malloc(n);
     snprintf(tmp, n, "%s.tmp", dir);
-    checkpoint_remove(tmp);
+    train_checkpoint_remove(tmp);
     int rc = or1_mkdir_p(tmp);
     if (rc == 0) rc = or1_model_save(&t->m, tmp, t->cfg->checkpoint.dtype, t->cfg->model.path);
     if (rc == 0) rc = copy_tokenizer(t, tmp);
@@ -132,13 +132,13 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     if (rc == 0) rc = save_reference(t, tmp);
     if (rc == 0) rc = or1_checksums_write(tmp);
     if (rc == 0) {
-        checkpoint_remove(dir);
+        train_checkpoint_remove(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
     }
-    if (rc) checkpoint_remove(tmp); /* a half-written folder (a full disk) frees its space */
-    if (rc == 0) rc = run_point_latest(root, name);
+    if (rc) train_checkpoint_remove(tmp); /* a half-written folder (a full disk) frees its space */
+    if (rc == 0) rc = train_run_point_latest(root, name);
     if (rc == 0) {
-        run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);
+        train_run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);
         fprintf(stderr, "train: checkpoint %s\n", dir);
     }
     free(tmp), free(dir), free(root);
@@ -152,14 +152,14 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
 int save_checkpoint(trainer *t) {
     or1_adamw opt;
     bool owned;
-    if (update_optimizer_gather(t, &opt, &owned)) return -1;
+    if (train_update_optimizer_gather(t, &opt, &owned)) return -1;
     int rc = t->d->rank == 0 ? write_checkpoint(t, &opt) : 0;
     if (owned) or1_adamw_free(&opt);
     return rc;
 }
 
 /* Reads trainer_state.json of a checkpoint into the trainer. */
-int checkpoint_load_state(trainer *t, const char *dir) {
+int train_checkpoint_load_state(trainer *t, const char *dir) {
     char *path = or1_path_join(dir, "trainer_state.json"), *text;
     size_t len;
     int rc = or1_read_file(path, 1 << 30, &text, &len);
@@ -185,7 +185,7 @@ int checkpoint_load_state(trainer *t, const char *dir) {
 
 /* The reference model of a KL run: the resumed checkpoint's reset reference (its reference/
  * folder) if it has one, else kl.reference, else model.path. */
-int checkpoint_load_reference(trainer *t, const char *resume_dir) {
+int train_checkpoint_load_reference(trainer *t, const char *resume_dir) {
     const or1_train_config *cfg = t->cfg;
     char *saved = resume_dir ? or1_path_join(resume_dir, REFERENCE_DIR) : NULL;
     t->ref_reset = saved && is_dir(saved);

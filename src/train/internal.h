@@ -212,30 +212,30 @@ int save_checkpoint(trainer *t);
  * (and the AdamW state is zeroed with kl.reset_optimizer). */
 int reset_reference(trainer *t);
 /* Reads a checkpoint's trainer_state.json into the trainer (resume). */
-int checkpoint_load_state(trainer *t, const char *dir);
+int train_checkpoint_load_state(trainer *t, const char *dir);
 /* The reference model of a KL run: the resumed checkpoint's reset reference if it has one,
  * else kl.reference, else model.path. */
-int checkpoint_load_reference(trainer *t, const char *resume_dir);
+int train_checkpoint_load_reference(trainer *t, const char *resume_dir);
 /* Removes one checkpoint folder. */
-void checkpoint_remove(const char *dir);
+void train_checkpoint_remove(const char *dir);
 
 /* ---- the optimizer update over the ranks (update.c) ------------------------------------- */
 
 /* Sets up the device's own collectives over the ranks where the backend has them. */
-int update_collectives_init(trainer *t);
+int train_update_collectives_init(trainer *t);
 /* The optimizer update over the ranks (update.c): replicated, or ZeRO stage 1. */
 int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm);
 /* Zeroed optimizer state for this rank's range (and a line saying its size). */
-void update_optimizer_init(trainer *t);
+void train_update_optimizer_init(trainer *t);
 /* A checkpoint's optimizer state, this rank's range of it: 1 loaded, 0 no file, -1 error. */
-int update_optimizer_load(trainer *t, const char *dir);
+int train_update_optimizer_load(trainer *t, const char *dir);
 /* The whole optimizer state on rank 0 (collective); *owned: *full must be freed. */
-int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
+int train_update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
 /* Whether this rank keeps fp32 masters of its shard alone (ZeRO stage 1 in bf16 precision). */
-bool update_masters_sharded(const trainer *t);
+bool train_update_masters_sharded(const trainer *t);
 /* The policy placed on the trainer's backend: with a shard of fp32 masters when they are
  * sharded, else whole. */
-or1_dmodel *update_place_model(trainer *t);
+or1_dmodel *train_update_place_model(trainer *t);
 /* The whole current parameters into the host model on every rank (a collective). */
 int update_params_to_host(trainer *t);
 /* The global L2 norm of the fp32 weights (a collective when the masters are sharded). */
@@ -252,8 +252,8 @@ int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char
  * overwrite, that run's checkpoints, `latest` and metrics are removed. */
 int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite);
 /* Points ck_root/latest at the checkpoint folder `name` (a relative link, replaced atomically). */
-int run_point_latest(const char *ck_root, const char *name);
+int train_run_point_latest(const char *ck_root, const char *name);
 /* Removes the oldest checkpoints of the run folder root beyond the newest keep (0: none), never
  * the one of step newest. */
-void run_keep_last(const char *root, int keep, long newest);
+void train_run_keep_last(const char *root, int keep, long newest);
 #endif

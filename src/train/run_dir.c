@@ -194,7 +194,7 @@ int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrit
     else if (used) {
         for (size_t i = 0; i < n; i++) {
             char *d = step_dir(cfg->output_dir, steps[i]);
-            checkpoint_remove(d);
+            train_checkpoint_remove(d);
             free(d);
         }
         char *ck = or1_path_join(cfg->output_dir, "checkpoints");
@@ -210,10 +210,10 @@ int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrit
 
 /* See internal.h: a relative symbolic link made beside it and renamed over it, so `latest`
  * always names a whole checkpoint and works as a path. */
-int run_point_latest(const char *ck_root, const char *name) {
+int train_run_point_latest(const char *ck_root, const char *name) {
     char *link = or1_path_join(ck_root, "latest"), *tmp = or1_path_join(ck_root, ".latest.tmp");
     struct stat st;
-    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) checkpoint_remove(link); /* a copy that followed the link */
+    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) train_checkpoint_remove(link); /* a copy that followed the link */
     unlink(tmp);
     int rc = 0;
     if (symlink(name, tmp) != 0 || rename(tmp, link) != 0) {
@@ -225,13 +225,13 @@ int run_point_latest(const char *ck_root, const char *name) {
 }
 
 /* See internal.h. */
-void run_keep_last(const char *root, int keep, long newest) {
+void train_run_keep_last(const char *root, int keep, long newest) {
     size_t n;
     long *steps = list_steps(root, false, &n);
     for (size_t i = 0; keep > 0 && i + (size_t)keep < n; i++)
         if (steps[i] != newest) {
             char *d = step_dir(root, steps[i]);
-            checkpoint_remove(d);
+            train_checkpoint_remove(d);
             free(d);
         }
     free(steps);
