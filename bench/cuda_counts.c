@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: cuda_counts OP ARGS... (see bench/cuda_counts.c)\n");
         return 2;
     }
-    be = or1_backend_open("cuda", "bf16");
+    be = or1_backend_cuda(OR1_CUDA_BF16);
     if (!be) die("cuda");
     run(argc, argv);
     return 0;

@@ -8,12 +8,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     step_batch b;
     async_batch a;
-    if (wire_unpack_batch((const char *)data, n, "fuzz", NULL, 1 << 16, &b, &a) != 0) return 0;
+    if (train_wire_unpack_batch((const char *)data, n, "fuzz", NULL, 1 << 16, &b, &a) != 0) return 0;
     size_t owned_len;
-    char *owned = wire_pack_owned(&b, &owned_len);
-    if (wire_unpack_owned(owned, owned_len, &b, 1 << 16) != 0) abort();
+    char *owned = train_wire_pack_owned(&b, &owned_len);
+    if (train_wire_unpack_owned(owned, owned_len, &b, 1 << 16) != 0) abort();
     free(owned);
-    batch_free(&b);
+    train_batch_free(&b);
     free(a.data_state);
     return 0;
 }

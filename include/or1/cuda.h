@@ -1,7 +1,7 @@
 /* or1 CUDA backend: the kernels of or1/kernels.h on one GPU behind the backend seam of
- * or1/model.h (or1_backend_cuda), and or1_backend_open, which maps a device name (cpu, cuda) to
- * a backend. Matmuls go through cuBLAS: fp32 (no TF32, for testing against the CPU) or bf16
- * operands with fp32 accumulation and fp32 outputs (OR1_CUDA_BF16). The kernels themselves and
+ * or1/model.h (or1_backend_cuda), and or1_cuda_register, which makes the device name "cuda"
+ * known to or1_backend_open. Matmuls go through cuBLAS: fp32 (no TF32, for testing against the
+ * CPU) or bf16 operands with fp32 accumulation and fp32 outputs (OR1_CUDA_BF16). The kernels themselves and
  * the context they run in are declared for the CUDA sources and their tests alone
  * (src/cuda/cuda_kernels.h). */
 #ifndef OR1_CUDA_H
@@ -30,11 +30,10 @@ or1_backend *or1_backend_cuda(or1_cuda_prec prec);
 /* The GPU behind a backend made by or1_backend_cuda: name and memory, for reports. */
 const char *or1_backend_cuda_device(or1_backend *be);
 
-/* The backend for a device name and a matmul precision: "cpu" (or empty), or "cuda"; precision
- * "fp32", "bf16", or "auto" / empty / NULL for the device's own (fp32 on the CPU; bf16 on a GPU,
- * fp32 there when the environment sets OR1_CUDA_PREC=fp32). NULL with or1_fail for an unknown
- * name or a device that cannot be opened. */
-or1_backend *or1_backend_open(const char *device, const char *precision);
+/* Registers the device name "cuda" with or1_backend_open (or1/model.h): GPU 0 (the process's
+ * GPU under mpirun), bf16 matmuls for precision "auto" unless the environment sets
+ * OR1_CUDA_PREC=fp32. The program calls it once before opening backends. */
+void or1_cuda_register(void);
 
 #ifdef __cplusplus
 }

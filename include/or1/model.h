@@ -191,6 +191,19 @@ or1_backend *or1_backend_cpu_prec(bool bf16);
 /* Releases a backend made by any constructor. */
 void or1_backend_free(or1_backend *be);
 
+/* Opens a device's backend with bf16 matmuls (1), fp32 ones (0), or the device's own default
+ * (-1); NULL with or1_fail when the device cannot be opened. */
+typedef or1_backend *(*or1_backend_opener)(int bf16);
+/* Makes a device name known to or1_backend_open (replacing an opener of the same name). The
+ * CPU needs none; the program registers the devices it links beyond it (or1_cuda_register of
+ * or1/cuda.h), so that the modules in between open backends by name alone. name must outlive
+ * the registry. 0, or -1 with or1_fail when the table is full. */
+int or1_backend_register(const char *name, or1_backend_opener open);
+/* The backend for a device name and a matmul precision: "cpu" (or empty) or a registered device;
+ * precision "fp32", "bf16", or "auto" / empty / NULL for the device's own (fp32 on the CPU).
+ * NULL with or1_fail for an unknown name or precision, or a device that cannot be opened. */
+or1_backend *or1_backend_open(const char *device, const char *precision);
+
 /* ---- A model placed on a backend ----------------------------------------------------------
  *
  * Parameters, gradients, AdamW moments and the activation workspace in backend memory, with
@@ -290,7 +303,5 @@ int or1_dmodel_decode(or1_dmodel *dm, int R, const int32_t *tokens, const int32_
 /* Logits of the hidden states states[0..A) and one draw per row (host arrays). */
 int or1_dmodel_sample(or1_dmodel *dm, int A, const int32_t *states, const or1_sample_row *rows, int32_t *next,
                       float *logp);
-/* 0 if the backend can sample with row's settings, else -1 with or1_fail naming the device. */
-int or1_dmodel_sample_check(or1_dmodel *dm, const or1_sample_row *row);
 
 #endif

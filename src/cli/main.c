@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "or1/core.h"
+#include "or1/cuda.h"
 #include "or1/dist.h"
 
 #include <stdbool.h>
@@ -94,9 +95,10 @@ static void prepare_runtime(char **argv) {
     if (again) execv("/proc/self/exe", argv);
 }
 
-/* Starts MPI when launched by mpirun, runs the command, ends MPI. */
+/* Registers the GPU's device name, starts MPI when launched by mpirun, runs the command, ends MPI. */
 int main(int argc, char **argv) {
     prepare_runtime(argv);
+    or1_cuda_register();
     or1_dist d;
     or1_dist_init(&argc, &argv, &d);
     cli_set_dist(&d);

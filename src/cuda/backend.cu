@@ -211,12 +211,6 @@ static void cuda_clip(or1_backend *be, float *grads, size_t n, double norm, doub
     or1_cuda_clip(ctx(be), grads, n, norm, max_norm);
 }
 
-/* Every setting of the CPU sampler is supported (temperature, top-k, top-p, greedy). */
-static int cuda_sample_check(or1_backend *be, const or1_sample_row *row) {
-    (void)be, (void)row;
-    return 0;
-}
-
 /* splitmix64's finaliser (as src/core/rng.c). */
 __device__ __forceinline__ uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -497,7 +491,6 @@ static const or1_backend_ops CUDA_OPS = {
     .adamw = cuda_adamw,
     .grad_norm = cuda_grad_norm,
     .clip = cuda_clip,
-    .sample_check = cuda_sample_check,
     .sample = cuda_sample,
 #ifdef OR1_NCCL
     .comm_id = cuda_comm_id,

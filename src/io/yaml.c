@@ -299,7 +299,7 @@ const char *or1_yaml_node_path(const or1_yaml_node *n) { return n->path; }
 const char *or1_yaml_node_where(const or1_yaml_node *n) { return n->where; }
 
 /* Plain "", "~", "null", "Null", "NULL" (YAML 1.2 core schema). */
-bool cfg_is_null(const or1_yaml_node *n) {
+bool io_yaml_is_null(const or1_yaml_node *n) {
     if (n->kind != CFG_SCALAR || !n->plain) return false;
     const char *v = n->value;
     return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
@@ -344,7 +344,7 @@ const or1_yaml_node *or1_yaml_get(const or1_yaml_node *base, const char *path) {
         n = child(n, s, len, &slot);
         s += len + (dot ? 1 : 0);
     }
-    return n && !cfg_is_null(n) ? n : NULL;
+    return n && !io_yaml_is_null(n) ? n : NULL;
 }
 
 /* A new NUL-terminated copy of len bytes. */
@@ -414,7 +414,7 @@ int or1_yaml_set(or1_yaml *c, const char *assignment) {
         else if (!k && n->kind == CFG_SEQ)
             rc = or1_fail("%s: \"%.*s\" is not an index of the list %s (0..%zu)", where, (int)len, s,
                           *n->path ? n->path : "(top level)", n->n_kids ? n->n_kids - 1 : 0);
-        else if (dot && k && k->kind == CFG_SCALAR && !cfg_is_null(k))
+        else if (dot && k && k->kind == CFG_SCALAR && !io_yaml_is_null(k))
             rc = or1_fail("%s: \"%.*s\" is not a mapping or list that can hold \"%s\"", where, (int)(dot - key), key,
                           dot + 1);
         if (rc != 0) {

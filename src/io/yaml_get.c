@@ -127,8 +127,8 @@ int or1_yaml_strings(const or1_yaml_node *base, const char *path, char ***out, s
     if (list_at(base, path, &l) != 0) return -1;
     if (!l) return 0;
     for (size_t i = 0; i < l->n_kids; i++)
-        if (l->kids[i]->kind != CFG_SCALAR || cfg_is_null(l->kids[i]))
-            return NODE_FAIL(l->kids[i], "expected a string, got %s", cfg_is_null(l->kids[i]) ? "null" : shown(l->kids[i]));
+        if (l->kids[i]->kind != CFG_SCALAR || io_yaml_is_null(l->kids[i]))
+            return NODE_FAIL(l->kids[i], "expected a string, got %s", io_yaml_is_null(l->kids[i]) ? "null" : shown(l->kids[i]));
     *out = or1_malloc((l->n_kids + 1) * sizeof **out);
     for (size_t i = 0; i < l->n_kids; i++) (*out)[i] = or1_strdup(l->kids[i]->value);
     *n = l->n_kids;
@@ -209,7 +209,7 @@ static int unknown(const or1_yaml_node *n, const char *form, const or1_yaml_key 
 
 /* Checks one value against its schema entry's type and range. */
 static int check_value(const or1_yaml_node *n, const or1_yaml_key *k) {
-    if (cfg_is_null(n)) return 0;
+    if (io_yaml_is_null(n)) return 0;
     int64_t i;
     double d;
     bool b;
@@ -278,7 +278,7 @@ static int check_entry(const or1_yaml_node *n, const or1_yaml_key *schema, size_
         return 0;
     }
     if (is_section(schema, ns, form)) {
-        if (cfg_is_null(n)) return 0;
+        if (io_yaml_is_null(n)) return 0;
         if (n->kind != CFG_MAP) return NODE_FAIL(n, "expected a mapping of keys, got \"%.80s\"", shown(n));
         return check_map(n, schema, ns);
     }

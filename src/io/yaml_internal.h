@@ -23,6 +23,6 @@ struct or1_yaml {
 };
 
 /* True if a plain scalar spells null (or is empty): the key then counts as absent. */
-bool cfg_is_null(const or1_yaml_node *n);
+bool io_yaml_is_null(const or1_yaml_node *n);
 
 #endif

@@ -4,34 +4,34 @@
 #include <stdio.h>
 #include <string.h>
 
-const arch_row ARCHS[] = {
+const arch_row MODEL_ARCHS[] = {
     {"qwen2", OR1_ARCH_QWEN2, true, false, false},
     {"qwen3", OR1_ARCH_QWEN3, false, true, false},
     {"llama", OR1_ARCH_LLAMA, false, false, true},
 };
-const int N_ARCHS = sizeof ARCHS / sizeof *ARCHS;
+const int MODEL_N_ARCHS = sizeof MODEL_ARCHS / sizeof *MODEL_ARCHS;
 
-const arch_row *arch_find(const char *model_type) {
-    for (int i = 0; i < N_ARCHS; i++)
-        if (strcmp(ARCHS[i].model_type, model_type) == 0) return &ARCHS[i];
+const arch_row *model_arch_find(const char *model_type) {
+    for (int i = 0; i < MODEL_N_ARCHS; i++)
+        if (strcmp(MODEL_ARCHS[i].model_type, model_type) == 0) return &MODEL_ARCHS[i];
     return NULL;
 }
 
-const char *arch_name(or1_arch a) {
-    for (int i = 0; i < N_ARCHS; i++)
-        if (ARCHS[i].arch == a) return ARCHS[i].model_type;
+const char *model_arch_name(or1_arch a) {
+    for (int i = 0; i < MODEL_N_ARCHS; i++)
+        if (MODEL_ARCHS[i].arch == a) return MODEL_ARCHS[i].model_type;
     return "?";
 }
 
-const char *arch_list(char *buf, size_t n) {
+const char *model_arch_list(char *buf, size_t n) {
     size_t used = 0;
     buf[0] = 0;
-    for (int i = 0; i < N_ARCHS && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", ARCHS[i].model_type);
+    for (int i = 0; i < MODEL_N_ARCHS && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", MODEL_ARCHS[i].model_type);
     return buf;
 }
 
-const layer_tensor LAYER_TENSORS[] = {
+const layer_tensor MODEL_LAYER_TENSORS[] = {
     {"input_layernorm.weight", DIM_HIDDEN, DIM_NONE, OR1_L_LN1, T_NORM, HAS_ALWAYS, "attn_norm.weight", false},
     {"self_attn.q_proj.weight", DIM_Q, DIM_HIDDEN, OR1_L_WQKV, T_MATRIX, HAS_ALWAYS, "attn_q.weight", true},
     {"self_attn.k_proj.weight", DIM_KV, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS, "attn_k.weight", true},
@@ -48,9 +48,9 @@ const layer_tensor LAYER_TENSORS[] = {
     {"mlp.up_proj.weight", DIM_INTER, DIM_HIDDEN, NO_FIELD, T_MATRIX, HAS_ALWAYS, "ffn_up.weight", false},
     {"mlp.down_proj.weight", DIM_HIDDEN, DIM_INTER, OR1_L_WD, T_MATRIX, HAS_ALWAYS, "ffn_down.weight", false},
 };
-const int N_LAYER_TENSORS = sizeof LAYER_TENSORS / sizeof *LAYER_TENSORS;
+const int MODEL_N_LAYER_TENSORS = sizeof MODEL_LAYER_TENSORS / sizeof *MODEL_LAYER_TENSORS;
 
-bool layer_has(const or1_model_config *c, const layer_tensor *t) {
+bool model_layer_has(const or1_model_config *c, const layer_tensor *t) {
     switch (t->when) {
     case HAS_QKV_BIAS: return c->qkv_bias;
     case HAS_O_BIAS: return c->o_bias;
@@ -59,7 +59,7 @@ bool layer_has(const or1_model_config *c, const layer_tensor *t) {
     }
 }
 
-int64_t layer_dim_size(const or1_model_config *c, layer_dim d) {
+int64_t model_layer_dim_size(const or1_model_config *c, layer_dim d) {
     switch (d) {
     case DIM_HIDDEN: return c->hidden;
     case DIM_Q: return (int64_t)c->heads * c->head_dim;
@@ -70,28 +70,28 @@ int64_t layer_dim_size(const or1_model_config *c, layer_dim d) {
     }
 }
 
-size_t layer_numel(const or1_model_config *c, const layer_tensor *t) {
-    return (size_t)layer_dim_size(c, t->d0) * (size_t)(t->d1 == DIM_NONE ? 1 : layer_dim_size(c, t->d1));
+size_t model_layer_numel(const or1_model_config *c, const layer_tensor *t) {
+    return (size_t)model_layer_dim_size(c, t->d0) * (size_t)(t->d1 == DIM_NONE ? 1 : model_layer_dim_size(c, t->d1));
 }
 
-tensor_kind layer_field_kind(int f) {
-    for (int i = 0; i < N_LAYER_TENSORS; i++)
-        if (LAYER_TENSORS[i].field == f) return LAYER_TENSORS[i].kind;
+tensor_kind model_layer_field_kind(int f) {
+    for (int i = 0; i < MODEL_N_LAYER_TENSORS; i++)
+        if (MODEL_LAYER_TENSORS[i].field == f) return MODEL_LAYER_TENSORS[i].kind;
     return T_MATRIX;
 }
 
-size_t layer_field_numel(const or1_model_config *c, int f) {
+size_t model_layer_field_numel(const or1_model_config *c, int f) {
     size_t n = 0;
-    for (int i = 0; i < N_LAYER_TENSORS; i++) {
-        if (LAYER_TENSORS[i].field != f) continue;
-        for (int k = i; k < N_LAYER_TENSORS && (k == i || LAYER_TENSORS[k].field == NO_FIELD); k++)
-            if (layer_has(c, &LAYER_TENSORS[k])) n += layer_numel(c, &LAYER_TENSORS[k]);
+    for (int i = 0; i < MODEL_N_LAYER_TENSORS; i++) {
+        if (MODEL_LAYER_TENSORS[i].field != f) continue;
+        for (int k = i; k < MODEL_N_LAYER_TENSORS && (k == i || MODEL_LAYER_TENSORS[k].field == NO_FIELD); k++)
+            if (model_layer_has(c, &MODEL_LAYER_TENSORS[k])) n += model_layer_numel(c, &MODEL_LAYER_TENSORS[k]);
     }
     return n;
 }
 
 int model_tensor_count(const or1_model_config *c) {
     int per_layer = 0;
-    for (int i = 0; i < N_LAYER_TENSORS; i++) per_layer += layer_has(c, &LAYER_TENSORS[i]);
+    for (int i = 0; i < MODEL_N_LAYER_TENSORS; i++) per_layer += model_layer_has(c, &MODEL_LAYER_TENSORS[i]);
     return c->layers * per_layer + 2 + !c->tied;
 }

@@ -36,19 +36,19 @@ typedef struct {
 
 enum { NO_FIELD = -1 };
 
-extern const layer_tensor LAYER_TENSORS[];
-extern const int N_LAYER_TENSORS;
+extern const layer_tensor MODEL_LAYER_TENSORS[];
+extern const int MODEL_N_LAYER_TENSORS;
 
 /* Whether the architecture of c has row t. */
-bool layer_has(const or1_model_config *c, const layer_tensor *t);
+bool model_layer_has(const or1_model_config *c, const layer_tensor *t);
 /* The size of dimension d under c (0 for DIM_NONE). */
-int64_t layer_dim_size(const or1_model_config *c, layer_dim d);
+int64_t model_layer_dim_size(const or1_model_config *c, layer_dim d);
 /* Floats of row t under c. */
-size_t layer_numel(const or1_model_config *c, const layer_tensor *t);
+size_t model_layer_numel(const or1_model_config *c, const layer_tensor *t);
 /* The kind of the tensors behind or1_layer field f (the same for a whole fused group). */
-tensor_kind layer_field_kind(int f);
+tensor_kind model_layer_field_kind(int f);
 /* Floats behind field f under c: its row and the continuation rows after it (0 when absent). */
-size_t layer_field_numel(const or1_model_config *c, int f);
+size_t model_layer_field_numel(const or1_model_config *c, int f);
 /* Entries of the model's parameter table under c: every present layer row of every layer, the
  * embedding, the final norm and an untied head. */
 int model_tensor_count(const or1_model_config *c);
@@ -63,13 +63,13 @@ typedef struct {
     bool fixed_qkv_bias, qk_norm, gguf_permuted;
 } arch_row;
 
-extern const arch_row ARCHS[];
-extern const int N_ARCHS;
+extern const arch_row MODEL_ARCHS[];
+extern const int MODEL_N_ARCHS;
 
 /* The row of model_type, or NULL. */
-const arch_row *arch_find(const char *model_type);
+const arch_row *model_arch_find(const char *model_type);
 /* The model_type of a; "a, b, c" lists them all into buf for messages. */
-const char *arch_name(or1_arch a);
-const char *arch_list(char *buf, size_t n);
+const char *model_arch_name(or1_arch a);
+const char *model_arch_list(char *buf, size_t n);
 
 #endif

@@ -235,12 +235,6 @@ static void cpu_clip(or1_backend *be, float *grads, size_t n, double norm, doubl
     or1_clip_grad_norm(grads, n, norm, max_norm);
 }
 
-/* Every setting of or1_sample_token is supported. */
-static int cpu_sample_check(or1_backend *be, const or1_sample_row *row) {
-    (void)be, (void)row;
-    return 0;
-}
-
 /* Inverse-CDF draws, rows in parallel, each from its own counter-based uniform. */
 static int cpu_sample(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
                       const or1_sample_row *rows) {
@@ -296,7 +290,6 @@ static const or1_backend_ops CPU_OPS = {
     .adamw = cpu_adamw,
     .grad_norm = cpu_grad_norm,
     .clip = cpu_clip,
-    .sample_check = cpu_sample_check,
     .sample = cpu_sample,
     .destroy = cpu_destroy,
 };

@@ -41,9 +41,9 @@ static int refuse_unsupported(const cJSON *j, const char *path) {
 static int parse_arch(or1_model_config *c, const cJSON *j, const char *path) {
     const char *type = or1_json_str(j, "model_type", path);
     if (!type) return -1;
-    const arch_row *a = arch_find(type);
+    const arch_row *a = model_arch_find(type);
     char names[128];
-    if (!a) return or1_fail("%s: model_type \"%s\" is not supported (%s)", path, type, arch_list(names, sizeof names));
+    if (!a) return or1_fail("%s: model_type \"%s\" is not supported (%s)", path, type, model_arch_list(names, sizeof names));
     c->arch = a->arch;
     c->qk_norm = a->qk_norm;
     c->qkv_bias = a->fixed_qkv_bias;

@@ -325,7 +325,7 @@ int or1_dmodel_backward(or1_dmodel *dm, const or1_batch *b, float temperature, c
     const or1_model_config *c = &dm->cfg;
     const or1_backend_ops *op = dm->op;
     int T = b->n_tokens, H = c->hidden, S = b->n_scored;
-    if (dmodel_has_grads(dm, "backward") < 0) return -1;
+    if (model_has_grads(dm, "backward") < 0) return -1;
     if (!dm->ws_train) return or1_fail("%s model: backward needs a forward with train", op->name);
     if (S && (op->upload(dm->be, dm->sc_glp, g_logp, (size_t)S * sizeof(float)) ||
               op->upload(dm->be, dm->sc_gent, g_entropy, (size_t)S * sizeof(float))))
@@ -432,12 +432,6 @@ int or1_dmodel_sample(or1_dmodel *dm, int A, const int32_t *states, const or1_sa
     dm->op->gather(dm->be, dm->picked, dm->states, NULL, idx, A, c->hidden);
     dm->op->matmul_rows(dm->be, dm->logits, dm->picked, dm->w.lm_head, dm->h.lm_head, NULL, A, c->hidden, c->vocab);
     return dm->op->sample(dm->be, next, logp, dm->logits, A, c->vocab, rows);
-}
-
-/* Whether the backend samples with row's settings (fails naming the device otherwise). */
-int or1_dmodel_sample_check(or1_dmodel *dm, const or1_sample_row *row) {
-    if (dm->op->sample_check(dm->be, row)) return or1_fail_ctx("%s sampler", dm->op->name);
-    return 0;
 }
 
 /* Rank 0's id of a device communicator (its size), or 0 when the backend has no device

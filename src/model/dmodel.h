@@ -74,6 +74,6 @@ struct or1_dmodel {
 };
 
 /* Whether dm has gradients; fails naming what needed them (`what`) otherwise. */
-int dmodel_has_grads(const or1_dmodel *dm, const char *what);
+int model_has_grads(const or1_dmodel *dm, const char *what);
 
 #endif

@@ -121,10 +121,10 @@ int or1_model_gguf_config(const or1_gguf_file *f, cJSON **config) {
     if (rc) return rc < 0 ? -1 : or1_fail("%s: metadata key \"general.architecture\" is missing", f->path);
     char a[64], names[128];
     snprintf(a, sizeof a, "%.*s", (int)(alen < 63 ? alen : 63), arch);
-    const arch_row *row = arch_find(a);
+    const arch_row *row = model_arch_find(a);
     if (!row || alen >= 63)
         return or1_fail("%s: general.architecture \"%s\" is not supported (%s)", f->path, a,
-                        arch_list(names, sizeof names));
+                        model_arch_list(names, sizeof names));
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model_type", a);
     cJSON_AddStringToObject(j, "hidden_act", "silu");
@@ -160,10 +160,10 @@ static int gguf_name(const char *hf, char *buf, size_t n, const layer_tensor **r
         }
     int layer, used = 0;
     if (sscanf(hf, "model.layers.%d.%n", &layer, &used) != 1 || used == 0) return -1;
-    for (int k = 0; k < N_LAYER_TENSORS; k++)
-        if (strcmp(hf + used, LAYER_TENSORS[k].name) == 0) {
-            *row = &LAYER_TENSORS[k];
-            snprintf(buf, n, "blk.%d.%s", layer, LAYER_TENSORS[k].gguf);
+    for (int k = 0; k < MODEL_N_LAYER_TENSORS; k++)
+        if (strcmp(hf + used, MODEL_LAYER_TENSORS[k].name) == 0) {
+            *row = &MODEL_LAYER_TENSORS[k];
+            snprintf(buf, n, "blk.%d.%s", layer, MODEL_LAYER_TENSORS[k].gguf);
             return 0;
         }
     return -1;
@@ -194,7 +194,7 @@ static void permute_rows(float *x, int n_heads, int hd, size_t width, bool to_hf
 
 /* Whether parameter p's rows were permuted by llama.cpp's converter for this architecture. */
 static bool is_permuted(const or1_model *m, const layer_tensor *row) {
-    const arch_row *a = arch_find(arch_name(m->cfg.arch));
+    const arch_row *a = model_arch_find(model_arch_name(m->cfg.arch));
     return row && row->rope_rows && a && a->gguf_permuted;
 }
 
@@ -238,7 +238,7 @@ static int refuse_unread(const or1_model *m, const or1_gguf_file *f) {
             used = gguf_name(m->p[k].name, name, sizeof name, &row) == 0 && strcmp(name, f->tensors[i].name) == 0;
         if (!used)
             return or1_fail("%s: tensor \"%s\" is not used by a %s model as the metadata describes it; refusing to "
-                            "drop it", f->path, f->tensors[i].name, arch_name(m->cfg.arch));
+                            "drop it", f->path, f->tensors[i].name, model_arch_name(m->cfg.arch));
     }
     return 0;
 }
@@ -303,7 +303,7 @@ int or1_model_gguf_add(const or1_model *m, or1_gguf_writer *w, uint32_t type, fl
     const or1_model_config *c = &m->cfg;
     if (c->rope.type != OR1_ROPE_NONE)
         return or1_fail("gguf: RoPE scaling (rope_scaling) is not written to GGUF files yet");
-    const char *arch = arch_name(c->arch);
+    const char *arch = model_arch_name(c->arch);
     or1_gguf_set_str(w, "general.architecture", arch, strlen(arch));
     or1_gguf_set_u32(w, "general.file_type", type == OR1_GGML_F32 ? 0 : type == OR1_GGML_F16 ? 1 : type == OR1_GGML_Q8_0 ? 7 : 32);
     if (type == OR1_GGML_Q8_0) or1_gguf_set_u32(w, "general.quantization_version", 2);

@@ -34,11 +34,11 @@ static size_t add_param(or1_model *m, const char *name, int64_t d0, int64_t d1) 
 static void add_layer(or1_model *m, int i, size_t off[OR1_L_FIELDS]) {
     const or1_model_config *c = &m->cfg;
     char n[96];
-    for (int k = 0; k < N_LAYER_TENSORS; k++) {
-        const layer_tensor *t = &LAYER_TENSORS[k];
-        if (!layer_has(c, t)) continue;
+    for (int k = 0; k < MODEL_N_LAYER_TENSORS; k++) {
+        const layer_tensor *t = &MODEL_LAYER_TENSORS[k];
+        if (!model_layer_has(c, t)) continue;
         snprintf(n, sizeof n, "model.layers.%d.%s", i, t->name);
-        size_t o = add_param(m, n, layer_dim_size(c, t->d0), layer_dim_size(c, t->d1));
+        size_t o = add_param(m, n, model_layer_dim_size(c, t->d0), model_layer_dim_size(c, t->d1));
         if (t->field != NO_FIELD) off[t->field] = o;
     }
 }
@@ -52,7 +52,7 @@ static void bind(or1_weights *w, float *buf, const or1_model *m, size_t embed, s
     w->layer = or1_calloc((size_t)m->cfg.layers, sizeof *w->layer);
     for (int i = 0; i < m->cfg.layers; i++)
         for (int f = 0; f < OR1_L_FIELDS; f++)
-            w->layer[i].f[f] = layer_field_numel(&m->cfg, f) ? buf + off[i][f] : NULL;
+            w->layer[i].f[f] = model_layer_field_numel(&m->cfg, f) ? buf + off[i][f] : NULL;
 }
 
 /* Builds the layout and allocates zeroed parameters. */
@@ -189,7 +189,7 @@ static bool is_param(const or1_model *m, const char *name) {
 /* Refuses a checkpoint holding a tensor the architecture of its config.json does not use (Qwen3
  * weights labelled llama would otherwise lose their q_norm and k_norm without a word). */
 static int refuse_unused(weight_source *s, const or1_model *m) {
-    const char *type = arch_name(m->cfg.arch);
+    const char *type = model_arch_name(m->cfg.arch);
     if (s->index) {
         const cJSON *e;
         cJSON_ArrayForEach(e, s->index) {

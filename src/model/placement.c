@@ -41,7 +41,7 @@ static void bind_bf16(or1_dmodel *dm) {
     dm->h.embed = twin_bf16(dm, src->embed), dm->h.lm_head = twin_bf16(dm, src->lm_head);
     for (int i = 0; i < dm->cfg.layers; i++)
         for (int f = 0; f < OR1_L_FIELDS; f++)
-            if (layer_field_kind(f) == T_MATRIX) dm->h.layer[i].f[f] = twin_bf16(dm, src->layer[i].f[f]);
+            if (model_layer_field_kind(f) == T_MATRIX) dm->h.layer[i].f[f] = twin_bf16(dm, src->layer[i].f[f]);
 }
 
 /* Appends the vector p of n floats (if the model has it) to the sharded model's fp32 copy. */
@@ -58,7 +58,7 @@ static void list_segs(or1_dmodel *dm) {
     dm->segs = or1_calloc((size_t)OR1_L_FIELDS * c->layers + 1, sizeof *dm->segs);
     for (int i = 0; i < c->layers; i++)
         for (int f = 0; f < OR1_L_FIELDS; f++)
-            if (layer_field_kind(f) != T_MATRIX) add_seg(dm, dm->host->w.layer[i].f[f], layer_field_numel(c, f));
+            if (model_layer_field_kind(f) != T_MATRIX) add_seg(dm, dm->host->w.layer[i].f[f], model_layer_field_numel(c, f));
     add_seg(dm, dm->host->w.norm, (size_t)c->hidden);
 }
 
@@ -76,7 +76,7 @@ static void bind_vec_views(or1_dmodel *dm) {
     dm->w.layer = or1_calloc((size_t)dm->cfg.layers, sizeof *dm->w.layer);
     for (int i = 0; i < dm->cfg.layers; i++)
         for (int f = 0; f < OR1_L_FIELDS; f++)
-            if (layer_field_kind(f) != T_MATRIX) dm->w.layer[i].f[f] = vec_at(dm, src->layer[i].f[f]);
+            if (model_layer_field_kind(f) != T_MATRIX) dm->w.layer[i].f[f] = vec_at(dm, src->layer[i].f[f]);
 }
 
 /* The fp32 weights: the host arrays or a whole copy, or a sharded model's masters and vectors. */
@@ -216,14 +216,14 @@ int or1_dmodel_push(or1_dmodel *dm) {
 }
 
 /* Whether the model has gradients; fails naming what needed them otherwise. */
-int dmodel_has_grads(const or1_dmodel *dm, const char *what) {
+int model_has_grads(const or1_dmodel *dm, const char *what) {
     if (dm->grads) return 1;
     return or1_fail("%s model placed for inference has no gradients (%s)", dm->op->name, what);
 }
 
 /* Host gradients (e.g. summed across processes) to the backend. */
 int or1_dmodel_push_grads(or1_dmodel *dm) {
-    if (dmodel_has_grads(dm, "push") < 0) return -1;
+    if (model_has_grads(dm, "push") < 0) return -1;
     if (dm->op->host_memory) return 0;
     return dm->op->upload(dm->be, dm->grads, or1_model_grads(dm->host), dm->n * sizeof(float));
 }
@@ -245,7 +245,7 @@ int or1_dmodel_pull(or1_dmodel *dm) {
 
 /* The gradients alone back to the host mirror. */
 int or1_dmodel_pull_grads(or1_dmodel *dm) {
-    if (dmodel_has_grads(dm, "pull") < 0) return -1;
+    if (model_has_grads(dm, "pull") < 0) return -1;
     if (dm->op->host_memory) return dm->op->sync(dm->be);
     return dm->op->download(dm->be, or1_model_grads(dm->host), dm->grads, dm->n * sizeof(float));
 }
@@ -257,7 +257,7 @@ void or1_dmodel_zero_grad(or1_dmodel *dm) {
 
 /* The gradients' global L2 norm. */
 double or1_dmodel_grad_norm(or1_dmodel *dm) {
-    return dmodel_has_grads(dm, "norm") < 0 ? -1 : dm->op->grad_norm(dm->be, dm->grads, dm->n);
+    return model_has_grads(dm, "norm") < 0 ? -1 : dm->op->grad_norm(dm->be, dm->grads, dm->n);
 }
 
 /* The parameters' global L2 norm (a sharded model's: its masters'): NaN or infinite as soon as
@@ -269,7 +269,7 @@ double or1_dmodel_param_norm(or1_dmodel *dm) {
 
 /* The L2 norm of the gradients' range [lo, hi). */
 double or1_dmodel_grad_norm_range(or1_dmodel *dm, size_t lo, size_t hi) {
-    return dmodel_has_grads(dm, "norm") < 0 ? -1 : dm->op->grad_norm(dm->be, dm->grads + lo, hi - lo);
+    return model_has_grads(dm, "norm") < 0 ? -1 : dm->op->grad_norm(dm->be, dm->grads + lo, hi - lo);
 }
 
 /* Attaches opt's moments (for n parameters): used in place on a host-memory backend, else
@@ -325,7 +325,7 @@ static void refresh_range(or1_dmodel *dm, size_t lo, size_t hi) {
 int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c, size_t lo, size_t hi,
                           double norm, double max_norm) {
     const or1_backend_ops *op = dm->op;
-    if (dmodel_has_grads(dm, "optimizer step") < 0) return -1;
+    if (model_has_grads(dm, "optimizer step") < 0) return -1;
     if (lo > hi || hi > dm->n) return or1_fail("optimizer step over [%zu, %zu) of %zu parameters", lo, hi, dm->n);
     if (dm->sharded && (lo != dm->lo || hi != dm->hi))
         return or1_fail("optimizer step over [%zu, %zu): this model holds the masters of [%zu, %zu) alone", lo, hi,
@@ -343,7 +343,7 @@ int or1_dmodel_step_range(or1_dmodel *dm, or1_adamw *opt, const or1_adamw_cfg *c
 /* Whether the backend runs collectives itself (and the model has gradients); fails naming
  * what is missing otherwise. */
 static int has_collectives(const or1_dmodel *dm) {
-    if (dmodel_has_grads(dm, "collectives") < 0) return -1;
+    if (model_has_grads(dm, "collectives") < 0) return -1;
     if (dm->op->allreduce && dm->op->reduce_scatter && dm->op->allgather) return 1;
     return or1_fail("%s backend: no device collectives (the host and MPI sum instead)", dm->op->name);
 }

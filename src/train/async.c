@@ -31,7 +31,7 @@ static const char PENDING_MAGIC[8] = {'O', 'R', '1', 'P', 'E', 'N', 'D', '1'};
 
 /* See internal.h: trainer ranks first, then rollout_ranks of them (a count, or a share of the
  * job rounded, at least 1); at least one of each. */
-int async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group) {
+int train_async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group) {
     if (world->size < 2)
         return or1_fail("train.async needs 2 ranks or more, one to sample and one to train (launch with mpirun -np 2 "
                         "or more, or set train.async false)");
@@ -77,7 +77,7 @@ static int partial_switch(void *ctx) {
 }
 
 /* See internal.h. */
-bool async_partial_switch(trainer *t, or1_weight_switch *sw) {
+bool train_async_partial_switch(trainer *t, or1_weight_switch *sw) {
     if (!t->async.on || t->cfg->train.partial_tokens <= 0) return false;
     *sw = (or1_weight_switch){.after = t->cfg->train.partial_tokens, .apply = partial_switch, .ctx = t,
                               .keep_kv = !t->cfg->train.partial_recompute_kv};
@@ -120,17 +120,17 @@ static void shipments_settle(shipments *s, long upto) {
 static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t0, shipments *s, int max_len) {
     async_state *a = &t->async;
     size_t len, all_len;
-    char *mine = wire_pack_owned(b, &len), *all;
+    char *mine = train_wire_pack_owned(b, &len), *all;
     or1_dist_gather_bytes(t->d, mine, len, &all, &all_len);
     free(mine);
-    int rc = t->d->rank == 0 ? wire_unpack_owned(all, all_len, b, max_len) : 0;
+    int rc = t->d->rank == 0 ? train_wire_unpack_owned(all, all_len, b, max_len) : 0;
     free(all);
     if (rc || t->d->rank != 0) return rc;
     cJSON *ds = or1_data_state_json(t->data);
     char *state = cJSON_PrintUnformatted(ds);
     cJSON_Delete(ds);
     async_batch ab = {j, waited, or1_now() - t0, sampled_tokens(b), state, t->filtered_stage};
-    char *msg = wire_pack_batch(b, &ab, t->data, &len);
+    char *msg = train_wire_pack_batch(b, &ab, t->data, &len);
     free(state);
     s->index = or1_realloc(s->index, (s->n + 1) * sizeof *s->index);
     s->buf = or1_realloc(s->buf, (s->n + 1) * sizeof *s->buf);
@@ -146,7 +146,7 @@ static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t
  * with the online filter at a stage start and the solved records, as the synchronous loop. Once
  * version j-1-s is here the trainer has received every batch up to step j-1-s, so their sends
  * are done and their bytes freed. */
-int async_rollout_loop(trainer *t) {
+int train_async_rollout_loop(trainer *t) {
     async_state *a = &t->async;
     const or1_train_config *c = t->cfg;
     long total = or1_train_total_steps(c), s = c->train.max_staleness;
@@ -163,19 +163,19 @@ int async_rollout_loop(trainer *t) {
         t->step = j - 1;
         size_t si = (size_t)or1_train_stage_of(c, t->step, &in_stage);
         const or1_stage_cfg *st = &c->stages[si];
-        if (in_stage == 0 && si > 0 && si != t->filtered_stage) online_filter(t, si);
+        if (in_stage == 0 && si > 0 && si != t->filtered_stage) train_online_filter(t, si);
         a->partial_target = j - s > 0 ? j - s : 0;
         a->round_wait = 0;
         step_batch b;
-        batch_init(&b);
+        train_batch_init(&b);
         or1_dist_phase(j, "rollout and rewards");
-        rc = trainer_collect(t, st, &b);
+        rc = train_collect(t, st, &b);
         if (rc == 0) {
-            batch_finalize(&b, t, (size_t)st->prompts);
-            track_solved(t, &b);
+            train_batch_finalize(&b, t, (size_t)st->prompts);
+            train_track_solved(t, &b);
             rc = ship_batch(t, &b, j, waited + a->round_wait, t0, &sent, st->context_length);
         }
-        batch_free(&b);
+        train_batch_free(&b);
     }
     shipments_settle(&sent, LONG_MAX);
     free(sent.index);
@@ -193,11 +193,11 @@ static int add_pending(trainer *t, char *buf, size_t len, const char *where) {
     size_t max_len = 0;
     for (size_t i = 0; i < t->cfg->n_stages; i++)
         if ((size_t)t->cfg->stages[i].context_length > max_len) max_len = (size_t)t->cfg->stages[i].context_length;
-    if (wire_unpack_batch(buf, len, where, t->data, (int)max_len, &b, &ab)) {
+    if (train_wire_unpack_batch(buf, len, where, t->data, (int)max_len, &b, &ab)) {
         free(buf);
         return -1;
     }
-    batch_free(&b);
+    train_batch_free(&b);
     long want = a->received < 0 ? t->step + 1 : a->received + 1;
     if (ab.index != want) {
         free(ab.data_state);
@@ -252,7 +252,7 @@ static void own_share(const trainer *t, step_batch *b, size_t prompts) {
     int *owner = or1_malloc((prompts ? prompts : 1) * sizeof *owner);
     for (size_t g0 = 0; g0 < b->n_groups; g0 += prompts) {
         size_t n = b->n_groups - g0 < prompts ? b->n_groups - g0 : prompts;
-        batch_assign_ranks(t->data, b->row + g0, n, t->d->size, owner);
+        train_batch_assign_ranks(t->data, b->row + g0, n, t->d->size, owner);
         for (size_t g = 0; g < n; g++)
             for (int j = 0; j < b->M && owner[g] != t->d->rank; j++) {
                 size_t i = (g0 + g) * (size_t)b->M + (size_t)j;
@@ -265,7 +265,7 @@ static void own_share(const trainer *t, step_batch *b, size_t prompts) {
 }
 
 /* See internal.h. */
-int async_next_batch(trainer *t, step_batch *b) {
+int train_async_next_batch(trainer *t, step_batch *b) {
     async_state *a = &t->async;
     long j = t->step + 1;
     double t0 = or1_now();
@@ -276,7 +276,7 @@ int async_next_batch(trainer *t, step_batch *b) {
     snprintf(where, sizeof where, "the batch of step %ld", j);
     async_batch ab;
     size_t si = (size_t)or1_train_stage_of(t->cfg, t->step, NULL);
-    int rc = wire_unpack_batch(a->pending[0], a->pending_len[0], where, t->data, t->cfg->stages[si].context_length,
+    int rc = train_wire_unpack_batch(a->pending[0], a->pending_len[0], where, t->data, t->cfg->stages[si].context_length,
                                b, &ab);
     free(a->pending[0]);
     memmove(a->pending, a->pending + 1, --a->n_pending * sizeof *a->pending);
@@ -293,10 +293,10 @@ int async_next_batch(trainer *t, step_batch *b) {
 
 /* See internal.h: after update v, its weights go from the first trainer rank to every rollout
  * rank when one will ask for v; two buffers alternate, each reused once its sends are done. */
-int async_send_weights(trainer *t) {
+int train_async_send_weights(trainer *t) {
     async_state *a = &t->async;
     if (t->step > newest_needed(t)) return 0;
-    if (update_params_to_host(t)) return -1;
+    if (train_update_params_to_host(t)) return -1;
     if (t->d->rank != 0) return 0;
     int R = a->world.size - a->n_train, slot = (int)(t->step % 2);
     for (int r = 0; a->sends[slot] && r < R; r++) or1_dist_send_wait(a->sends[slot][r]);
@@ -309,7 +309,7 @@ int async_send_weights(trainer *t) {
 }
 
 /* See internal.h: the batches of steps k+1..k+s (k the step just completed), within the run. */
-int async_before_checkpoint(trainer *t) {
+int train_async_before_checkpoint(trainer *t) {
     long total = or1_train_total_steps(t->cfg), upto = t->step + t->cfg->train.max_staleness;
     if (upto > total) upto = total;
     while (t->async.received < upto)
@@ -318,7 +318,7 @@ int async_before_checkpoint(trainer *t) {
 }
 
 /* See internal.h: the mark, the count, then each batch's length and bytes. */
-int async_save_pending(const trainer *t, const char *dir) {
+int train_async_save_pending(const trainer *t, const char *dir) {
     const async_state *a = &t->async;
     if (!a->on) return 0;
     size_t total = sizeof PENDING_MAGIC + 8;
@@ -340,7 +340,7 @@ int async_save_pending(const trainer *t, const char *dir) {
 }
 
 /* See internal.h: a checkpoint without the file (a synchronous run's) has none pending. */
-int async_load_pending(trainer *t, const char *dir) {
+int train_async_load_pending(trainer *t, const char *dir) {
     char *path = or1_path_join(dir, PENDING_FILE), *buf = NULL;
     size_t len = 0;
     int rc = 0;
@@ -375,7 +375,7 @@ int async_load_pending(trainer *t, const char *dir) {
 }
 
 /* See internal.h. */
-void async_close(trainer *t) {
+void train_async_close(trainer *t) {
     async_state *a = &t->async;
     int R = a->world.size - a->n_train;
     for (int s = 0; s < 2; s++) {

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void batch_init(step_batch *b) { memset(b, 0, sizeof *b); }
+void train_batch_init(step_batch *b) { memset(b, 0, sizeof *b); }
 
 /* Frees every array, the own completions included. */
-void batch_free(step_batch *b) {
+void train_batch_free(step_batch *b) {
     or1_completions_free(b->c, (int)b->n_samples);
     for (size_t k = 0; b->ref_logp && k < b->n_samples; k++) free(b->ref_logp[k]);
     free(b->ref_logp);
@@ -53,7 +53,7 @@ static void batch_grow(step_batch *b, size_t g, int M) {
 
 /* Assigns prompts to ranks, longest prompt first onto the least-loaded rank (expected
  * tokens ~ prompt length + T per sample), deterministically. owner[i] gets the rank. */
-void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner) {
+void train_batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner) {
     double *load = or1_calloc((size_t)ranks, sizeof *load);
     size_t *order = or1_malloc((n ? n : 1) * sizeof *order);
     for (size_t i = 0; i < n; i++) order[i] = i;
@@ -74,7 +74,7 @@ void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, 
 }
 
 /* Appends n groups; the rank that owns a group fills its numbers, a sum shares them. */
-void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
+void train_batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
                      const size_t *pos, size_t mine) {
     b->M = M;
     batch_grow(b, b->n_groups + n, M);
@@ -128,7 +128,7 @@ void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_
 
 /* Recipe order: the length-shaped rewards, then truncation masks, rejection, advantages
  * (or1_step_advantages) on them; max_len is the stage's T. */
-void batch_decide(step_batch *b, const trainer *t, int max_len) {
+void train_batch_decide(step_batch *b, const trainer *t, int max_len) {
     int32_t *group = or1_malloc(b->n_samples * sizeof *group);
     float *reward = or1_malloc(b->n_samples * sizeof *reward);
     for (size_t i = 0; i < b->n_samples; i++) group[i] = (int32_t)(i / (size_t)b->M);
@@ -145,7 +145,7 @@ void batch_decide(step_batch *b, const trainer *t, int max_len) {
 
 /* With refill, only the first `need` kept groups train (DAPO's truncation to the batch
  * size); then T_k, the loss-token count. */
-void batch_finalize(step_batch *b, const trainer *t, size_t need) {
+void train_batch_finalize(step_batch *b, const trainer *t, size_t need) {
     if (t->cfg->rejection.enabled && t->cfg->rejection.max_rounds > 1) {
         size_t g = b->n_groups ? b->n_groups : 1;
         bool *kept = or1_calloc(g, sizeof *kept), *take = or1_calloc(g, sizeof *take);
@@ -162,7 +162,7 @@ void batch_finalize(step_batch *b, const trainer *t, size_t need) {
 }
 
 /* or1_entropy_estimate over the samples in the loss on every rank: each rank's sums, added. */
-double batch_entropy_estimate(const step_batch *b, const trainer *t) {
+double train_batch_entropy_estimate(const step_batch *b, const trainer *t) {
     size_t n = b->n_samples ? b->n_samples : 1;
     const float **logp = or1_calloc(n, sizeof *logp);
     const uint8_t **mask = or1_calloc(n, sizeof *mask);
@@ -181,7 +181,7 @@ double batch_entropy_estimate(const step_batch *b, const trainer *t) {
 }
 
 /* Groups [c*G/n, (c+1)*G/n) of the groups in the loss; T over all ranks, samples own only. */
-int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, or1_loss_norm *norm) {
+int train_batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, or1_loss_norm *norm) {
     size_t G = 0, M = (size_t)b->M;
     size_t *groups = or1_malloc((b->n_groups ? b->n_groups : 1) * sizeof *groups);
     for (size_t g = 0; g < b->n_groups; g++)
@@ -244,29 +244,29 @@ static int batch_logprobs(step_batch *b, trainer *t, or1_dmodel *dm, int micro_t
 }
 
 /* Under the frozen reference (the KL term). */
-int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+int train_batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens) {
     return batch_logprobs(b, t, t->ref_dm, micro_tokens, &b->ref_logp);
 }
 
 /* Under the policy before its update, with the mismatch sums summed over ranks. */
-int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens) {
+int train_batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens) {
     if (batch_logprobs(b, t, t->dm, micro_tokens, &b->old_logp)) return -1;
     or1_mismatch m = {0};
     for (size_t i = 0; i < b->n_samples; i++)
         for (int j = 0; b->old_logp[i] && j < b->c[i].n; j++)
             if (!b->c[i].mask || b->c[i].mask[j]) or1_mismatch_add(&m, b->old_logp[i][j], b->c[i].logprobs[j]);
-    mismatch_over_ranks(t, &m);
+    train_mismatch_over_ranks(t, &m);
     b->mismatch = m;
     return 0;
 }
 
 /* Whether the update takes its old log-probs from the training engine. */
-bool recompute_logprobs(const trainer *t) {
+bool train_recompute_logprobs(const trainer *t) {
     return t->cfg->train.recompute_logprobs || t->cfg->correction.is != OR1_IS_NONE;
 }
 
 /* Sums and maxima of the mismatch over the ranks. */
-void mismatch_over_ranks(const trainer *t, or1_mismatch *m) {
+void train_mismatch_over_ranks(const trainer *t, or1_mismatch *m) {
     double s[5] = {m->abs_sum, m->k3_sum, (double)m->tokens, m->w_sum, m->w2_sum};
     or1_dist_sum_f64(t->d, s, 5);
     or1_dist_max_f64(t->d, &m->abs_max, 1);

@@ -70,11 +70,11 @@ static int save_reference(const trainer *t, const char *dir) {
 /* Reference reset (ProRL, arXiv 2505.24864, "reference policy reset"): the reference model becomes a copy of the
  * current policy, so the KL term measures the distance from here on; with kl.reset_optimizer
  * the AdamW moments and step count start over as well. Every rank does the same. */
-int reset_reference(trainer *t) {
+int train_reset_reference(trainer *t) {
     if (t->ref.n_floats != t->m.n_floats)
         return or1_fail("kl.reset_every: the reference has %zu parameters and the policy %zu", t->ref.n_floats,
                         t->m.n_floats);
-    if (update_params_to_host(t)) return -1;
+    if (train_update_params_to_host(t)) return -1;
     memcpy(t->ref.params, t->m.params, t->m.n_floats * sizeof(float));
     if (or1_dmodel_push(t->ref_dm)) return -1;
     t->ref_reset = true;
@@ -98,23 +98,23 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
     size_t n = strlen(dir) + 16;
     char *tmp = or1_malloc(n);
     snprintf(tmp, n, "%s.tmp", dir);
-    run_remove_checkpoint(tmp);
+    train_run_remove_checkpoint(tmp);
     int rc = or1_mkdir_p(tmp);
     if (rc == 0) rc = or1_model_save(&t->m, tmp, t->cfg->checkpoint.dtype, t->cfg->model.path);
     if (rc == 0) rc = copy_tokenizer(t, tmp);
     if (rc == 0) rc = or1_adamw_save(opt, &t->m, tmp);
     if (rc == 0) rc = write_state_files(t, tmp);
-    if (rc == 0) rc = async_save_pending(t, tmp);
+    if (rc == 0) rc = train_async_save_pending(t, tmp);
     if (rc == 0) rc = save_reference(t, tmp);
     if (rc == 0) rc = or1_checksums_write(tmp);
     if (rc == 0) {
-        run_remove_checkpoint(dir);
+        train_run_remove_checkpoint(dir);
         if (rename(tmp, dir) != 0) rc = or1_fail("%s: rename failed: %s", dir, strerror(errno));
     }
-    if (rc) run_remove_checkpoint(tmp); /* a half-written folder (a full disk) frees its space */
-    if (rc == 0) rc = run_point_latest(root, name);
+    if (rc) train_run_remove_checkpoint(tmp); /* a half-written folder (a full disk) frees its space */
+    if (rc == 0) rc = train_run_point_latest(root, name);
     if (rc == 0) {
-        run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);
+        train_run_keep_last(t->cfg->output_dir, t->cfg->checkpoint.keep_last, t->step);
         fprintf(stderr, "train: checkpoint %s\n", dir);
     }
     free(tmp), free(dir), free(root);
@@ -125,17 +125,17 @@ static int write_checkpoint(trainer *t, const or1_adamw *opt) {
  * output/checkpoints/step-K in a temporary folder, renames it into place (a reader sees a
  * whole checkpoint or none), points the `latest` link at it, then removes the checkpoints
  * beyond checkpoint.keep_last. Every rank calls it. */
-int save_checkpoint(trainer *t) {
+int train_save_checkpoint(trainer *t) {
     or1_adamw opt;
     bool owned;
-    if (update_optimizer_gather(t, &opt, &owned)) return -1;
+    if (train_update_optimizer_gather(t, &opt, &owned)) return -1;
     int rc = t->d->rank == 0 ? write_checkpoint(t, &opt) : 0;
     if (owned) or1_adamw_free(&opt);
     return rc;
 }
 
 /* Reads trainer_state.json of a checkpoint into the trainer. */
-int checkpoint_load_state(trainer *t, const char *dir) {
+int train_checkpoint_load_state(trainer *t, const char *dir) {
     char *path = or1_path_join(dir, "trainer_state.json"), *text;
     size_t len;
     int rc = or1_read_file(path, 1 << 30, &text, &len);
@@ -161,7 +161,7 @@ int checkpoint_load_state(trainer *t, const char *dir) {
 
 /* The reference model of a KL run: the resumed checkpoint's reset reference (its reference/
  * folder) if it has one, else kl.reference, else model.path. */
-int checkpoint_load_reference(trainer *t, const char *resume_dir) {
+int train_checkpoint_load_reference(trainer *t, const char *resume_dir) {
     const or1_train_config *cfg = t->cfg;
     char *saved = resume_dir ? or1_path_join(resume_dir, CHECKPOINT_REFERENCE_DIR) : NULL;
     t->ref_reset = saved && is_dir(saved);

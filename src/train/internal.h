@@ -5,7 +5,6 @@
 #define OR1_TRAIN_INTERNAL_H
 
 #include "or1/algo.h"
-#include "or1/cuda.h"
 #include "or1/model.h"
 #include "or1/train.h"
 
@@ -115,88 +114,88 @@ typedef struct {
 /* ---- the step batch (batch.c) ----------------------------------------------------------- */
 
 /* An empty step batch, and its release. */
-void batch_init(step_batch *b);
-void batch_free(step_batch *b);
+void train_batch_init(step_batch *b);
+void train_batch_free(step_batch *b);
 /* Appends one round's groups: own samples from sc (taken over), numbers summed over ranks. */
-void batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
+void train_batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
                      const size_t *pos, size_t mine);
 /* Length-shaped rewards, truncation masks, rejection and advantages over every group so far
  * (max_len: the stage's T). */
-void batch_decide(step_batch *b, const trainer *t, int max_len);
+void train_batch_decide(step_batch *b, const trainer *t, int max_len);
 /* Keeps the first `need` kept groups (refill) and counts the loss tokens T_k. */
-void batch_finalize(step_batch *b, const trainer *t, size_t need);
+void train_batch_finalize(step_batch *b, const trainer *t, size_t need);
 /* e_k: the mean negative log-prob of the sampled tokens in the loss, before the update. */
-double batch_entropy_estimate(const step_batch *b, const trainer *t);
+double train_batch_entropy_estimate(const step_batch *b, const trainer *t);
 /* The own loss samples of mini-batch c of n (groups split in order) and its global T and
  * sequence count (the loss normalisers). */
-int batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, or1_loss_norm *norm);
+int train_batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_sample **s, or1_loss_norm *norm);
 /* Reference log-probs of the own loss samples (KL term). */
-int batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
+int train_batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
 /* Log-probs of the own loss samples under the current weights before the update, and their
  * mismatch with the sampler's (train.recompute_logprobs). */
-int batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens);
+int train_batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens);
 /* Generation rounds until N kept groups (refill) or the round limit (trainer.c). */
-int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b);
+int train_collect(trainer *t, const or1_stage_cfg *st, step_batch *b);
 /* Whether the update takes its old log-probs from the training engine. */
-bool recompute_logprobs(const trainer *t);
+bool train_recompute_logprobs(const trainer *t);
 /* Sums (and the maximum of) mismatch statistics over the ranks, in place. */
-void mismatch_over_ranks(const trainer *t, or1_mismatch *m);
+void train_mismatch_over_ranks(const trainer *t, or1_mismatch *m);
 
 /* Each prompt's rank among `ranks`, longest prompt first onto the least-loaded rank. */
-void batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner);
+void train_batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size_t n, int ranks, int *owner);
 
 /* ---- a step batch as bytes (wire.c) ------------------------------------------------------- */
 
 /* The whole batch (every completion must be on this rank) and its async record as bytes (new
  * buffer, *len its size). */
-char *wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len);
+char *train_wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len);
 /* Reads bytes of wire_pack_batch into *b (every sample owned) and *a (a->data_state new); each
  * group's prompt must be its row's in data (NULL: not checked) and lengths at most max_len.
  * Fails naming `where` and the offset. */
-int wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
+int train_wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
                       step_batch *b, async_batch *a);
 /* This rank's own completions with their indices, and their reading into b (owned then). */
-char *wire_pack_owned(const step_batch *b, size_t *len);
-int wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len);
+char *train_wire_pack_owned(const step_batch *b, size_t *len);
+int train_wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len);
 
 /* ---- asynchronous training (async.c) ---------------------------------------------------- */
 
 /* Splits the job into trainer and rollout ranks (train.async): *a gets this rank's role and
  * *group its role's ranks. */
-int async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group);
+int train_async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group);
 /* The rollout ranks' loop: batches in order, each from the weights the schedule gives it. */
-int async_rollout_loop(trainer *t);
+int train_async_rollout_loop(trainer *t);
 /* Rollout ranks with train.partial_tokens: the weight switch of a step's first round (false
  * without partial rollouts). */
-bool async_partial_switch(trainer *t, or1_weight_switch *sw);
+bool train_async_partial_switch(trainer *t, or1_weight_switch *sw);
 /* Trainer ranks: the next batch (step t->step + 1), received or pending, owned as the
  * synchronous loop would own it. */
-int async_next_batch(trainer *t, step_batch *b);
+int train_async_next_batch(trainer *t, step_batch *b);
 /* Trainer ranks, after an update: the weights to the rollout ranks when they will need them. */
-int async_send_weights(trainer *t);
+int train_async_send_weights(trainer *t);
 /* Trainer ranks, before a checkpoint: receives the batches the checkpoint must keep. */
-int async_before_checkpoint(trainer *t);
+int train_async_before_checkpoint(trainer *t);
 /* The pending batches into dir/async_pending.bin (trainer rank 0), and back (resume). */
-int async_save_pending(const trainer *t, const char *dir);
-int async_load_pending(trainer *t, const char *dir);
+int train_async_save_pending(const trainer *t, const char *dir);
+int train_async_load_pending(trainer *t, const char *dir);
 /* Frees the pipeline's buffers after waiting for the sends in flight. */
-void async_close(trainer *t);
+void train_async_close(trainer *t);
 
 /* ---- set-up and tear-down (setup.c) ---------------------------------------------------- */
 
 /* Loads and places everything a run needs, resuming from resume_dir when set; as (NULL: a
  * synchronous run) gives an asynchronous run's role. */
-int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
+int train_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
                  const async_state *as);
 /* Frees everything trainer_open made. */
-void trainer_close(trainer *t);
+void train_close(trainer *t);
 
 /* ---- metrics, validation and the online filter (metrics.c) --------------------------------- */
 
 /* Records each group's correct count with the sampler (the next stage's online filter). */
-void track_solved(trainer *t, const step_batch *b);
+void train_track_solved(trainer *t, const step_batch *b);
 /* Drops the rows solved in the previous stage, at the start of stage. */
-void online_filter(trainer *t, size_t stage);
+void train_online_filter(trainer *t, size_t stage);
 /* What a step did besides its batch, for its metrics row: its stage, the entropy estimate e_k
  * and the alpha it trained with, whether the controller was on, the loss statistics summed
  * over the ranks, the mean gradient norm, whether nothing was trained, and its seconds. */
@@ -212,44 +211,44 @@ typedef struct {
 } step_record;
 /* The step's metrics row (rank 0) and progress line; fails naming metrics.jsonl when the row
  * cannot be written. */
-int write_metrics(trainer *t, const step_batch *b, const step_record *r);
+int train_write_metrics(trainer *t, const step_batch *b, const step_record *r);
 /* Validation on eval.files at each temperature, one row each in metrics.jsonl. */
-int run_validation(trainer *t);
+int train_run_validation(trainer *t);
 
 /* ---- checkpoints (checkpoint.c) ------------------------------------------------------------ */
 
 /* Saves a checkpoint of the completed step (a collective: the optimizer state goes to rank 0). */
-int save_checkpoint(trainer *t);
+int train_save_checkpoint(trainer *t);
 /* ProRL's reference reset after a completed step: the reference takes the current weights
  * (and the AdamW state is zeroed with kl.reset_optimizer). */
-int reset_reference(trainer *t);
+int train_reset_reference(trainer *t);
 /* Reads a checkpoint's trainer_state.json into the trainer (resume). */
-int checkpoint_load_state(trainer *t, const char *dir);
+int train_checkpoint_load_state(trainer *t, const char *dir);
 /* The reference model of a KL run: the resumed checkpoint's reset reference if it has one,
  * else kl.reference, else model.path. */
-int checkpoint_load_reference(trainer *t, const char *resume_dir);
+int train_checkpoint_load_reference(trainer *t, const char *resume_dir);
 
 /* ---- the optimizer update over the ranks (update.c) ------------------------------------- */
 
 /* Sets up the device's own collectives over the ranks where the backend has them. */
-int update_collectives_init(trainer *t);
+int train_update_collectives_init(trainer *t);
 /* The optimizer update over the ranks (update.c): replicated, or ZeRO stage 1. */
-int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm);
+int train_update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm);
 /* Zeroed optimizer state for this rank's range (and a line saying its size). */
-void update_optimizer_init(trainer *t);
+void train_update_optimizer_init(trainer *t);
 /* A checkpoint's optimizer state, this rank's range of it: 1 loaded, 0 no file, -1 error. */
-int update_optimizer_load(trainer *t, const char *dir);
+int train_update_optimizer_load(trainer *t, const char *dir);
 /* The whole optimizer state on rank 0 (collective); *owned: *full must be freed. */
-int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
+int train_update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned);
 /* Whether this rank keeps fp32 masters of its shard alone (ZeRO stage 1 in bf16 precision). */
-bool update_masters_sharded(const trainer *t);
+bool train_update_masters_sharded(const trainer *t);
 /* The policy placed on the trainer's backend: with a shard of fp32 masters when they are
  * sharded, else whole. */
-or1_dmodel *update_place_model(trainer *t);
+or1_dmodel *train_update_place_model(trainer *t);
 /* The whole current parameters into the host model on every rank (a collective). */
-int update_params_to_host(trainer *t);
+int train_update_params_to_host(trainer *t);
 /* The global L2 norm of the fp32 weights (a collective when the masters are sharded). */
-double update_param_norm(trainer *t);
+double train_update_param_norm(trainer *t);
 
 /* ---- the run folder (run_dir.c) ---------------------------------------------------------- */
 
@@ -257,18 +256,18 @@ double update_param_norm(trainer *t);
  * (no ARG, or auto on a folder without checkpoints). A checkpoint is resumed only when intact
  * (complete, its files matching checksums.json); auto and a run folder pass over damaged ones
  * to the newest intact one, saying so when talk. Errors name ARG. */
-int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir);
+int train_run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir);
 /* A new run's output folder (rank 0 only): refused when it holds a run unless overwrite; with
  * overwrite, that run's checkpoints, `latest` and metrics are removed. */
-int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite);
+int train_run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite);
 /* Points ck_root/latest at the checkpoint folder `name` (a relative link, replaced atomically). */
-int run_point_latest(const char *ck_root, const char *name);
+int train_run_point_latest(const char *ck_root, const char *name);
 /* The folder of a checkpoint that holds a reset reference (kl.reset_every). */
 #define CHECKPOINT_REFERENCE_DIR "reference"
 /* Removes one checkpoint folder (its plain files and its reset reference): an old one of the same
  * step, a half-written one, or one past checkpoint.keep_last. */
-void run_remove_checkpoint(const char *dir);
+void train_run_remove_checkpoint(const char *dir);
 /* Removes the oldest checkpoints of the run folder root beyond the newest keep (0: none), never
  * the one of step newest. */
-void run_keep_last(const char *root, int keep, long newest);
+void train_run_keep_last(const char *root, int keep, long newest);
 #endif

@@ -17,7 +17,7 @@
 
 /* Records every group's number of correct samples with the sampler (paper §3.1's
  * online filter). */
-void track_solved(trainer *t, const step_batch *b) {
+void train_track_solved(trainer *t, const step_batch *b) {
     if (!t->cfg->data.online_filter) return;
     for (size_t g = 0; g < b->n_groups; g++) {
         int correct = 0;
@@ -29,7 +29,7 @@ void track_solved(trainer *t, const step_batch *b) {
 
 /* Online filter (paper §3.1): at a stage start, prompts every sample solved in the
  * previous stage go. */
-void online_filter(trainer *t, size_t stage) {
+void train_online_filter(trainer *t, size_t stage) {
     t->filtered_stage = stage;
     if (!t->cfg->data.online_filter) return;
     size_t before = or1_data_active(t->data), dropped = or1_data_stage_filter(t->data);
@@ -169,7 +169,7 @@ static void add_async(cJSON *row, const step_batch *b, double t_update) {
 
 /* The per-step metrics row, a progress line, and loud warnings; fails when the row cannot be
  * written. */
-int write_metrics(trainer *t, const step_batch *b, const step_record *r) {
+int train_write_metrics(trainer *t, const step_batch *b, const step_record *r) {
     size_t stage = r->stage;
     const or1_stage_cfg *st = r->st;
     const or1_loss_stats *ls = r->ls;
@@ -241,7 +241,7 @@ int write_metrics(trainer *t, const step_batch *b, const step_record *r) {
 }
 
 /* Validation on the eval files at every configured temperature; a metrics row each. */
-int run_validation(trainer *t) {
+int train_run_validation(trainer *t) {
     if (!t->eval_data) return 0;
     size_t n = or1_data_rows(t->eval_data);
     const or1_data_row **rows = or1_malloc(n * sizeof *rows);

@@ -161,7 +161,7 @@ static void remove_files(const char *dir) {
 
 /* Removes a checkpoint folder (an old one of the same step, or one past
  * checkpoint.keep_last), its reset reference included. */
-void run_remove_checkpoint(const char *dir) {
+void train_run_remove_checkpoint(const char *dir) {
     char *ref = or1_path_join(dir, CHECKPOINT_REFERENCE_DIR);
     remove_files(ref);
     free(ref);
@@ -169,7 +169,7 @@ void run_remove_checkpoint(const char *dir) {
 }
 
 /* See internal.h. */
-int run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir) {
+int train_run_resume_dir(const or1_train_config *cfg, const char *arg, bool talk, char **dir) {
     *dir = NULL;
     if (!arg) return 0;
     if (strcmp(arg, "auto") == 0) return run_folder_checkpoint(cfg->output_dir, arg, talk, dir);
@@ -202,7 +202,7 @@ static void remove_entry(const char *root, const char *name) {
 }
 
 /* See internal.h. */
-int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite) {
+int train_run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrite) {
     if (resuming) return 0;
     size_t n;
     long *steps = list_steps(cfg->output_dir, false, &n);
@@ -216,7 +216,7 @@ int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrit
     else if (used) {
         for (size_t i = 0; i < n; i++) {
             char *d = step_dir(cfg->output_dir, steps[i]);
-            run_remove_checkpoint(d);
+            train_run_remove_checkpoint(d);
             free(d);
         }
         char *ck = or1_path_join(cfg->output_dir, "checkpoints");
@@ -232,10 +232,10 @@ int run_prepare_output(const or1_train_config *cfg, bool resuming, bool overwrit
 
 /* See internal.h: a relative symbolic link made beside it and renamed over it, so `latest`
  * always names a whole checkpoint and works as a path. */
-int run_point_latest(const char *ck_root, const char *name) {
+int train_run_point_latest(const char *ck_root, const char *name) {
     char *link = or1_path_join(ck_root, "latest"), *tmp = or1_path_join(ck_root, ".latest.tmp");
     struct stat st;
-    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) run_remove_checkpoint(link); /* a copy that followed the link */
+    if (lstat(link, &st) == 0 && S_ISDIR(st.st_mode)) train_run_remove_checkpoint(link); /* a copy that followed the link */
     unlink(tmp);
     int rc = 0;
     if (symlink(name, tmp) != 0 || rename(tmp, link) != 0) {
@@ -247,13 +247,13 @@ int run_point_latest(const char *ck_root, const char *name) {
 }
 
 /* See internal.h. */
-void run_keep_last(const char *root, int keep, long newest) {
+void train_run_keep_last(const char *root, int keep, long newest) {
     size_t n;
     long *steps = list_steps(root, false, &n);
     for (size_t i = 0; keep > 0 && i + (size_t)keep < n; i++)
         if (steps[i] != newest) {
             char *d = step_dir(root, steps[i]);
-            run_remove_checkpoint(d);
+            train_run_remove_checkpoint(d);
             free(d);
         }
     free(steps);

@@ -63,7 +63,7 @@ static double gib(double n) { return n / 1073741824.0; }
  * ZeRO-1), the training workspace at the largest micro-batch, the rollout KV budget, and the
  * frozen KL reference (bf16 weights alone in bf16). */
 static void report_memory(const trainer *t) {
-    double n = (double)t->m.n_floats, masters = update_masters_sharded(t) ? (double)t->opt.n : n;
+    double n = (double)t->m.n_floats, masters = train_update_masters_sharded(t) ? (double)t->opt.n : n;
     bool bf16 = or1_backend_bf16(t->be);
     int micro = 0;
     for (size_t s = 0; s < t->cfg->n_stages; s++)
@@ -86,16 +86,16 @@ static int open_device(trainer *t) {
         t->dm = or1_dmodel_new(t->be, &t->m);
         return t->dm ? 0 : -1;
     }
-    t->dm = update_place_model(t);
+    t->dm = train_update_place_model(t);
     if (t->dm && t->has_ref) t->ref_dm = or1_dmodel_new_frozen(t->be, &t->ref);
-    if (!t->dm || (t->has_ref && !t->ref_dm) || update_collectives_init(t)) return -1;
+    if (!t->dm || (t->has_ref && !t->ref_dm) || train_update_collectives_init(t)) return -1;
     or1_dmodel_set_recompute(t->dm, t->cfg->train.gradient_checkpointing);
     report_memory(t);
     return 0;
 }
 
 /* Loads model, tokenizer, data, reference, optimizer, controller; resumes if asked. */
-int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
+int train_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
                  const async_state *as) {
     memset(t, 0, sizeof *t);
     t->cfg = cfg, t->d = d;
@@ -112,14 +112,14 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
                 t->m.cfg.max_pos, cfg->data.max_prompt_length);
     t->data = or1_data_load(&o);
     if (!t->data || open_eval(t)) return -1;
-    if (trains && cfg->kl.enabled && checkpoint_load_reference(t, resume_dir)) return -1;
-    if (trains) update_optimizer_init(t);
+    if (trains && cfg->kl.enabled && train_checkpoint_load_reference(t, resume_dir)) return -1;
+    if (trains) train_update_optimizer_init(t);
     or1_entropy_init(&t->ent, &cfg->entropy);
     if (resume_dir) {
-        int got = trains ? update_optimizer_load(t, resume_dir) : 1;
+        int got = trains ? train_update_optimizer_load(t, resume_dir) : 1;
         if (got == 0) or1_fail("%s: optimizer.safetensors is missing: the AdamW state cannot be resumed", resume_dir);
-        if (got <= 0 || checkpoint_load_state(t, resume_dir) ||
-            (t->async.on && trains && async_load_pending(t, resume_dir)))
+        if (got <= 0 || train_checkpoint_load_state(t, resume_dir) ||
+            (t->async.on && trains && train_async_load_pending(t, resume_dir)))
             return or1_fail_ctx("resume from %s", resume_dir);
     }
     if (open_device(t)) return -1;
@@ -131,8 +131,8 @@ int trainer_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, con
 }
 
 /* Frees everything trainer_open made. */
-void trainer_close(trainer *t) {
-    async_close(t);
+void train_close(trainer *t) {
+    train_async_close(t);
     if (t->metrics) fclose(t->metrics);
     if (t->pool) or1_sandbox_pool_free(t->pool);
     or1_dmodel_free(t->dm);

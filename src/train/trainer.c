@@ -21,7 +21,7 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
                          uint64_t round_seed, step_batch *b) {
     int M = st->samples;
     int *owner = or1_malloc((n ? n : 1) * sizeof *owner);
-    batch_assign_ranks(t->data, ids, n, t->d->size, owner);
+    train_batch_assign_ranks(t->data, ids, n, t->d->size, owner);
     const or1_data_row **rows = or1_malloc((n ? n : 1) * sizeof *rows);
     uint64_t *seeds = or1_malloc((n ? n : 1) * sizeof *seeds);
     size_t mine = 0, *pos = or1_malloc((n ? n : 1) * sizeof *pos);
@@ -37,13 +37,13 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
     t->async.round_version = t->async.on ? t->async.version : t->step; /* the weights sampling this round */
     or1_engine_cfg engine = {.opts = t->cfg->rollout.engine, .progress = t->d->rank == 0};
     or1_weight_switch sw; /* partial rollouts: the first round's samples take the next policy mid-way */
-    bool partial = round == 1 && async_partial_switch(t, &sw);
+    bool partial = round == 1 && train_async_partial_switch(t, &sw);
     or1_rollout_job job = {t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
                            &t->cfg->reward.opts, partial ? &sw : NULL};
     int rc = or1_rollout_score(&job, &sc, &b->t_rollout, &b->t_reward);
     for (size_t k = 0; rc == 0 && partial && t->async.version == t->async.round_version && k < sc.n; k++)
         sc.switch_at[k] = sc.c[k].n; /* the switch kept the weights (an early step): no token is newer */
-    if (rc == 0) batch_add_round(b, t, ids, n, M, &sc, pos, mine);
+    if (rc == 0) train_batch_add_round(b, t, ids, n, M, &sc, pos, mine);
     else or1_scored_free(&sc);
     free(pos);
     free(seeds);
@@ -53,7 +53,7 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
 }
 
 /* Generation rounds until N kept groups (refill) or the round limit; then picks the groups. */
-int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
+int train_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
     int max_rounds = t->cfg->rejection.enabled ? t->cfg->rejection.max_rounds : 1;
     for (int round = 1;; round++) {
         uint32_t *ids = or1_malloc((size_t)st->prompts * sizeof *ids);
@@ -65,7 +65,7 @@ int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
         int rc = round_rollout(t, st, ids, (size_t)st->prompts, round, seed, b);
         free(ids);
         if (rc) return -1;
-        batch_decide(b, t, st->context_length);
+        train_batch_decide(b, t, st->context_length);
         or1_refill_action act = or1_refill_decide(b->kept_groups, round, (size_t)st->prompts, max_rounds);
         if (act != OR1_REFILL_MORE) return 0;
     }
@@ -74,7 +74,7 @@ int trainer_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
 /* Every weight finite after an update (a corrupt optimizer state or an overflow gets past the
  * gradient-norm check); fails naming the quantity and the mini-batch. */
 static int finite_weights(trainer *t, int mini_batch) {
-    double norm = update_param_norm(t);
+    double norm = train_update_param_norm(t);
     if (norm < 0) return -1;
     if (!isfinite(norm))
         return or1_fail("the weights are not finite after the update of mini-batch %d (their norm is %g)", mini_batch,
@@ -154,7 +154,7 @@ static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, d
         for (int c = 0; c < n_sgd; c++) {
             or1_sample *s;
             or1_loss_norm ln;
-            int n = batch_chunk(b, t, c, n_sgd, &s, &ln);
+            int n = train_batch_chunk(b, t, c, n_sgd, &s, &ln);
             if (ln.tokens == 0) {
                 free(s);
                 continue;
@@ -176,14 +176,14 @@ static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, d
             or1_loss_stats_unpack(sums, &ls);
             or1_loss_stats_add(total, &ls);
             if (updates == 0 && !b->old_logp) { /* no update yet: the sampling policy's weights */
-                mismatch_over_ranks(t, &ls.mismatch);
+                train_mismatch_over_ranks(t, &ls.mismatch);
                 b->mismatch = ls.mismatch;
             }
             if (!isfinite(ls.loss))
                 return or1_fail("the loss of mini-batch %d is %g (a diverging run or non-finite inputs), found "
                                 "before its update", c + 1, ls.loss);
             double norm;
-            if (update_apply(t, &ac, &norm) || finite_weights(t, c + 1)) return -1;
+            if (train_update_apply(t, &ac, &norm) || finite_weights(t, c + 1)) return -1;
             *grad_norm += norm;
             updates++;
             minibatch_controller(t, b, &ls, sums + OR1_LOSS_N_SUMS, alpha);
@@ -205,17 +205,17 @@ static int train_step(trainer *t) {
     long in_stage;
     size_t si = (size_t)or1_train_stage_of(t->cfg, t->step, &in_stage);
     const or1_stage_cfg *st = &t->cfg->stages[si];
-    if (!t->async.on && in_stage == 0 && si > 0 && si != t->filtered_stage) online_filter(t, si);
+    if (!t->async.on && in_stage == 0 && si > 0 && si != t->filtered_stage) train_online_filter(t, si);
     step_batch b;
-    batch_init(&b);
+    train_batch_init(&b);
     double t0 = or1_now();
     or1_dist_phase(t->step + 1, "rollout and rewards");
-    if (t->async.on ? async_next_batch(t, &b) : trainer_collect(t, st, &b)) {
-        batch_free(&b);
+    if (t->async.on ? train_async_next_batch(t, &b) : train_collect(t, st, &b)) {
+        train_batch_free(&b);
         return -1;
     }
-    if (!t->async.on) batch_finalize(&b, t, (size_t)st->prompts);
-    double e_k = batch_entropy_estimate(&b, t), alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
+    if (!t->async.on) train_batch_finalize(&b, t, (size_t)st->prompts);
+    double e_k = train_batch_entropy_estimate(&b, t), alpha = or1_entropy_alpha(&t->ent, &t->cfg->entropy);
     bool was_enabled = t->ent.enabled;
     or1_values ents = {0};
     or1_loss_stats ls = {.entropies = &ents};
@@ -224,11 +224,11 @@ static int train_step(trainer *t) {
     if (!skipped) {
         or1_dist_phase(t->step + 1, "update");
         int micro = or1_train_micro_tokens(t->cfg, si);
-        int rc = t->has_ref ? batch_ref_logprobs(&b, t, micro) : 0;
-        if (rc == 0 && recompute_logprobs(t)) rc = batch_old_logprobs(&b, t, micro);
+        int rc = t->has_ref ? train_batch_ref_logprobs(&b, t, micro) : 0;
+        if (rc == 0 && train_recompute_logprobs(t)) rc = train_batch_old_logprobs(&b, t, micro);
         if (rc == 0) rc = update(t, si, &b, &ls, &grad_norm);
         if (rc) {
-            batch_free(&b);
+            train_batch_free(&b);
             or1_values_free(&ents);
             return or1_fail_ctx("train: step %ld: stopped; no checkpoint is written from this step (latest is the "
                                 "last good one)", t->step + 1);
@@ -239,17 +239,17 @@ static int train_step(trainer *t) {
     or1_values_free(&ents);
     t_up = or1_now() - t_up;
     t->step++;
-    if (t->async.on && async_send_weights(t)) {
-        batch_free(&b);
+    if (t->async.on && train_async_send_weights(t)) {
+        train_batch_free(&b);
         return -1;
     }
-    if (!t->async.on) track_solved(t, &b);
+    if (!t->async.on) train_track_solved(t, &b);
     step_record rec = {.stage = si, .st = st, .e_k = e_k, .alpha = alpha, .enabled = was_enabled, .ls = &ls,
                        .grad_norm = grad_norm, .skipped = skipped, .t_update = t_up, .t_step = or1_now() - t0};
-    int wrote = write_metrics(t, &b, &rec);
-    batch_free(&b);
+    int wrote = train_write_metrics(t, &b, &rec);
+    train_batch_free(&b);
     if (wrote) return or1_fail_ctx("train: step %ld: stopped; no checkpoint of this step is written", t->step);
-    if (t->has_ref && t->cfg->kl.reset_every > 0 && t->step % t->cfg->kl.reset_every == 0) return reset_reference(t);
+    if (t->has_ref && t->cfg->kl.reset_every > 0 && t->step % t->cfg->kl.reset_every == 0) return train_reset_reference(t);
     return 0;
 }
 
@@ -260,10 +260,10 @@ static int train_loop(trainer *t) {
         if (train_step(t)) return -1;
         bool last = t->step == total;
         or1_dist_phase(t->step, "validation");
-        if (t->cfg->eval.every > 0 && (t->step % t->cfg->eval.every == 0 || last) && run_validation(t)) return -1;
+        if (t->cfg->eval.every > 0 && (t->step % t->cfg->eval.every == 0 || last) && train_run_validation(t)) return -1;
         or1_dist_phase(t->step, "checkpoint");
         if ((t->cfg->checkpoint.every > 0 && t->step % t->cfg->checkpoint.every == 0) || last)
-            if ((t->async.on && async_before_checkpoint(t)) || save_checkpoint(t)) return -1;
+            if ((t->async.on && train_async_before_checkpoint(t)) || train_save_checkpoint(t)) return -1;
     }
     return 0;
 }
@@ -285,8 +285,8 @@ static int from_rank0(const or1_dist *d, int rc) {
 int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, const or1_dist *d) {
     or1_dist_set_timeout(d, cfg->dist.timeout_s);
     char *resume_dir = NULL;
-    int rc = run_resume_dir(cfg, start ? start->resume : NULL, d->rank == 0, &resume_dir);
-    rc = from_rank0(d, rc || d->rank != 0 ? rc : run_prepare_output(cfg, resume_dir != NULL, start && start->overwrite));
+    int rc = train_run_resume_dir(cfg, start ? start->resume : NULL, d->rank == 0, &resume_dir);
+    rc = from_rank0(d, rc || d->rank != 0 ? rc : train_run_prepare_output(cfg, resume_dir != NULL, start && start->overwrite));
     if (rc) {
         free(resume_dir);
         return -1;
@@ -294,15 +294,15 @@ int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, con
     if (resume_dir && d->rank == 0) fprintf(stderr, "train: resuming from %s\n", resume_dir);
     async_state as = {0};
     or1_dist group = *d;
-    if (cfg->train.async && async_roles(cfg, d, &as, &group)) {
+    if (cfg->train.async && train_async_roles(cfg, d, &as, &group)) {
         free(resume_dir);
         return -1;
     }
     trainer t;
-    int opened = trainer_open(&t, cfg, &group, resume_dir, cfg->train.async ? &as : NULL);
+    int opened = train_open(&t, cfg, &group, resume_dir, cfg->train.async ? &as : NULL);
     free(resume_dir);
     if (opened) {
-        trainer_close(&t);
+        train_close(&t);
         return -1;
     }
     long total = or1_train_total_steps(cfg);
@@ -310,20 +310,20 @@ int or1_train_run(const or1_train_config *cfg, const or1_train_start *start, con
         if (d->rank == 0)
             fprintf(stderr, "train: the checkpoint is at step %ld and the schedule has %ld steps: nothing to train "
                             "(raise train.steps or the stages' steps to go on)\n", t.step, total);
-        trainer_close(&t);
+        train_close(&t);
         return 0;
     }
     if (d->rank == 0)
         fprintf(stderr, "train: %zu prompts, %zu stages, %ld steps from step %ld, %d rank(s)\n", or1_data_active(t.data),
                 cfg->n_stages, total, t.step, d->size);
     if (t.async.rollout) {
-        rc = async_rollout_loop(&t);
-        trainer_close(&t);
+        rc = train_async_rollout_loop(&t);
+        train_close(&t);
         return rc;
     }
-    rc = t.step == 0 && cfg->eval.every > 0 ? run_validation(&t) : 0;
+    rc = t.step == 0 && cfg->eval.every > 0 ? train_run_validation(&t) : 0;
     t.first_step = t.step, t.started = or1_now();
     if (rc == 0) rc = train_loop(&t);
-    trainer_close(&t);
+    train_close(&t);
     return rc;
 }

@@ -15,12 +15,12 @@
 #include <string.h>
 
 /* Whether the device sums and gathers over the ranks itself (NCCL), set up by
- * update_collectives_init; else the host mirror goes through MPI. */
+ * train_update_collectives_init; else the host mirror goes through MPI. */
 static bool on_device(const trainer *t) { return t->device_collectives; }
 
 /* Rank 0's communicator id to every rank, then every rank joins (a collective). Backends
  * without device collectives, and single ranks, keep the host path. */
-int update_collectives_init(trainer *t) {
+int train_update_collectives_init(trainer *t) {
     if (t->d->size <= 1) return 0;
     char id[512] = {0};
     int len = t->d->rank == 0 ? or1_dmodel_comm_id(t->dm, id, sizeof id) : 0;
@@ -45,28 +45,28 @@ static void update_range(const trainer *t, size_t *lo, size_t *hi) {
 
 /* Whether this rank keeps fp32 masters of its shard alone (ZeRO stage 1 in bf16 precision,
  * where the weights the model computes with are not the masters). */
-bool update_masters_sharded(const trainer *t) { return sharded(t) && or1_backend_bf16(t->be); }
+bool train_update_masters_sharded(const trainer *t) { return sharded(t) && or1_backend_bf16(t->be); }
 
-/* The policy on the trainer's backend, its fp32 masters sharded when update_masters_sharded. */
-or1_dmodel *update_place_model(trainer *t) {
-    if (!update_masters_sharded(t)) return or1_dmodel_new(t->be, &t->m);
+/* The policy on the trainer's backend, its fp32 masters sharded when train_update_masters_sharded. */
+or1_dmodel *train_update_place_model(trainer *t) {
+    if (!train_update_masters_sharded(t)) return or1_dmodel_new(t->be, &t->m);
     size_t lo, hi;
     update_range(t, &lo, &hi);
     return or1_dmodel_new_sharded(t->be, &t->m, lo, hi);
 }
 
 /* The model back into the host mirror; sharded masters are then gathered over MPI. */
-int update_params_to_host(trainer *t) {
+int train_update_params_to_host(trainer *t) {
     if (or1_dmodel_pull(t->dm)) return -1;
-    if (update_masters_sharded(t)) or1_dist_allgather_f32(t->d, t->m.params, t->m.n_floats);
+    if (train_update_masters_sharded(t)) or1_dist_allgather_f32(t->d, t->m.params, t->m.n_floats);
     return 0;
 }
 
 /* The fp32 weights' global norm: each rank's masters' squared norm summed when sharded, so
  * every rank sees a non-finite weight wherever it is. */
-double update_param_norm(trainer *t) {
+double train_update_param_norm(trainer *t) {
     double norm = or1_dmodel_param_norm(t->dm);
-    if (norm < 0 || !update_masters_sharded(t)) return norm;
+    if (norm < 0 || !train_update_masters_sharded(t)) return norm;
     double sq = norm * norm;
     or1_dist_sum_f64(t->d, &sq, 1);
     return sqrt(sq);
@@ -130,12 +130,12 @@ static int update_zero1(trainer *t, const or1_adamw_cfg *ac, double *norm) {
 
 /* One optimizer update from the gradients of this rank's samples; *norm gets the global
  * pre-clip gradient norm. */
-int update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm) {
+int train_update_apply(trainer *t, const or1_adamw_cfg *ac, double *norm) {
     return sharded(t) ? update_zero1(t, ac, norm) : update_replicated(t, ac, norm);
 }
 
 /* The optimizer state this rank holds: zeroed moments for its range. */
-void update_optimizer_init(trainer *t) {
+void train_update_optimizer_init(trainer *t) {
     size_t lo, hi;
     update_range(t, &lo, &hi);
     or1_adamw_init(&t->opt, hi - lo);
@@ -145,7 +145,7 @@ void update_optimizer_init(trainer *t) {
 
 /* Reads a checkpoint's whole optimizer state and keeps this rank's range: 1 loaded, 0 no
  * file, -1 error. */
-int update_optimizer_load(trainer *t, const char *dir) {
+int train_update_optimizer_load(trainer *t, const char *dir) {
     size_t lo, hi;
     update_range(t, &lo, &hi);
     if (lo == 0 && hi == t->m.n_floats) return or1_adamw_load(&t->opt, &t->m, dir);
@@ -164,8 +164,8 @@ int update_optimizer_load(trainer *t, const char *dir) {
 /* The whole optimizer state on rank 0 and the whole parameters in every host model (a
  * collective: every rank calls it). *full is the state itself when it is not sharded, else a
  * gathered copy to free with or1_adamw_free. */
-int update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned) {
-    if (update_params_to_host(t)) return -1;
+int train_update_optimizer_gather(trainer *t, or1_adamw *full, bool *owned) {
+    if (train_update_params_to_host(t)) return -1;
     *owned = sharded(t);
     if (!*owned) {
         *full = t->opt;

@@ -157,7 +157,7 @@ static void put_numbers(wbuf *w, const step_batch *b, const async_batch *a, cons
 }
 
 /* See internal.h. */
-char *wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len) {
+char *train_wire_pack_batch(const step_batch *b, const async_batch *a, const or1_dataset *data, size_t *len) {
     wbuf w = {0};
     put_numbers(&w, b, a, data);
     for (size_t i = 0; i < b->n_samples; i++) put_completion(&w, &b->c[i]);
@@ -241,10 +241,10 @@ static void get_numbers(rbuf *r, step_batch *b, async_batch *a, const or1_datase
 }
 
 /* See internal.h. */
-int wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
+int train_wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
                       step_batch *b, async_batch *a) {
     rbuf r = {buf, len, 0, where, 0};
-    batch_init(b);
+    train_batch_init(b);
     memset(a, 0, sizeof *a);
     get_numbers(&r, b, a, data);
     for (size_t i = 0; i < b->n_samples && !r.bad; i++) {
@@ -256,14 +256,14 @@ int wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_
     }
     if (!r.bad && r.at != r.n) WIRE_BAD(&r, "%s: %zu bytes follow the batch", where, r.n - r.at);
     if (!r.bad) return 0;
-    batch_free(b);
+    train_batch_free(b);
     free(a->data_state);
     memset(a, 0, sizeof *a);
     return -1;
 }
 
 /* See internal.h: the owned completions as (index, completion) records. */
-char *wire_pack_owned(const step_batch *b, size_t *len) {
+char *train_wire_pack_owned(const step_batch *b, size_t *len) {
     wbuf w = {0};
     for (size_t i = 0; i < b->n_samples; i++)
         if (b->owned[i]) put_i64(&w, (int64_t)i), put_completion(&w, &b->c[i]);
@@ -272,7 +272,7 @@ char *wire_pack_owned(const step_batch *b, size_t *len) {
 }
 
 /* See internal.h. */
-int wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len) {
+int train_wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len) {
     rbuf r = {buf, len, 0, "a rank's samples", 0};
     while (!r.bad && r.at < r.n) {
         size_t i = (size_t)get_i64(&r, 0, (int64_t)b->n_samples - 1, "a sample index");

@@ -637,14 +637,6 @@ static void case_clip(const pair *p) {
         }
 }
 
-/* Both sides accept the settings the engine uses. */
-static void case_sample_check(const pair *p) {
-    or1_sample_row rows[] = {{0, 1, 0, 1, 0, 0}, {1.0f, 0.9f, 50, 2, 1, 3}, {0.6f, 1, 0, 3, 0, 0}};
-    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-        CHECK(!p->be->ops->sample_check(p->be, &rows[k]) && !p->ref->ops->sample_check(p->ref, &rows[k]),
-              "%s sample_check of row %zu: %s", p->tag, k, or1_error());
-}
-
 static void sample_is_head(const pair *p);
 
 /* Draws that must agree whatever the backend's randomness: greedy, and top-k 1 at temperature
@@ -752,7 +744,6 @@ static const op_case CASES[] = {
     {SLOT(adamw), case_adamw, NULL},
     {SLOT(grad_norm), case_grad_norm, NULL},
     {SLOT(clip), case_clip, NULL},
-    {SLOT(sample_check), case_sample_check, NULL},
     {SLOT(sample), case_sample, NULL},
     {SLOT(comm_id), NULL, "optional: cuda_train runs the device collectives over 2 ranks"},
     {SLOT(comm_init), NULL, "optional: cuda_train"},

@@ -2,7 +2,8 @@
 # - layering_upward_include / layering_private_include build a file of the model module that
 #   includes train's header / another module's private header; the build must fail;
 # - layering_symbols checks every module's archive: each or1_ symbol it uses is defined in it
-#   or in a module below it, and no source includes another module's files by a path.
+#   or in a module below it, no source includes another module's files by a path, and every
+#   external symbol it defines starts with or1_ or the module's internal prefix (train_, model_, ...).
 include(${CMAKE_CURRENT_LIST_DIR}/../python.cmake)
 foreach(kind includes_train includes_private)
   add_library(layering_model_${kind} OBJECT EXCLUDE_FROM_ALL ${CMAKE_CURRENT_LIST_DIR}/model_${kind}.c)

@@ -95,8 +95,6 @@ typedef struct {
     /* Global L2 norm in double (waits for queued work; -1 on error) and clip_grad_norm_. */
     double (*grad_norm)(or1_backend *be, const float *grads, size_t n);
     void (*clip)(or1_backend *be, float *grads, size_t n, double norm, double max_norm);
-    /* -1 (with or1_fail) if the backend cannot sample with these settings. */
-    int (*sample_check)(or1_backend *be, const or1_sample_row *row);
     /* Draws the next token of each of B rows of logits; next, logp and rows are host arrays. */
     int (*sample)(or1_backend *be, int32_t *next, float *logp, const float *logits, int B, int V,
                   const or1_sample_row *rows);
