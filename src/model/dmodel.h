@@ -13,7 +13,9 @@
  * and all NULL in fp32 precision). */
 typedef union {
     struct {
-        const or1_bf16 *ln1, *wqkv, *bqkv, *qnorm, *knorm, *wo, *bo, *ln2, *wgu, *wd;
+#define X(name, field) const or1_bf16 *name;
+        LAYER_FIELDS(X)
+#undef X
     };
     const or1_bf16 *f[OR1_L_FIELDS];
 } layer_bf16;
