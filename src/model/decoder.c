@@ -41,10 +41,10 @@ typedef struct {
     bool over;
 } carver;
 
-/* The next n floats of k's block, or NULL with k over when they do not fit: a view sized past
- * its block fails loudly instead of overlapping the next one. */
+/* The next n floats of k's block, or NULL with k over when they do not fit (and for every view
+ * after): a view sized past its block fails loudly instead of overlapping the next one. */
 static float *carve(carver *k, size_t n) {
-    if (n > k->cap - k->used) {
+    if (k->over || n > k->cap - k->used) {
         k->over = true;
         return NULL;
     }
@@ -135,8 +135,8 @@ static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
     if (k.over || k.used != total) {
         op->release(dm->be, dm->mem);
         dm->mem = NULL;
-        return or1_fail("%s workspace: its views take %s%zu floats of the %zu sized", op->name,
-                        k.over ? "more than " : "", k.used, total);
+        if (k.over) return or1_fail("%s workspace: its views do not fit in the %zu floats sized", op->name, total);
+        return or1_fail("%s workspace: its views take %zu of the %zu floats sized", op->name, k.used, total);
     }
     dm->cap_tokens = T0, dm->cap_len = L0, dm->ws_train = train;
     float *tab = or1_alloc_floats(2 * (size_t)L0 * half);
