@@ -1,6 +1,8 @@
 /* The decoder layer's tensors (see arch.h): one row each, in buffer order. */
 #include "arch.h"
 
+#include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,13 +52,28 @@ const layer_tensor MODEL_LAYER_TENSORS[] = {
 };
 const int MODEL_N_LAYER_TENSORS = sizeof MODEL_LAYER_TENSORS / sizeof *MODEL_LAYER_TENSORS;
 
-bool model_layer_has(const or1_model_config *c, const layer_tensor *t) {
-    switch (t->when) {
-    case HAS_QKV_BIAS: return c->qkv_bias;
-    case HAS_O_BIAS: return c->o_bias;
-    case HAS_QK_NORM: return c->qk_norm;
+/* or1_layer and or1_layer_field (include/or1/model.h) hold the rows of LAYER_FIELDS, in order. */
+#define X(name, field) \
+    static_assert(offsetof(or1_layer, name) == (field) * sizeof(float *), "or1_layer." #name " is " #field);
+LAYER_FIELDS(X)
+#undef X
+#define X(name, field) +1
+static_assert(OR1_L_FIELDS == 0 LAYER_FIELDS(X), "LAYER_FIELDS has a row for each or1_layer_field");
+#undef X
+static_assert(sizeof(or1_layer) == OR1_L_FIELDS * sizeof(float *), "or1_layer holds the fields alone");
+
+bool model_layer_feature(const or1_model_config *c, tensor_when w) {
+    switch (w) {
+#define X(name, flag) \
+    case name: return c->flag;
+        LAYER_FEATURES(X)
+#undef X
     default: return true;
     }
+}
+
+bool model_layer_has(const or1_model_config *c, const layer_tensor *t) {
+    return model_layer_feature(c, t->when);
 }
 
 int64_t model_layer_dim_size(const or1_model_config *c, layer_dim d) {

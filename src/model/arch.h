@@ -17,8 +17,38 @@ typedef enum { DIM_NONE, DIM_HIDDEN, DIM_Q, DIM_KV, DIM_INTER, DIM_HEAD } layer_
  * bias: kept in fp32 by a sharded model; 1 or 0 at random initialisation). */
 typedef enum { T_MATRIX, T_NORM, T_BIAS } tensor_kind;
 
-/* When an architecture has a tensor. */
-typedef enum { HAS_ALWAYS, HAS_QKV_BIAS, HAS_O_BIAS, HAS_QK_NORM } tensor_when;
+/* The fields of a decoder layer, one row each in or1_layer order: the field's name and its
+ * or1_layer_field. The bf16 views (layer_bf16, dmodel.h) are made from these rows, and arch.c
+ * checks at compile time that the public or1_layer and or1_layer_field (include/or1/model.h)
+ * agree with them row for row. */
+#define LAYER_FIELDS(X)                                                                          \
+    X(ln1, OR1_L_LN1)                                                                            \
+    X(wqkv, OR1_L_WQKV)                                                                          \
+    X(bqkv, OR1_L_BQKV)                                                                          \
+    X(qnorm, OR1_L_QNORM)                                                                        \
+    X(knorm, OR1_L_KNORM)                                                                        \
+    X(wo, OR1_L_WO)                                                                              \
+    X(bo, OR1_L_BO)                                                                              \
+    X(ln2, OR1_L_LN2)                                                                            \
+    X(wgu, OR1_L_WGU)                                                                            \
+    X(wd, OR1_L_WD)
+
+/* The optional features of a decoder layer, one row each: the feature's name and the
+ * or1_model_config flag that turns it on. tensor_when and model_layer_feature are made from these
+ * rows, and both a layer's tensors (MODEL_LAYER_TENSORS) and its saved activations (LAYER_ACTS,
+ * dmodel.h) say by one of them when they are there. */
+#define LAYER_FEATURES(X)                                                                        \
+    X(HAS_QKV_BIAS, qkv_bias)                                                                    \
+    X(HAS_O_BIAS, o_bias)                                                                        \
+    X(HAS_QK_NORM, qk_norm)
+
+/* When an architecture has a tensor (or an activation): always, or with a feature's flag. */
+typedef enum {
+    HAS_ALWAYS,
+#define X(name, flag) name,
+    LAYER_FEATURES(X)
+#undef X
+} tensor_when;
 
 /* One row: the name after "model.layers.N.", its shape, the or1_layer field it starts (or
  * NO_FIELD: it follows the row before it in the same buffer, as k and v follow q), its kind,
@@ -39,6 +69,8 @@ enum { NO_FIELD = -1 };
 extern const layer_tensor MODEL_LAYER_TENSORS[];
 extern const int MODEL_N_LAYER_TENSORS;
 
+/* Whether a layer under c has what comes with w (true for HAS_ALWAYS). */
+bool model_layer_feature(const or1_model_config *c, tensor_when w);
 /* Whether the architecture of c has row t. */
 bool model_layer_has(const or1_model_config *c, const layer_tensor *t);
 /* The size of dimension d under c (0 for DIM_NONE). */

@@ -12,48 +12,95 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Floats one layer's saved activations need for T tokens. */
-static size_t layer_acts_floats(const or1_model_config *c, size_t T) {
-    size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
-    size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    size_t qk = c->qk_norm ? qkvd + (size_t)c->heads + c->kv_heads : 0;
-    return T * (4 * H + 2 + qkvd + qd + c->heads + 2 * (size_t)c->intermediate + qk);
+/* The widths of c's activations (the act_dims the rows of LAYER_ACTS are written in). */
+static act_dims act_dims_of(const or1_model_config *c) {
+    size_t q = (size_t)c->heads * c->head_dim;
+    return (act_dims){.hidden = (size_t)c->hidden,
+                      .q = q,
+                      .qkv = q + 2 * (size_t)c->kv_heads * c->head_dim,
+                      .heads = (size_t)c->heads,
+                      .kv_heads = (size_t)c->kv_heads,
+                      .inter = (size_t)c->intermediate};
 }
 
-/* Carves one layer's views out of a block of floats; returns the first float after them. */
-static float *layer_acts_carve(layer_acts *l, float *p, const or1_model_config *c, size_t T) {
-    size_t H = (size_t)c->hidden, qd = (size_t)c->heads * c->head_dim;
-    size_t qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    l->x = p, p += T * H;
-    l->r1 = p, p += T;
-    l->xn1 = p, p += T * H;
-    l->qkv = p, p += T * qkvd;
-    l->att = p, p += T * qd;
-    l->lse = p, p += T * (size_t)c->heads;
-    l->x2 = p, p += T * H;
-    l->r2 = p, p += T;
-    l->xn2 = p, p += T * H;
-    l->gu = p, p += T * 2 * (size_t)c->intermediate;
-    l->qkn = l->qkr = NULL;
-    if (c->qk_norm) l->qkn = p, p += T * qkvd, l->qkr = p, p += T * (size_t)(c->heads + c->kv_heads);
+/* Floats one layer's saved activations need for T tokens: the rows of LAYER_ACTS it has. */
+static size_t layer_acts_floats(const or1_model_config *c, size_t T) {
+    const act_dims d = act_dims_of(c);
+    size_t n = 0;
+#define X(name, width, when) n += model_layer_feature(c, when) ? T * (width) : 0;
+    LAYER_ACTS(X)
+#undef X
+    return n;
+}
+
+/* A block of floats being carved into views: cap floats at base, used of them handed out; over
+ * once a view did not fit. */
+typedef struct {
+    float *base;
+    size_t used, cap;
+    bool over;
+} carver;
+
+/* The next n floats of k's block, or NULL with k over when they do not fit (and for every view
+ * after): a view sized past its block fails loudly instead of overlapping the next one. */
+static float *carve(carver *k, size_t n) {
+    if (k->over || n > k->cap - k->used) {
+        k->over = true;
+        return NULL;
+    }
+    float *p = k->base + k->used;
+    k->used += n;
     return p;
 }
 
-/* Floats of a workspace for T tokens and positions below L (with train the backward scratch
- * and every layer's activations, or with recompute one layer's and every layer's input), with
- * head_rows rows per head call; workspace_new carves exactly this. */
-static size_t workspace_floats(const or1_model_config *c, size_t T, size_t L, bool train, bool recompute, size_t R) {
-    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate;
-    size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    size_t half = (size_t)c->head_dim / 2, scratch = train ? T * (4 * I + qd + qkvd + 2 * H) : T * I;
-    size_t slots = train && !recompute ? (size_t)c->layers : 1, saved = train && recompute ? c->layers * T * H : 0;
-    return slots * layer_acts_floats(c, T) + saved + T * (2 * H + 1) + 2 * L * half + scratch + 2 * R * H + 6 * T;
+/* Carves one layer's views for T tokens out of k, one per row of LAYER_ACTS it has (NULL for
+ * the others). */
+static void layer_acts_carve(layer_acts *l, carver *k, const or1_model_config *c, size_t T) {
+    const act_dims d = act_dims_of(c);
+#define X(name, width, when) l->name = model_layer_feature(c, when) ? carve(k, T * (width)) : NULL;
+    LAYER_ACTS(X)
+#undef X
+}
+
+/* The sizes of a workspace for T tokens, positions below L and R rows per head call, with
+ * train the backward scratch and every layer's activations (or with recompute one layer's and
+ * every layer's input). */
+static ws_dims ws_dims_of(const or1_model_config *c, size_t T, size_t L, bool train, bool recompute, size_t R) {
+    const act_dims d = act_dims_of(c);
+    return (ws_dims){.T = T,
+                     .L = L,
+                     .R = R,
+                     .hidden = d.hidden,
+                     .inter = d.inter,
+                     .q = d.q,
+                     .qkv = d.qkv,
+                     .half = (size_t)c->head_dim / 2,
+                     .layers = (size_t)c->layers,
+                     .train = train,
+                     .recompute = recompute};
+}
+
+/* Layers whose activations a workspace keeps at once: every one to train without recompute,
+ * else the one running. */
+static size_t act_slots(const ws_dims *w) {
+    return w->train && !w->recompute ? w->layers : 1;
+}
+
+/* Floats of the workspace w under c: its layers' activations, then the rows of WORKSPACE_BUFS
+ * it has; workspace_new carves exactly this. */
+static size_t workspace_floats(const or1_model_config *c, ws_dims w) {
+    size_t n = act_slots(&w) * layer_acts_floats(c, w.T);
+#define X(name, floats, when) n += (when) ? (floats) : 0;
+    WORKSPACE_BUFS(X)
+#undef X
+    return n;
 }
 
 /* Bytes of the training workspace for micro-batches of `tokens` tokens (memory reports). */
 size_t or1_dmodel_workspace_bytes(const or1_dmodel *dm, int tokens) {
     size_t T = (size_t)tokens;
-    return workspace_floats(&dm->cfg, T, T, true, dm->recompute, (size_t)dm->op->head_rows) * sizeof(float);
+    const ws_dims w = ws_dims_of(&dm->cfg, T, T, true, dm->recompute, (size_t)dm->op->head_rows);
+    return workspace_floats(&dm->cfg, w) * sizeof(float);
 }
 
 /* Gradient checkpointing on or off (the workspace is remade at the next forward). */
@@ -73,39 +120,25 @@ static int workspace_new(or1_dmodel *dm, int T0, int L0, bool train) {
     op->sync(dm->be);
     op->release(dm->be, dm->mem);
     dm->mem = NULL;
-    int slots = train && !dm->recompute ? c->layers : 1;
-    size_t T = (size_t)T0, H = (size_t)c->hidden, I = (size_t)c->intermediate, R = (size_t)op->head_rows;
-    size_t qd = (size_t)c->heads * c->head_dim, qkvd = qd + 2 * (size_t)c->kv_heads * c->head_dim;
-    size_t half = (size_t)c->head_dim / 2;
-    size_t total = workspace_floats(c, T, (size_t)L0, train, dm->recompute, R);
-    float *p = dm->mem = op->alloc(dm->be, total * sizeof(float));
+    const ws_dims w = ws_dims_of(c, (size_t)T0, (size_t)L0, train, dm->recompute, (size_t)op->head_rows);
+    size_t total = workspace_floats(c, w), half = w.half;
+    dm->mem = op->alloc(dm->be, total * sizeof(float));
     dm->ws_train = false;
-    if (!p) return or1_fail_ctx("%s activations for %d tokens", op->name, T0);
-    dm->cap_tokens = T0, dm->cap_len = L0, dm->ws_train = train;
+    if (!dm->mem) return or1_fail_ctx("%s activations for %d tokens", op->name, T0);
     free(dm->l);
-    dm->l = or1_calloc((size_t)slots, sizeof *dm->l);
-    for (int i = 0; i < slots; i++) p = layer_acts_carve(&dm->l[i], p, c, T);
-    dm->saved = NULL;
-    if (train && dm->recompute) dm->saved = p, p += (size_t)c->layers * T * H;
-    dm->xf = p, p += T * H;
-    dm->rf = p, p += T;
-    dm->hf = p, p += T * H;
-    dm->cos_t = p, p += (size_t)L0 * half;
-    dm->sin_t = p, p += (size_t)L0 * half;
-    dm->a = p, p += T * I;
-    dm->da = dm->dgu = dm->datt = dm->dqkv = dm->dxn = dm->dres = NULL;
-    if (train) {
-        dm->da = p, p += T * I;
-        dm->dgu = p, p += T * 2 * I;
-        dm->datt = p, p += T * qd;
-        dm->dqkv = p, p += T * qkvd;
-        dm->dxn = p, p += T * H;
-        dm->dres = p, p += T * H;
+    dm->l = or1_calloc(act_slots(&w), sizeof *dm->l);
+    carver k = {.base = dm->mem, .cap = total};
+    for (size_t i = 0; i < act_slots(&w); i++) layer_acts_carve(&dm->l[i], &k, c, w.T);
+#define X(name, floats, when) dm->name = (when) ? carve(&k, floats) : NULL;
+    WORKSPACE_BUFS(X)
+#undef X
+    if (k.over || k.used != total) {
+        op->release(dm->be, dm->mem);
+        dm->mem = NULL;
+        if (k.over) return or1_fail("%s workspace: its views do not fit in the %zu floats sized", op->name, total);
+        return or1_fail("%s workspace: its views take %zu of the %zu floats sized", op->name, k.used, total);
     }
-    dm->hrows = p, p += R * H;
-    dm->dhrows = p, p += R * H;
-    float **sc[] = {&dm->sc_lse, &dm->sc_ez, &dm->sc_logp, &dm->sc_ent, &dm->sc_glp, &dm->sc_gent};
-    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++) *sc[i] = p, p += T;
+    dm->cap_tokens = T0, dm->cap_len = L0, dm->ws_train = train;
     float *tab = or1_alloc_floats(2 * (size_t)L0 * half);
     or1_rope_table(tab, tab + (size_t)L0 * half, L0, c->head_dim, c->rope_theta, &c->rope);
     int rc = op->upload(dm->be, dm->cos_t, tab, 2 * (size_t)L0 * half * sizeof(float));
