@@ -16,7 +16,8 @@ all):
   async1      mpirun -np 2 --bind-to core, 1 thread each, train.async with 1 trainer and
               1 rollout rank, max_staleness 1 (one-step-off)
   async2      the same at max_staleness 2
-  async1p32   max_staleness 1 with partial_tokens 32 (partial rollouts)
+  async1p32   max_staleness 1 with partial_tokens 32 (partial rollouts, the KV kept)
+  async2p32   max_staleness 2 with partial_tokens 32
 Each seed runs every variant once, the order rotated by one from seed to seed (the machine is
 shared and its load drifts). Per run: wall seconds (process start to exit, evals included),
 trained tokens (the rows' loss_tokens) per wall second, the held-out avg@n of every eval row of
@@ -46,6 +47,8 @@ VARIANTS = {
     "async2": ("async, staleness 2", 2, 1, {"async": True, "rollout_ranks": 1, "max_staleness": 2}),
     "async1p32": ("async, staleness 1, partial 32", 2, 1,
                   {"async": True, "rollout_ranks": 1, "max_staleness": 1, "partial_tokens": 32}),
+    "async2p32": ("async, staleness 2, partial 32", 2, 1,
+                  {"async": True, "rollout_ranks": 1, "max_staleness": 2, "partial_tokens": 32}),
 }
 EVAL_LINE = re.compile(r"^eval step (\d+) ")
 

@@ -9,11 +9,13 @@ The fixture folder (made once per build directory by tests/train/make_fixture.py
 """
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 
 from or1test import files, proc
-from or1test.check import check
+from or1test.check import check, finish
 from or1test import safetensors as st
 
 
@@ -207,3 +209,16 @@ def rows_close(a, b, tol):
             elif u != v:
                 return f"step {x.get('step')}: {k} {u!r} vs {v!r}"
     return None
+
+
+def mpirun(mpiexec, np_, cmd, hang, test, ok=True):
+    """proc.mpirun for the trainer tests: no exit within hang seconds is a failed check that ends
+    the test (named test); with ok, a failing job ends it with its stderr."""
+    try:
+        p = proc.mpirun(mpiexec, np_, cmd, hang)
+    except subprocess.TimeoutExpired:
+        check(False, f"HANG: no exit within {hang} s: mpirun -np {np_} {' '.join(map(str, cmd))}")
+        finish(test)
+    if ok and p.returncode != 0:
+        sys.exit(f"mpirun failed ({p.returncode}): -np {np_} {' '.join(map(str, cmd))}\n{p.stderr[-4000:]}")
+    return p

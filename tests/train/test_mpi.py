@@ -32,10 +32,9 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
-from or1test import proc, train as C
+from or1test import train as C
 from or1test.check import check, finish
 from or1test.files import fresh
 
@@ -47,15 +46,9 @@ HANG = 60
 
 
 def mpirun(np_, *cmd, ok=True):
-    """mpirun -np np_ cmd (cmd may hold ':' for several programs); times out as a hang."""
-    try:
-        p = proc.mpirun(MPIEXEC, np_, cmd, HANG)
-    except subprocess.TimeoutExpired:
-        check(False, f"HANG: no exit within {HANG} s: mpirun -np {np_} {' '.join(cmd)}")
-        finish("train_mpi")
-    if ok and p.returncode != 0:
-        sys.exit(f"mpirun failed ({p.returncode}): -np {np_} {' '.join(cmd)}\n{p.stderr[-4000:]}")
-    return p
+    """mpirun -np np_ cmd (cmd may hold ':' for several programs); a hang or (with ok) a failure
+    ends the test."""
+    return C.mpirun(MPIEXEC, np_, cmd, HANG, "train_mpi", ok)
 
 
 def config(name, **over):
