@@ -109,6 +109,7 @@ static void shipments_settle(shipments *s, long upto) {
         free(s->sends[k]);
         free(s->buf[k]);
     }
+    if (k == 0) return;
     memmove(s->index, s->index + k, (s->n - k) * sizeof *s->index);
     memmove(s->buf, s->buf + k, (s->n - k) * sizeof *s->buf);
     memmove(s->sends, s->sends + k, (s->n - k) * sizeof *s->sends);
