@@ -86,14 +86,15 @@ static int bench_train(or1_dmodel *dm, const or1_model_config *c, const opts *o,
     for (int s = 0; s < o->seqs; s++) {
         for (int t = 0; t < o->len; t++)
             ids[(size_t)s * o->len + t] = (int32_t)(or1_rand_u64(3, (uint64_t)s, (uint64_t)t) % c->vocab);
-        seqs[s] = (or1_seq){.ids = ids + (size_t)s * o->len, .n = o->len, .n_prompt = o->len / 4 > 0 ? o->len / 4 : 1};
+        seqs[s] = (or1_seq){.ids = ids + (size_t)s * o->len, .n = o->len,
+                            .n_prompt = o->len / 4 > 0 ? o->len / 4 : 1};
     }
     or1_batch b;
     or1_batch_pack(&b, seqs, o->seqs);
     int S = b.n_scored;
     float *buf = or1_alloc_floats((size_t)4 * S);
     for (int i = 0; i < S; i++) buf[2 * S + i] = 1.0f / S, buf[3 * S + i] = -1e-3f / S;
-    or1_adamw_cfg ac = {1e-6f, 0.9f, 0.999f, 1e-8f, 0.01f};
+    or1_adamw_cfg ac = {.lr = 1e-6f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
     double t0 = 0, norm = 0;
     or1_adamw opt;
     or1_adamw_init(&opt, or1_dmodel_host(dm)->n_floats);

@@ -193,7 +193,8 @@ int main(int argc, char **argv) {
     for (int peaked = 0; peaked < 2; peaked++) {
         make_logits(x, rows, V, peaked);
         for (size_t k = 0; k < sizeof settings / sizeof *settings; k++) {
-            or1_sample_row s = {1.0f, settings[k].top_p, settings[k].top_k, 1, 0, 0};
+            or1_sample_row s = {.temperature = 1.0f, .top_p = settings[k].top_p, .top_k = settings[k].top_k,
+                                .seed = 1, .stream = 0, .counter = 0};
             for (int r = 0; r < rows; r++) rs[r] = s, rs[r].stream = r;
             double before = ms_per_token(old_sample_token, x, V, &s, scratch);
             double after = ms_per_token(or1_sample_token, x, V, &s, scratch);

@@ -47,7 +47,7 @@ static size_t messages(const cJSON *j, or1_chat_message *m) {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
         if (k < MAX_MESSAGES && cJSON_IsString(r) && cJSON_IsString(c))
-            m[k++] = (or1_chat_message){r->valuestring, c->valuestring};
+            m[k++] = (or1_chat_message){.role = r->valuestring, .content = c->valuestring};
     }
     return k;
 }
@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         if (cJSON_IsArray(j) && cJSON_IsObject(cJSON_GetArrayItem(j, 0)))
             or1_chat_vars_parse(cJSON_GetObjectItemCaseSensitive(j->child, "chat_template_kwargs"), "fuzz", &given);
         for (int g = 0; g < 8; g++) {
-            or1_chat_vars v = {g & 1, (g >> 1) - 1};
+            or1_chat_vars v = {.add_generation_prompt = g & 1, .enable_thinking = (g >> 1) - 1};
             if (g == 7) v = given;
             render(t, NULL, m, k, &v);
             for (int i = 0; or1_chat_template_names[i]; i++) render(t, or1_chat_template_names[i], m, k, &v);

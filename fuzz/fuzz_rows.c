@@ -54,9 +54,13 @@ static void model_rows(const char *input, const or1_tokenizer *tok) {
 
 /* Loads the input as a dataset file, as train, eval and difficulty do. */
 static void dataset_rows(const char *input, const or1_tokenizer *tok, bool filter) {
-    or1_data_file file = {(char *)input, 2};
-    or1_data_opts o = {&file, 1, filter ? "DeepSeek-R1-Distill-Qwen-7B" : NULL, 1, 15, !filter, tok,
-                       filter ? "chatml" : NULL, filter ? 0 : OR1_CHAT_UNDEFINED, filter ? 64 : 1 << 30, filter, 7};
+    or1_data_file file = {.path = (char *)input, .weight = 2};
+    or1_data_opts o = {.files = &file, .n_files = 1,
+                       .difficulty_model = filter ? "DeepSeek-R1-Distill-Qwen-7B" : NULL, .difficulty_min = 1,
+                       .difficulty_max = 15, .keep_missing = !filter, .tok = tok,
+                       .chat_template = filter ? "chatml" : NULL,
+                       .enable_thinking = filter ? 0 : OR1_CHAT_UNDEFINED,
+                       .max_prompt_length = filter ? 64 : 1 << 30, .shuffle = filter, .seed = 7};
     or1_data_free(or1_data_load(&o));
 }
 

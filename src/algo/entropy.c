@@ -12,8 +12,9 @@
 
 /* The values of the final training scripts (or1_scripts/train/ of the Skywork-OR1 repo). */
 or1_entropy_params or1_entropy_defaults(void) {
-    return (or1_entropy_params){OR1_ENT_ADAPTIVE, OR1_ENT_TARGET, OR1_ENT_DELTA, OR1_ENT_C_MIN, OR1_ENT_C_MAX,
-                                OR1_ENT_INITIAL, OR1_ENT_PER_STEP};
+    return (or1_entropy_params){.mode = OR1_ENT_ADAPTIVE, .target = OR1_ENT_TARGET, .delta = OR1_ENT_DELTA,
+                                .c_min = OR1_ENT_C_MIN, .c_max = OR1_ENT_C_MAX, .initial = OR1_ENT_INITIAL,
+                                .update = OR1_ENT_PER_STEP};
 }
 
 /* The entropy modes (entropy.mode) and cadences (entropy.update). */

@@ -20,7 +20,7 @@ int or1_kl_parse(const char *s, or1_kl_estimator *out, const char *where) {
     if (st) len--;
     for (size_t i = 0; i < sizeof KL_NAMES / sizeof KL_NAMES[0]; i++)
         if (strlen(KL_NAMES[i].name) == len && strncmp(s, KL_NAMES[i].name, len) == 0) {
-            *out = (or1_kl_estimator){KL_NAMES[i].kind, st};
+            *out = (or1_kl_estimator){.kind = KL_NAMES[i].kind, .straight_through = st};
             return 0;
         }
     return or1_fail("%s: KL estimator \"%.64s\" is not one of k1 (kl), abs, k2 (mse), "

@@ -125,8 +125,8 @@ static bool wants_help(int argc, char **argv) {
 /* The walk: every argument once, then the required flags (unless a query switch is given). */
 int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
     size_t cap = (size_t)argc + 1;
-    *a = (cli_args){c->name, c, 0, or1_calloc(cap, sizeof(int)), or1_calloc(cap, sizeof(char *)),
-                    or1_calloc(cap, sizeof(bool))};
+    *a = (cli_args){.cmd = c->name, .c = c, .n_given = 0, .flag = or1_calloc(cap, sizeof(int)),
+                    .value = or1_calloc(cap, sizeof(char *)), .read = or1_calloc(cap, sizeof(bool))};
     if (wants_help(argc, argv)) return 1;
     bool query = false;
     for (int i = 0; i < argc; i++) {

@@ -154,7 +154,7 @@ static int worked_trace(const gen_opts *o, const or1_arith_problem *p, int64_t i
 /* A trace row: the chat-templated prompt, the response ending in EOS, and the gold answer
  * (the shape `or1 verify-math` reads); a tool trace adds its token ids and loss mask. */
 static cJSON *trace_row(const gen_opts *o, const or1_arith_problem *p, int64_t index) {
-    or1_chat_message msg = {"user", p->expr};
+    or1_chat_message msg = {.role = "user", .content = p->expr};
     char *prompt, gold[32];
     int64_t answer = p->value;
     or1_chat_vars vars = or1_chat_vars_default();
@@ -270,7 +270,8 @@ static int read_examples(const char *path, const or1_tokenizer *tok, int vocab, 
             l->cap = l->cap ? 2 * l->cap : 256;
             l->ex = or1_realloc(l->ex, (size_t)l->cap * sizeof *l->ex);
         }
-        l->ex[l->n++] = (or1_sft_example){p, s, (int)np, (int)ns, mask};
+        l->ex[l->n++] = (or1_sft_example){.prompt = p, .resp = s, .n_prompt = (int)np, .n_resp = (int)ns,
+                                          .mask = mask};
     }
     or1_jsonl_close(&r);
     if (rc < 0) return -1;
@@ -360,8 +361,10 @@ static int sft_flags(cli_args *a, sft_opts *o) {
     cli_double(a, "weight-decay", &wd);
     cli_double(a, "max-grad-norm", &clip);
     if (cli_save_dtype(a, &o->dtype) || cli_check_unused(a)) return -1;
-    o->cfg = (or1_sft_cfg){(int)steps, (int)batch, (int)warmup, (int)micro, (float)lr, (float)wd, (float)clip,
-                           (uint64_t)seed, (int)log_every, min_lr < 0 ? (float)lr : (float)min_lr};
+    o->cfg = (or1_sft_cfg){.steps = (int)steps, .batch = (int)batch, .warmup = (int)warmup,
+                           .micro_tokens = (int)micro, .lr = (float)lr, .weight_decay = (float)wd,
+                           .max_grad_norm = (float)clip, .seed = (uint64_t)seed, .log_every = (int)log_every,
+                           .min_lr = min_lr < 0 ? (float)lr : (float)min_lr};
     return 0;
 }
 

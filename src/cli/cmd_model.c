@@ -72,7 +72,7 @@ static void seq_list_push(seq_list *l, int32_t *ids, int n, int n_prompt, const 
         l->where = or1_realloc(l->where, (size_t)l->cap * sizeof *l->where);
     }
     snprintf(l->where[l->n], sizeof l->where[l->n], "%s", where);
-    l->seq[l->n++] = (or1_seq){ids, n, n_prompt};
+    l->seq[l->n++] = (or1_seq){.ids = ids, .n = n, .n_prompt = n_prompt};
     l->tokens += n;
 }
 
@@ -188,7 +188,8 @@ static int parse_sample(const cJSON *row, int vocab, const char *where, or1_samp
     if (optional_logprobs(row, "old_logprobs", nr, where, &old) ||
         optional_logprobs(row, "rollout_logprobs", nr, where, &rollout) || cli_row_mask(row, nr, where, &mask))
         goto fail;
-    *s = (or1_sample){p, r, (int)np, (int)nr, (float)adv, old, NULL, rollout, 0, mask};
+    *s = (or1_sample){.prompt = p, .resp = r, .n_prompt = (int)np, .n_resp = (int)nr, .adv = (float)adv,
+                      .old_logp = old, .ref_logp = NULL, .rollout_logp = rollout, .id = 0, .mask = mask};
     return 0;
 fail:
     free(p);
@@ -315,7 +316,8 @@ static int grad_flags(cli_args *a, grad_opts *o) {
     if (cli_save_dtype(a, &o->save_dtype) || cli_check_unused(a)) return -1;
     o->loss.temperature = (float)t;
     o->loss.entropy_coef = (float)coef;
-    o->adam = (or1_adamw_cfg){(float)lr, 0.9f, 0.999f, 1e-8f, (float)wd};
+    o->adam = (or1_adamw_cfg){.lr = (float)lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                              .weight_decay = (float)wd};
     if (or1_rollout_is_check(o->loss.is, o->loss.is_low, o->loss.is_high, "grad: --rollout-is-low")) return -1;
     if (o->loss.clip_cov_lb >= o->loss.clip_cov_ub)
         return or1_fail("grad: --clip-cov-lb %g is not below --clip-cov-ub %g", o->loss.clip_cov_lb, o->loss.clip_cov_ub);

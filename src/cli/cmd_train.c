@@ -37,7 +37,7 @@ static int cmd_train(cli_args *a) {
     size_t n_set;
     const char **set = cli_list(a, "set", &n_set);
     const char *path = cli_str(a, "config");
-    or1_train_start start = {cli_str(a, "resume"), cli_flag(a, "overwrite")};
+    or1_train_start start = {.resume = cli_str(a, "resume"), .overwrite = cli_flag(a, "overwrite")};
     if (cli_check_unused(a)) {
         free(set);
         return 2;
@@ -92,7 +92,9 @@ static int parse_eval_flags(cli_args *a, eval_flags *f) {
     f->precision = cli_str(a, "precision");
     cli_sampling(a, &s, &n);
     cli_double(a, "code-timeout", &timeout);
-    f->o = (or1_eval_opts){(int)n, s.temperature, s.top_p, s.top_k, s.max_new_tokens, {0}, s.seed, {0}, {0}};
+    f->o = (or1_eval_opts){.n = (int)n, .temperature = s.temperature, .top_p = s.top_p, .top_k = s.top_k,
+                           .max_new_tokens = s.max_new_tokens, .engine = {0}, .seed = s.seed, .reward = {0},
+                           .tools = {0}};
     f->o.reward.code_timeout = timeout;
     cli_reward_flags(a, &f->o.reward);
     cli_engine_flags(a, &f->o.engine);
@@ -114,8 +116,11 @@ static int eval_open(eval_env *e, const eval_flags *f) {
     if (cli_model_open(&e->cm, f->model, f->device, f->precision, false)) return -1;
     e->tok = or1_tokenizer_load(f->tokenizer ? f->tokenizer : f->model);
     if (!e->tok) return -1;
-    or1_data_file file = {(char *)f->data, 1};
-    or1_data_opts o = {&file, 1, NULL, 0, 0, true, e->tok, f->template_name, f->chat.enable_thinking, INT_MAX, false, 0};
+    or1_data_file file = {.path = (char *)f->data, .weight = 1};
+    or1_data_opts o = {.files = &file, .n_files = 1, .difficulty_model = NULL, .difficulty_min = 0,
+                       .difficulty_max = 0, .keep_missing = true, .tok = e->tok,
+                       .chat_template = f->template_name, .enable_thinking = f->chat.enable_thinking,
+                       .max_prompt_length = INT_MAX, .shuffle = false, .seed = 0};
     e->data = or1_data_load(&o);
     if (!e->data) return -1;
     for (size_t i = 0; i < or1_data_rows(e->data) && !e->pool; i++)

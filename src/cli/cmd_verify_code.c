@@ -29,7 +29,8 @@ static int parse_row(const cJSON *j, row *r, or1_code_job *job, const char *wher
     if (!(limit > 0 && limit <= 600)) return or1_fail("%s: \"time_limit_s\" must be in (0, 600]", where);
     if (or1_code_tests_parse(t, &r->tests, where) != 0) return -1;
     r->response = or1_strdup(resp);
-    *job = (or1_code_job){r->response, &r->tests, limit, (size_t)(memory_mb * 1048576.0), all};
+    *job = (or1_code_job){.response = r->response, .tests = &r->tests, .time_limit_s = limit,
+                          .memory_bytes = (size_t)(memory_mb * 1048576.0), .all_tests = all};
     return 0;
 }
 

@@ -32,7 +32,9 @@ void cli_sampling(cli_args *a, or1_sampling *s, int64_t *n) {
     cli_int(a, "max-new-tokens", &max_new);
     cli_int(a, "seed", &seed);
     cli_int(a, "n", n);
-    *s = (or1_sampling){(float)t, (float)top_p, (int)top_k, (int)max_new, (uint64_t)seed, NULL, 0};
+    *s = (or1_sampling){.temperature = (float)t, .top_p = (float)top_p, .top_k = (int)top_k,
+                        .max_new_tokens = (int)max_new, .seed = (uint64_t)seed, .stop_ids = NULL,
+                        .n_stop = 0};
 }
 
 /* An int flag into *out (of an option row). */
@@ -149,7 +151,7 @@ static int row_messages(const cJSON *row, const char *where, or1_chat_message **
             *msgs = NULL;
             return -1;
         }
-        (*msgs)[i++] = (or1_chat_message){role, content};
+        (*msgs)[i++] = (or1_chat_message){.role = role, .content = content};
     }
     *n = k;
     return 0;

@@ -283,7 +283,7 @@ int or1_model_save(const or1_model *m, const char *dir, or1_dtype dtype, const c
     if (or1_mkdir_p(dir)) return -1;
     or1_st_tensor *t = or1_malloc((size_t)m->n_p * sizeof *t);
     or1_model_tensors(m, m->params, t);
-    or1_st_kv meta = {"format", "pt"};
+    or1_st_kv meta = {.key = "format", .value = "pt"};
     char *path = or1_path_join(dir, "model.safetensors");
     int rc = or1_st_write(path, t, (size_t)m->n_p, dtype, &meta, 1);
     free(path);

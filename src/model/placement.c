@@ -47,7 +47,7 @@ static void bind_bf16(or1_dmodel *dm) {
 /* Appends the vector p of n floats (if the model has it) to the sharded model's fp32 copy. */
 static void add_seg(or1_dmodel *dm, const float *p, size_t n) {
     if (!p) return;
-    dm->segs[dm->n_segs++] = (vec_seg){(size_t)(p - dm->host->params), n, dm->vec_n};
+    dm->segs[dm->n_segs++] = (vec_seg){.off = (size_t)(p - dm->host->params), .n = n, .at = dm->vec_n};
     dm->vec_n += n;
 }
 

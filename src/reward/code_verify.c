@@ -111,7 +111,8 @@ static int batch_record(batch_state *b, const char *out, size_t out_len, const c
     if (strcmp(status, "signal") == 0 && code == SIGKILL) b->kill_signal = 1;
     int rc = 0;
     if (v == OR1_CODE_ACCEPTED) {
-        or1_sandbox_result fake = {.out = o, .out_len = out_len, .chan = r, .chan_len = res_len, .err = (char *)""};
+        or1_sandbox_result fake = {.out = o, .out_len = out_len, .chan = r, .chan_len = res_len,
+                                   .err = (char *)""};
         rc = grade(b->job->tests, i, &fake, b->lim, &v);
     }
     free(o);
@@ -196,14 +197,15 @@ static int run_batch(const or1_code_job *job, const char *code, const or1_sandbo
     size_t n = t->n;
     or1_sandbox_file *files = or1_calloc(n + 2, sizeof *files);
     char **names = or1_calloc(n, sizeof *names), **data = or1_calloc(n, sizeof *data);
-    files[0] = (or1_sandbox_file){"solution.py", code, strlen(code)};
+    files[0] = (or1_sandbox_file){.name = "solution.py", .data = code, .len = strlen(code)};
     size_t n_files = 1;
-    if (t->prefix) files[n_files++] = (or1_sandbox_file){"prefix.py", t->prefix, strlen(t->prefix)};
+    if (t->prefix) files[n_files++] = (or1_sandbox_file){.name = "prefix.py", .data = t->prefix,
+                                                         .len = strlen(t->prefix)};
     for (size_t i = 0; i < n; i++) {
         names[i] = or1_malloc(32);
         snprintf(names[i], 32, "in_%zu", i);
         data[i] = test_data(t, i);
-        files[n_files++] = (or1_sandbox_file){names[i], data[i], strlen(data[i])};
+        files[n_files++] = (or1_sandbox_file){.name = names[i], .data = data[i], .len = strlen(data[i])};
     }
     char nbuf[32], cpu[32], wall[32], cap[32];
     snprintf(nbuf, sizeof nbuf, "%zu", n);

@@ -19,12 +19,13 @@ const char *or1_reward_status_name(or1_reward_status s) {
 }
 
 /* A decided reward. */
-static or1_reward scored(bool correct) { return (or1_reward){correct ? 1.0f : 0.0f, OR1_REWARD_OK, 0.0f}; }
+static or1_reward scored(bool correct) { return (or1_reward){.score = correct ? 1.0f : 0.0f,
+                                                             .status = OR1_REWARD_OK, .seconds = 0.0f}; }
 
 /* An undecided one, named on stderr with its cause. */
 static or1_reward failed(or1_reward_status st, const char *why) {
     fprintf(stderr, "or1: warning: reward %s: %s\n", or1_reward_status_name(st), why);
-    return (or1_reward){NAN, st, 0.0f};
+    return (or1_reward){.score = NAN, .status = st, .seconds = 0.0f};
 }
 
 /* Math: the verifier against the row's gold answers, started at t0. A check that a bound cut
@@ -111,13 +112,15 @@ static void score_code(const or1_reward_job *jobs, const size_t *idx, size_t n, 
             out[idx[i]] = failed(OR1_REWARD_VERIFIER_ERROR, e->error);
             continue;
         }
-        cj[m] = (or1_code_job){.response = jobs[idx[i]].response, .tests = &e->tests, .time_limit_s = time_limit_s};
+        cj[m] = (or1_code_job){.response = jobs[idx[i]].response, .tests = &e->tests,
+                               .time_limit_s = time_limit_s};
         map[m++] = idx[i];
     }
     if (m > 0 && or1_sandbox_pool_run(pool, cj, res, m) != 0)
         fprintf(stderr, "or1: warning: %s\n", or1_error());
     for (size_t k = 0; k < m; k++) {
-        out[map[k]] = res[k].sandbox_failed ? (or1_reward){NAN, OR1_REWARD_SANDBOX_ERROR, 0.0f} : scored(res[k].correct);
+        out[map[k]] = res[k].sandbox_failed ? (or1_reward){.score = NAN, .status = OR1_REWARD_SANDBOX_ERROR,
+                                                           .seconds = 0.0f} : scored(res[k].correct);
         out[map[k]].seconds = (float)res[k].wall_s;
         or1_code_result_free(&res[k]);
     }

@@ -206,7 +206,7 @@ static void call_text(const or1_sandbox_result *r, const or1_tool_limits *lim, o
 /* Runs one call in the sandbox and fills its result (never fails: a sandbox failure is a
  * result with status sandbox_failed and the error as its text). */
 static void run_call(const or1_tool_exec *x, const char *code, or1_tool_result *res) {
-    or1_sandbox_file file = {"cell.py", code, strlen(code)};
+    or1_sandbox_file file = {.name = "cell.py", .data = code, .len = strlen(code)};
     const char *argv[] = {or1_sandbox_python, "-s", "-B", "-u", "-c", wrapper_py, NULL};
     or1_sandbox_limits lim = or1_sandbox_limits_defaults();
     lim.cpu_s = x->lim.cpu_s;
@@ -214,7 +214,8 @@ static void run_call(const or1_tool_exec *x, const char *code, or1_tool_result *
     lim.memory_bytes = x->lim.memory_bytes;
     /* Output past the cut is only counted, up to 1 MiB more; beyond that the run is stopped. */
     lim.output_bytes = x->lim.max_output_bytes + ((size_t)1 << 20);
-    or1_sandbox_spec spec = {.argv = argv, .files = &file, .n_files = 1, .limits = lim, .cancel_fd = x->cancel[0]};
+    or1_sandbox_spec spec = {.argv = argv, .files = &file, .n_files = 1, .limits = lim,
+                             .cancel_fd = x->cancel[0]};
     or1_sandbox_result r;
     if (or1_sandbox_run(&spec, &r) != 0) {
         or1_text t = {0};

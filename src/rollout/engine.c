@@ -133,7 +133,8 @@ static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
 
 /* The sampling settings of a request as the backend sees them (stream and counter unset). */
 static or1_sample_row sample_row(const or1_sampling *s) {
-    return (or1_sample_row){s->temperature, s->top_p, s->top_k, s->seed, 0, 0};
+    return (or1_sample_row){.temperature = s->temperature, .top_p = s->top_p, .top_k = s->top_k,
+                            .seed = s->seed, .stream = 0, .counter = 0};
 }
 
 /* Checks every request (and that the backend can sample it); finds the longest prompt and
@@ -236,7 +237,7 @@ static int fill_prefix(engine *e, int k, const or1_request *r) {
     const prefix *p = &e->pre[k];
     if (e->chunk == 0 || r->n_prompt <= e->chunk) {
         for (int t = 0; t < r->n_prompt; t++) e->prompt_rows[t] = block_row(p->blocks, t);
-        or1_seq seq = {r->prompt, r->n_prompt, r->n_prompt};
+        or1_seq seq = {.ids = r->prompt, .n = r->n_prompt, .n_prompt = r->n_prompt};
         or1_batch b;
         or1_batch_pack(&b, &seq, 1);
         int rc = or1_dmodel_prefill(e->dm, &b, e->prompt_rows, k);
@@ -671,12 +672,16 @@ int or1_generate(or1_dmodel *dm, const or1_request *reqs, int n, const or1_engin
     for (int i = 0, k = 0; i < n; i++)
         for (int j = 0; j < reqs[i].n_samples; j++, k++) {
             size_t m = (size_t)reqs[i].s.max_new_tokens;
-            out[k] = (or1_completion){or1_malloc(m * sizeof(int32_t)), or1_malloc(m * sizeof(float)),
-                                      cfg->tools ? or1_malloc(m) : NULL, 0, 0, false, -1};
+            out[k] = (or1_completion){.ids = or1_malloc(m * sizeof(int32_t)),
+                                      .logprobs = or1_malloc(m * sizeof(float)),
+                                      .mask = cfg->tools ? or1_malloc(m) : NULL, .n = 0, .tool_calls = 0,
+                                      .stopped = false, .switch_at = -1};
         }
     int rc = engine_alloc(&e, out);
     if (rc == 0) rc = run(&e, cfg);
-    if (cfg->stats) *cfg->stats = (or1_engine_stats){e.n_slots, e.n_blocks, KV_BLOCK, e.preemptions, e.tool_calls};
+    if (cfg->stats) *cfg->stats = (or1_engine_stats){.slots = e.n_slots, .blocks = e.n_blocks,
+                                                     .block_rows = KV_BLOCK, .preemptions = e.preemptions,
+                                                     .tool_calls = e.tool_calls};
     engine_free(&e);
     return rc;
 }

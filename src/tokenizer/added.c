@@ -14,7 +14,7 @@ static int32_t trie_node_new(tok_trie *tr, uint8_t byte) {
         tr->cap = tr->cap ? tr->cap * 2 : 64;
         tr->node = or1_realloc(tr->node, tr->cap * sizeof *tr->node);
     }
-    tr->node[tr->n] = (struct tok_trie_node){-1, -1, -1, byte};
+    tr->node[tr->n] = (struct tok_trie_node){.child = -1, .sibling = -1, .added = -1, .byte = byte};
     return (int32_t)tr->n++;
 }
 
@@ -100,7 +100,7 @@ static void piece_push(tok_piece **p, size_t *n, size_t *cap, size_t s, size_t e
         *cap = *cap ? *cap * 2 : 16;
         *p = or1_realloc(*p, *cap * sizeof **p);
     }
-    (*p)[(*n)++] = (tok_piece){s, e, id};
+    (*p)[(*n)++] = (tok_piece){.start = s, .end = e, .id = id};
 }
 
 /* Whether a match of tok over [s, e) stands alone as a word (for single_word tokens). */

@@ -341,7 +341,8 @@ static void render_plain(const or1_chat_message *m, size_t n, bool gen, sbuf *b)
     if (gen) put(b, "Assistant:");
 }
 
-or1_chat_vars or1_chat_vars_default(void) { return (or1_chat_vars){true, OR1_CHAT_UNDEFINED}; }
+or1_chat_vars or1_chat_vars_default(void) { return (or1_chat_vars){.add_generation_prompt = true,
+                                                                   .enable_thinking = OR1_CHAT_UNDEFINED}; }
 
 /* The one variable the templates we render read (add_generation_prompt is the caller's flag,
  * as in transformers); anything else would be dropped without effect, so it is refused. */

@@ -399,7 +399,8 @@ static jv select_items(jx_eval *E, jv x, const jx_args *a, bool attr, bool keep)
     if (!absent(test) && (test.kind != JV_STR || !jx_test_known(jx_strndup(E->c, test.u.str.s, test.u.str.n))))
         FAIL_AT(E, a, "select: no test named %s",
                 test.kind == JV_STR ? jx_strndup(E->c, test.u.str.s, test.u.str.n) : "(not a string)");
-    jx_args rest = {.pos = a->npos > t + 1 ? a->pos + t + 1 : NULL, .npos = a->npos > t + 1 ? a->npos - t - 1 : 0, .at = a->at};
+    jx_args rest = {.pos = a->npos > t + 1 ? a->pos + t + 1 : NULL,
+                    .npos = a->npos > t + 1 ? a->npos - t - 1 : 0, .at = a->at};
     jv out = jv_list(E->c, 0);
     for (size_t i = 0; i < items->n; i++) {
         jv v = attr ? attr_path(E, a, items->v[i], jx_arg(E, a, 0, NULL, jv_none())) : items->v[i];
@@ -569,7 +570,7 @@ jv jx_filter(jx_eval *E, const char *f, jv x, const jx_args *a) {
     if (!strcmp(f, "items")) {
         if (x.kind == JV_UNDEF) return jv_list(E->c, 0);
         if (x.kind != JV_DICT) FAIL_AT(E, a, "items: can only get item pairs from a mapping, not %s", jx_type_name(x));
-        jx_method m = {x, "items"};
+        jx_method m = {.self = x, .name = "items"};
         return jx_call_method(E, &m, a);
     }
     if (!strcmp(f, "reverse")) {

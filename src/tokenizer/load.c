@@ -359,7 +359,8 @@ static int add_split(loader *L, const char *pat, bool literal, tok_split_behavio
     pcre2_code *re = compile_regex(L, pat, literal);
     if (!re) return -1;
     bool jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0; /* else the interpreter */
-    t->step[t->n_step++] = (tok_step){STEP_SPLIT, re, beh, invert, jit};
+    t->step[t->n_step++] = (tok_step){.kind = STEP_SPLIT, .re = re, .behavior = beh, .invert = invert,
+                                      .jit = jit};
     return 0;
 }
 
@@ -405,7 +406,9 @@ static int load_pretokenizer(loader *L, const cJSON *p, int depth) {
         if (prefix) {
             if (L->prefix_steps++ || L->t->n_step == TOK_MAX_STEPS)
                 return or1_fail("%s: only one ByteLevel pre_tokenizer may add a prefix space", L->path);
-            L->t->step[L->t->n_step++] = (tok_step){STEP_PREFIX_SPACE, NULL, SPLIT_ISOLATED, false, false};
+            L->t->step[L->t->n_step++] = (tok_step){.kind = STEP_PREFIX_SPACE, .re = NULL,
+                                                    .behavior = SPLIT_ISOLATED, .invert = false,
+                                                    .jit = false};
         }
         return use_regex ? add_split(L, GPT2_PATTERN, false, SPLIT_ISOLATED, false) : 0;
     }

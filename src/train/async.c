@@ -130,7 +130,9 @@ static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t
     cJSON *ds = or1_data_state_json(t->data);
     char *state = cJSON_PrintUnformatted(ds);
     cJSON_Delete(ds);
-    async_batch ab = {j, waited, or1_now() - t0, sampled_tokens(b), state, t->filtered_stage};
+    async_batch ab = {.index = j, .rollout_wait = waited, .rollout_seconds = or1_now() - t0,
+                      .rollout_tokens = sampled_tokens(b), .data_state = state,
+                      .filtered_stage = t->filtered_stage};
     char *msg = train_wire_pack_batch(b, &ab, t->data, &len);
     free(state);
     s->index = or1_realloc(s->index, (s->n + 1) * sizeof *s->index);

@@ -192,7 +192,7 @@ int train_batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_s
             }
     size_t g0 = G * (size_t)c / (size_t)n, g1 = G * (size_t)(c + 1) / (size_t)n;
     *s = or1_malloc(((g1 - g0) * M + 1) * sizeof **s);
-    *norm = (or1_loss_norm){0, 0};
+    *norm = (or1_loss_norm){.tokens = 0, .seqs = 0};
     int k = 0;
     for (size_t q = g0; q < g1; q++)
         for (size_t j = 0; j < M; j++) {
@@ -203,8 +203,10 @@ int train_batch_chunk(const step_batch *b, const trainer *t, int c, int n, or1_s
             if (!b->owned[i]) continue;
             const or1_data_row *r = or1_data_row_at(t->data, b->row[groups[q]]);
             const float *rollout = b->c[i].logprobs, *old = b->old_logp ? b->old_logp[i] : rollout;
-            (*s)[k++] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, b->adv[i], old,
-                                     b->ref_logp ? b->ref_logp[i] : NULL, rollout, (uint64_t)i, b->c[i].mask};
+            (*s)[k++] = (or1_sample){.prompt = r->ids, .resp = b->c[i].ids, .n_prompt = r->n_ids,
+                                     .n_resp = b->c[i].n, .adv = b->adv[i], .old_logp = old,
+                                     .ref_logp = b->ref_logp ? b->ref_logp[i] : NULL, .rollout_logp = rollout,
+                                     .id = (uint64_t)i, .mask = b->c[i].mask};
         }
     free(groups);
     return k;
@@ -221,7 +223,9 @@ static int batch_logprobs(step_batch *b, trainer *t, or1_dmodel *dm, int micro_t
     for (size_t i = 0; i < b->n_samples; i++) {
         if (!b->owned[i] || !b->in_loss[i]) continue;
         const or1_data_row *r = or1_data_row_at(t->data, b->row[i / (size_t)b->M]);
-        s[k] = (or1_sample){r->ids, b->c[i].ids, r->n_ids, b->c[i].n, 0.0f, NULL, NULL, NULL, (uint64_t)i, NULL};
+        s[k] = (or1_sample){.prompt = r->ids, .resp = b->c[i].ids, .n_prompt = r->n_ids, .n_resp = b->c[i].n,
+                            .adv = 0.0f, .old_logp = NULL, .ref_logp = NULL, .rollout_logp = NULL,
+                            .id = (uint64_t)i, .mask = NULL};
         (*out)[i] = or1_malloc((size_t)(b->c[i].n ? b->c[i].n : 1) * sizeof(float));
         owner[k++] = i;
     }

@@ -313,8 +313,9 @@ static int fill_stages(const or1_yaml *cfg, or1_train_config *c) {
     c->n_stages = n ? n : 1;
     c->stages = or1_calloc(c->n_stages, sizeof *c->stages);
     for (size_t i = 0; i < c->n_stages; i++)
-        c->stages[i] = (or1_stage_cfg){NULL, c->rollout.max_new_tokens, c->train.prompts_per_step, c->rollout.n,
-                                       c->train.mini_batch, c->train.steps};
+        c->stages[i] = (or1_stage_cfg){.name = NULL, .context_length = c->rollout.max_new_tokens,
+                                       .prompts = c->train.prompts_per_step, .samples = c->rollout.n,
+                                       .mini_batch = c->train.mini_batch, .steps = c->train.steps};
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         or1_stage_cfg *s = &c->stages[i];
@@ -679,10 +680,14 @@ char *or1_train_config_yaml(const or1_train_config *c) {
 
 /* The config's data section as load options. */
 or1_data_opts or1_train_data_opts(const or1_train_config *c, const or1_tokenizer *tok) {
-    return (or1_data_opts){c->data.train, c->data.n_train, c->data.difficulty_model, c->data.difficulty_min,
-                           c->data.difficulty_max, c->data.difficulty_keep_missing, tok, c->model.chat_template,
-                           or1_train_enable_thinking(c), c->data.max_prompt_length, c->data.shuffle,
-                           (uint64_t)c->seed};
+    return (or1_data_opts){.files = c->data.train, .n_files = c->data.n_train,
+                           .difficulty_model = c->data.difficulty_model,
+                           .difficulty_min = c->data.difficulty_min, .difficulty_max = c->data.difficulty_max,
+                           .keep_missing = c->data.difficulty_keep_missing, .tok = tok,
+                           .chat_template = c->model.chat_template,
+                           .enable_thinking = or1_train_enable_thinking(c),
+                           .max_prompt_length = c->data.max_prompt_length, .shuffle = c->data.shuffle,
+                           .seed = (uint64_t)c->seed};
 }
 
 /* The tokenizer path of the config (model.path when empty). */

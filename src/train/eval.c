@@ -68,7 +68,8 @@ static void score_range(reward_stream *r, size_t a, size_t b) {
         size_t k = r->queue[a + i];
         const or1_data_row *row = r->rows[k / (size_t)r->M];
         texts[i] = sampled_text(r->tok, &r->out->c[k]);
-        jobs[i] = (or1_reward_job){row->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH, texts[i], row->ground_truth};
+        jobs[i] = (or1_reward_job){.ability = row->code ? OR1_ABILITY_CODE : OR1_ABILITY_MATH,
+                                   .response = texts[i], .ground_truth = row->ground_truth};
     }
     or1_reward_batch(jobs, n, r->pool, r->reward, r->cache, res);
     for (size_t i = 0; i < n; i++) {
@@ -216,7 +217,9 @@ static int continuations(const or1_rollout_job *job, or1_scored *out, or1_reques
         const or1_data_row *row = job->rows[k / (size_t)job->M];
         memcpy(buf, row->ids, (size_t)row->n_ids * sizeof *buf);
         memcpy(buf + row->n_ids, c->ids, (size_t)c->n * sizeof *buf);
-        req[n] = (or1_request){buf, row->n_ids + c->n, 1, *job->sampling, (int)(k % (size_t)job->M), c->n};
+        req[n] = (or1_request){.prompt = buf, .n_prompt = row->n_ids + c->n, .n_samples = 1,
+                               .s = *job->sampling, .first_stream = (int)(k % (size_t)job->M),
+                               .first_counter = c->n};
         req[n].s.seed = job->seeds[k / (size_t)job->M], req[n].s.max_new_tokens = full - c->n;
         out->switch_at[k] = c->n;
         at[n++] = k;
@@ -232,8 +235,9 @@ static int generate_switched(const or1_rollout_job *job, const or1_request *req,
     const or1_weight_switch *sw = job->sw;
     int full = job->sampling->max_new_tokens;
     for (size_t k = 0; k < out->n; k++)
-        out->c[k] = (or1_completion){or1_malloc((size_t)full * sizeof(int32_t)),
-                                     or1_malloc((size_t)full * sizeof(float)), NULL, 0, 0, false, -1};
+        out->c[k] = (or1_completion){.ids = or1_malloc((size_t)full * sizeof(int32_t)),
+                                     .logprobs = or1_malloc((size_t)full * sizeof(float)), .mask = NULL,
+                                     .n = 0, .tool_calls = 0, .stopped = false, .switch_at = -1};
     size_t *at = or1_malloc((out->n ? out->n : 1) * sizeof *at);
     or1_request *first = or1_malloc(job->n_rows * sizeof *first), *next = or1_malloc(out->n * sizeof *next);
     for (size_t i = 0; i < job->n_rows; i++) {
@@ -270,7 +274,9 @@ int or1_rollout_score(const or1_rollout_job *job, or1_scored *out, double *t_rol
     if (check_switch(job)) return -1;
     or1_request *req = or1_calloc(job->n_rows, sizeof *req);
     for (size_t i = 0; i < job->n_rows; i++) {
-        req[i] = (or1_request){job->rows[i]->ids, job->rows[i]->n_ids, job->M, *job->sampling, 0, 0};
+        req[i] = (or1_request){.prompt = job->rows[i]->ids, .n_prompt = job->rows[i]->n_ids,
+                               .n_samples = job->M, .s = *job->sampling, .first_stream = 0,
+                               .first_counter = 0};
         req[i].s.seed = job->seeds[i];
     }
     reward_stream rs;
@@ -387,10 +393,13 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
         at_row[mine] = i;
         sub[mine++] = rows[i];
     }
-    or1_sampling s = {o->temperature, o->top_p, o->top_k, T, 0, NULL, 0};
+    or1_sampling s = {.temperature = o->temperature, .top_p = o->top_p, .top_k = o->top_k,
+                      .max_new_tokens = T, .seed = 0, .stop_ids = NULL, .n_stop = 0};
     or1_scored sc;
     or1_engine_cfg engine = {.opts = o->engine, .progress = d->rank == 0};
-    or1_rollout_job job = {dm, tok, sub, mine, o->n, &s, seeds, &engine, &o->tools, pool, &o->reward, NULL};
+    or1_rollout_job job = {.dm = dm, .tok = tok, .rows = sub, .n_rows = mine, .M = o->n, .sampling = &s,
+                           .seeds = seeds, .engine = &engine, .tools = &o->tools, .pool = pool,
+                           .reward = &o->reward, .sw = NULL};
     int rc = or1_rollout_score(&job, &sc, NULL, NULL);
     /* per row: correct, then scored; then the failed rewards by status */
     size_t n_counts = 2 * n_rows + OR1_REWARD_N_STATUS;
@@ -433,7 +442,9 @@ cJSON *or1_eval(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *co
         or1_eval_result *res = or1_calloc(n_rows ? n_rows : 1, sizeof *res);
         size_t k = 0;
         for (size_t i = 0; i < n_rows; i++) {
-            if (fits[i]) res[k++] = (or1_eval_result){rows[i]->data_source, (int)counts[n_rows + i], (int)counts[i]};
+            if (fits[i]) res[k++] = (or1_eval_result){.data_source = rows[i]->data_source,
+                                                      .n = (int)counts[n_rows + i],
+                                                      .correct = (int)counts[i]};
             if (correct) correct[i] = (int)counts[i];
             if (scored) scored[i] = fits[i] ? (int)counts[n_rows + i] : -1;
         }

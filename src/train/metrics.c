@@ -249,8 +249,10 @@ int train_run_validation(trainer *t) {
     int stage = or1_train_stage_of(t->cfg, t->step > 0 ? t->step - 1 : 0, NULL);
     int T = t->cfg->eval.max_new_tokens > 0 ? t->cfg->eval.max_new_tokens : t->cfg->stages[stage < 0 ? 0 : stage].context_length;
     for (size_t k = 0; k < t->cfg->eval.n_temperatures; k++) {
-        or1_eval_opts o = {t->cfg->eval.n, (float)t->cfg->eval.temperatures[k], (float)t->cfg->eval.top_p, 0, T, t->cfg->rollout.engine,
-                           (uint64_t)t->cfg->seed ^ 0x5a5a, t->cfg->reward.opts, t->cfg->rollout.tools};
+        or1_eval_opts o = {.n = t->cfg->eval.n, .temperature = (float)t->cfg->eval.temperatures[k],
+                           .top_p = (float)t->cfg->eval.top_p, .top_k = 0, .max_new_tokens = T,
+                           .engine = t->cfg->rollout.engine, .seed = (uint64_t)t->cfg->seed ^ 0x5a5a,
+                           .reward = t->cfg->reward.opts, .tools = t->cfg->rollout.tools};
         cJSON *rep = or1_eval(t->dm, t->tok, rows, n, &o, t->pool, t->d, NULL, NULL, NULL);
         if (!rep) {
             free(rows);

@@ -16,7 +16,7 @@ void or1_pack_samples(or1_packed_samples *p, const or1_sample *s, int n) {
         p->joined[i] = or1_malloc((size_t)(x->n_prompt + x->n_resp) * sizeof(int32_t));
         memcpy(p->joined[i], x->prompt, (size_t)x->n_prompt * sizeof(int32_t));
         memcpy(p->joined[i] + x->n_prompt, x->resp, (size_t)x->n_resp * sizeof(int32_t));
-        p->seqs[i] = (or1_seq){p->joined[i], x->n_prompt + x->n_resp, x->n_prompt};
+        p->seqs[i] = (or1_seq){.ids = p->joined[i], .n = x->n_prompt + x->n_resp, .n_prompt = x->n_prompt};
     }
     or1_batch_pack(&p->b, p->seqs, n);
 }

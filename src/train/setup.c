@@ -40,9 +40,13 @@ static int open_eval(trainer *t) {
     const or1_train_config *c = t->cfg;
     if (c->eval.n_files == 0) return 0;
     or1_data_file *files = or1_calloc(c->eval.n_files, sizeof *files);
-    for (size_t i = 0; i < c->eval.n_files; i++) files[i] = (or1_data_file){c->eval.files[i], 1};
-    or1_data_opts o = {files, c->eval.n_files, NULL, 0, 0, true, t->tok, c->model.chat_template,
-                       or1_train_enable_thinking(c), INT_MAX, false, 0};
+    for (size_t i = 0; i < c->eval.n_files; i++) files[i] = (or1_data_file){.path = c->eval.files[i],
+                                                                            .weight = 1};
+    or1_data_opts o = {.files = files, .n_files = c->eval.n_files, .difficulty_model = NULL,
+                       .difficulty_min = 0, .difficulty_max = 0, .keep_missing = true, .tok = t->tok,
+                       .chat_template = c->model.chat_template,
+                       .enable_thinking = or1_train_enable_thinking(c), .max_prompt_length = INT_MAX,
+                       .shuffle = false, .seed = 0};
     t->eval_data = or1_data_load(&o);
     free(files);
     return t->eval_data ? 0 : -1;

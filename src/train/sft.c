@@ -83,14 +83,16 @@ int or1_sft_train(or1_dmodel *dm, const or1_sft_example *ex, int n, const or1_sf
         or1_dmodel_zero_grad(dm);
         or1_loss_stats st = {0};
         double norm = 0;
-        or1_adamw_cfg ac = {step_lr(c, step), 0.9f, 0.999f, 1e-8f, c->weight_decay};
-        or1_loss_norm ln = {tokens, c->batch};
+        or1_adamw_cfg ac = {.lr = step_lr(c, step), .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                            .weight_decay = c->weight_decay};
+        or1_loss_norm ln = {.tokens = tokens, .seqs = c->batch};
         rc = or1_policy_grad(dm, s, c->batch, &ln, c->micro_tokens, &loss, &st) ||
              or1_dmodel_step(dm, &opt, &ac, c->max_grad_norm, &norm);
         /* The gradient pass already holds the batch's log-probs under the weights before the step. */
         double nll = log && st.tokens ? -st.logp / (double)st.tokens : NAN;
         if (cb && rc == 0) {
-            or1_sft_progress p = {step + 1, nll, norm, ac.lr, or1_now() - t0, tokens};
+            or1_sft_progress p = {.step = step + 1, .nll = nll, .grad_norm = norm, .lr = ac.lr,
+                                  .seconds = or1_now() - t0, .tokens = tokens};
             cb(ctx, &p);
         }
     }

@@ -103,7 +103,7 @@ static int make_reply(or1_tools *t, const or1_tool_result *r, or1_tool_reply *ou
     if (rc == 0) {
         or1_text_add(&s->t, text, len);
         s->scan = s->t.len;
-        *out = (or1_tool_reply){s->request, s->sample, s->reply, (int)n};
+        *out = (or1_tool_reply){.request = s->request, .sample = s->sample, .ids = s->reply, .n = (int)n};
     }
     free(text);
     return rc;
@@ -124,7 +124,9 @@ static int on_collect(void *ctx, double wait_s, or1_tool_reply *out, int max) {
 
 /* The sandbox limits of each call: its CPU seconds, twice that of wall clock, memory, output. */
 static or1_tool_limits call_limits(const or1_tools_cfg *c) {
-    return (or1_tool_limits){c->timeout, 2 * c->timeout, (size_t)c->memory_mb << 20, (size_t)c->output_bytes};
+    return (or1_tool_limits){.cpu_s = c->timeout, .wall_s = 2 * c->timeout,
+                             .memory_bytes = (size_t)c->memory_mb << 20,
+                             .max_output_bytes = (size_t)c->output_bytes};
 }
 
 /* See train.h. */

@@ -31,15 +31,17 @@ static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *id
             seeds[mine] = or1_rand_u64(round_seed, i, 0);
             pos[mine++] = i;
         }
-    or1_sampling s = {(float)t->cfg->rollout.temperature, (float)t->cfg->rollout.top_p, t->cfg->rollout.top_k,
-                      st->context_length, 0, NULL, 0};
+    or1_sampling s = {.temperature = (float)t->cfg->rollout.temperature,
+                      .top_p = (float)t->cfg->rollout.top_p, .top_k = t->cfg->rollout.top_k,
+                      .max_new_tokens = st->context_length, .seed = 0, .stop_ids = NULL, .n_stop = 0};
     or1_scored sc;
     t->async.round_version = t->async.on ? t->async.version : t->step; /* the weights sampling this round */
     or1_engine_cfg engine = {.opts = t->cfg->rollout.engine, .progress = t->d->rank == 0};
     or1_weight_switch sw; /* partial rollouts: the first round's samples take the next policy mid-way */
     bool partial = round == 1 && train_async_partial_switch(t, &sw);
-    or1_rollout_job job = {t->dm, t->tok, rows, mine, M, &s, seeds, &engine, &t->cfg->rollout.tools, t->pool,
-                           &t->cfg->reward.opts, partial ? &sw : NULL};
+    or1_rollout_job job = {.dm = t->dm, .tok = t->tok, .rows = rows, .n_rows = mine, .M = M, .sampling = &s,
+                           .seeds = seeds, .engine = &engine, .tools = &t->cfg->rollout.tools,
+                           .pool = t->pool, .reward = &t->cfg->reward.opts, .sw = partial ? &sw : NULL};
     int rc = or1_rollout_score(&job, &sc, &b->t_rollout, &b->t_reward);
     for (size_t k = 0; rc == 0 && partial && t->async.version == t->async.round_version && k < sc.n; k++)
         sc.switch_at[k] = sc.c[k].n; /* the switch kept the weights (an early step): no token is newer */
@@ -104,7 +106,8 @@ static void chunk_entropy_sums(const or1_sample *s, int n, double sums[2]) {
 static void minibatch_controller(trainer *t, step_batch *b, const or1_loss_stats *ls, const double ent[2],
                                  double alpha) {
     double nt = ls->tokens > 0 ? (double)ls->tokens : 1.0, e = ent[1] > 0 ? ent[0] / ent[1] : 0.0;
-    b->mb[b->n_mb++] = (mb_record){e, alpha, ls->entropy / nt, ls->loss / nt, ls->pg_loss / nt};
+    b->mb[b->n_mb++] = (mb_record){.entropy = e, .alpha = alpha, .entropy_full = ls->entropy / nt,
+                                   .loss = ls->loss / nt, .pg_loss = ls->pg_loss / nt};
     if (t->cfg->entropy.update == OR1_ENT_PER_MINIBATCH) or1_entropy_update(&t->ent, &t->cfg->entropy, e);
 }
 
@@ -142,11 +145,12 @@ static or1_loss_cfg loss_cfg_of(const or1_train_config *c, const or1_stage_cfg *
 static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, double *grad_norm) {
     const or1_stage_cfg *st = &t->cfg->stages[si];
     int n_sgd = st->prompts / st->mini_batch > 0 ? st->prompts / st->mini_batch : 1;
-    or1_reducer reduce = {dist_sum, (void *)t->d};
+    or1_reducer reduce = {.sum = dist_sum, .ctx = (void *)t->d};
     or1_loss_cfg lc = loss_cfg_of(t->cfg, st);
     lc.reduce = &reduce;
-    or1_adamw_cfg ac = {(float)t->cfg->train.lr, (float)t->cfg->train.beta1, (float)t->cfg->train.beta2,
-                        (float)t->cfg->train.adam_eps, (float)t->cfg->train.weight_decay};
+    or1_adamw_cfg ac = {.lr = (float)t->cfg->train.lr, .beta1 = (float)t->cfg->train.beta1,
+                        .beta2 = (float)t->cfg->train.beta2, .eps = (float)t->cfg->train.adam_eps,
+                        .weight_decay = (float)t->cfg->train.weight_decay};
     int micro = or1_train_micro_tokens(t->cfg, si), updates = 0;
     *grad_norm = 0;
     b->mb = or1_malloc((size_t)(t->cfg->train.epochs * n_sgd) * sizeof *b->mb);
@@ -195,7 +199,7 @@ static int update(trainer *t, size_t si, step_batch *b, or1_loss_stats *total, d
 /* p10, p50 and p90 of the full-vocabulary entropy of every token the step's updates saw (each
  * epoch's pass counted), over the ranks. */
 static void entropy_percentiles(trainer *t, const or1_values *ents, double pct[3]) {
-    or1_reducer r = {dist_sum, (void *)t->d};
+    or1_reducer r = {.sum = dist_sum, .ctx = (void *)t->d};
     const double q[3] = {0.1, 0.5, 0.9};
     for (int i = 0; i < 3; i++) pct[i] = or1_quantile(ents->v, ents->n, q[i], &r);
 }
@@ -245,7 +249,8 @@ static int train_step(trainer *t) {
     }
     if (!t->async.on) train_track_solved(t, &b);
     step_record rec = {.stage = si, .st = st, .e_k = e_k, .alpha = alpha, .enabled = was_enabled, .ls = &ls,
-                       .grad_norm = grad_norm, .skipped = skipped, .t_update = t_up, .t_step = or1_now() - t0};
+                       .grad_norm = grad_norm, .skipped = skipped, .t_update = t_up,
+                       .t_step = or1_now() - t0};
     int wrote = train_write_metrics(t, &b, &rec);
     train_batch_free(&b);
     if (wrote) return or1_fail_ctx("train: step %ld: stopped; no checkpoint of this step is written", t->step);

@@ -93,8 +93,9 @@ static void get_completion(rbuf *r, or1_completion *c, int max_n) {
     int calls = (int)get_i64(r, 0, 1 << 30, "a completion's tool calls");
     int flags = (int)get_i64(r, 0, 3, "a completion's flags");
     size_t m = n > 0 ? (size_t)n : 1;
-    *c = (or1_completion){or1_malloc(m * sizeof(int32_t)), or1_malloc(m * sizeof(float)), flags & 2 ? or1_malloc(m) : NULL,
-                          n, calls, (flags & 1) != 0, n}; /* switch_at: the batch's own array */
+    *c = (or1_completion){.ids = or1_malloc(m * sizeof(int32_t)), .logprobs = or1_malloc(m * sizeof(float)),
+                          .mask = flags & 2 ? or1_malloc(m) : NULL, .n = n, .tool_calls = calls,
+                          .stopped = (flags & 1) != 0, .switch_at = n}; /* switch_at: the batch's own array */
     get(r, c->ids, (size_t)n * sizeof *c->ids);
     get(r, c->logprobs, (size_t)n * sizeof *c->logprobs);
     if (c->mask) get(r, c->mask, (size_t)n);

@@ -190,10 +190,11 @@ static void test_sandbox(void) {
     or1_sandbox_spec s = {.argv = rel, .limits = or1_sandbox_limits_defaults()};
     CHECK(or1_sandbox_run(&s, &r) == -1, "relative argv[0] refused");
     const char *py[] = {"/usr/bin/python3", "-c", "import os; os.write(3, b'hi'); print(open('in').read())", NULL};
-    or1_sandbox_file bad_name = {"../x", "", 0};
-    s = (or1_sandbox_spec){.argv = py, .files = &bad_name, .n_files = 1, .limits = or1_sandbox_limits_defaults()};
+    or1_sandbox_file bad_name = {.name = "../x", .data = "", .len = 0};
+    s = (or1_sandbox_spec){.argv = py, .files = &bad_name, .n_files = 1,
+                           .limits = or1_sandbox_limits_defaults()};
     CHECK(or1_sandbox_run(&s, &r) == -1, "file name with a slash refused");
-    or1_sandbox_file in = {"in", "payload", 7};
+    or1_sandbox_file in = {.name = "in", .data = "payload", .len = 7};
     s = (or1_sandbox_spec){.argv = py, .files = &in, .n_files = 1, .limits = or1_sandbox_limits_defaults()};
     CHECK(or1_sandbox_run(&s, &r) == 0 && r.status == OR1_RUN_EXITED && r.exit_code == 0 &&
               strcmp(r.out, "payload\n") == 0 && strcmp(r.chan, "hi") == 0,
@@ -220,8 +221,9 @@ static void *pool_thread(void *p) {
     or1_code_job jobs[N];
     or1_code_result res[N];
     for (int i = 0; i < N; i++)
-        jobs[i] = (or1_code_job){i % 2 ? "```python\nprint(int(input()) + 1)\n```" : "```python\nprint(0)\n```",
-                                 a->tests, 2.0, 0, false};
+        jobs[i] = (or1_code_job){.response = i % 2 ? "```python\nprint(int(input()) + 1)\n```" : "```python\nprint(0)\n```",
+                                 .tests = a->tests, .time_limit_s = 2.0, .memory_bytes = 0,
+                                 .all_tests = false};
     a->rc = or1_sandbox_pool_run(a->pool, jobs, res, N);
     for (int i = 0; i < N; i++) {
         a->right += res[i].correct == (i % 2 == 1);
@@ -256,7 +258,8 @@ static void test_pool(void) {
     pthread_join(tb, NULL);
     CHECK(a.rc == 0 && b.rc == 0 && a.right == 12 && b.right == 12, "two threads share a pool");
     or1_code_result res;
-    or1_code_job none = {"no code", &t, 1.0, 0, false};
+    or1_code_job none = {.response = "no code", .tests = &t, .time_limit_s = 1.0, .memory_bytes = 0,
+                         .all_tests = false};
     CHECK(or1_sandbox_pool_run(pool, &none, &res, 1) == 0 && res.verdict == OR1_CODE_NO_CODE && res.total == 2 &&
               res.per_test[0] == OR1_CODE_NOT_RUN,
           "no code is a verdict of its own");

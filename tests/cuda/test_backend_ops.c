@@ -601,7 +601,7 @@ static const size_t OPT[] = {1, 257, 100003};
 
 /* Three AdamW steps with weight decay. */
 static void case_adamw(const pair *p) {
-    or1_adamw_cfg c = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
+    or1_adamw_cfg c = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
     for (int k = 0; k < 3; k++) {
         size_t n = OPT[k];
         twin w = both_rand(p, n, 260 + k, 1), g = both_rand(p, n, 261 + k, 1);
@@ -648,7 +648,9 @@ static void case_sample(const pair *p) {
         for (int topk = 0; topk < 2; topk++) {
             int B = SH[k][0], V = SH[k][1];
             or1_sample_row rows[5];
-            for (int b = 0; b < B; b++) rows[b] = (or1_sample_row){topk ? 0.8f : 0.0f, 1, topk, 9, b, 4};
+            for (int b = 0; b < B; b++) rows[b] = (or1_sample_row){.temperature = topk ? 0.8f : 0.0f,
+                                                                   .top_p = 1, .top_k = topk, .seed = 9,
+                                                                   .stream = b, .counter = 4};
             twin z = both_rand(p, (size_t)B * V, 290 + k, 4);
             int32_t next[2][5];
             float lp[2][5];
@@ -684,7 +686,9 @@ static void sample_is_head(const pair *p) {
         or1_sample_row rows[B];
         int32_t next[B];
         float lp[B];
-        for (int b = 0; b < B; b++) rows[b] = (or1_sample_row){TEMP[k], TOP_P[k], 0, 11, b, 2};
+        for (int b = 0; b < B; b++) rows[b] = (or1_sample_row){.temperature = TEMP[k], .top_p = TOP_P[k],
+                                                               .top_k = 0, .seed = 11, .stream = b,
+                                                               .counter = 2};
         if (!CHECK(!be->ops->sample(be, next, lp, logits, B, V, rows), "%s sample: %s", p->tag, or1_error())) break;
         be->ops->upload(be, tgt, next, sizeof next);
         be->ops->head(be, res, res + B, res + 2 * B, res + 3 * B, h.a, w.a, wb.a, tgt, B, H, V,

@@ -371,7 +371,7 @@ static void check_head(or1_cuda *g, double tol_fwd, double tol_bwd, const char *
 /* Three AdamW steps, the global gradient norm and clipping. */
 static void check_optimizer(or1_cuda *g) {
     size_t n = 300001;
-    or1_adamw_cfg c = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
+    or1_adamw_cfg c = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
     float *p = rand_floats(n, 80, 1), *gr = rand_floats(n, 81, 1);
     or1_adamw o;
     or1_adamw_init(&o, n);

@@ -28,8 +28,8 @@ static or1_model_config tiny(or1_arch arch) {
     c.qk_norm = arch == OR1_ARCH_QWEN3;
     if (c.qk_norm) c.head_dim = 24;
     if (arch == OR1_ARCH_LLAMA)
-        c.rope = (or1_rope_scaling){.type = OR1_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
-                                    .original_max_pos = 16};
+        c.rope = (or1_rope_scaling){.type = OR1_ROPE_LLAMA3, .factor = 8, .low_freq_factor = 1,
+                                    .high_freq_factor = 4, .original_max_pos = 16};
     if (arch == OR1_ARCH_QWEN2)
         c.rope = (or1_rope_scaling){.type = OR1_ROPE_YARN, .factor = 4, .beta_fast = 32, .beta_slow = 1,
                                     .truncate = true, .original_max_pos = 16};
@@ -45,7 +45,7 @@ static void make_batch(or1_batch *b, int vocab) {
     for (int s = 0; s < 3; s++) {
         for (int t = 0; t < seq_len[s]; t++)
             seq_ids[s][t] = (int32_t)(or1_rand_u64(7, (uint64_t)s, (uint64_t)t) % vocab);
-        seqs[s] = (or1_seq){seq_ids[s], seq_len[s], seq_prompt[s]};
+        seqs[s] = (or1_seq){.ids = seq_ids[s], .n = seq_len[s], .n_prompt = seq_prompt[s]};
     }
     or1_batch_pack(b, seqs, 3);
 }
@@ -126,7 +126,7 @@ static void check_step(const or1_model_config *c) {
     float *gr = rand_floats(mp->n_floats, 92, 1);
     memcpy(or1_model_grads(mp), gr, mp->n_floats * sizeof(float));
     memcpy(or1_model_grads(mgp), gr, mp->n_floats * sizeof(float));
-    or1_adamw_cfg ac = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    or1_adamw_cfg ac = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
     or1_adamw o, og;
     or1_adamw_init(&o, mp->n_floats);
     or1_adamw_init(&og, mp->n_floats);
@@ -157,7 +157,10 @@ static void check_generate(const or1_model_config *c, float temperature) {
     or1_request reqs[REQS];
     for (int r = 0; r < REQS; r++) {
         for (int t = 0; t < np[r]; t++) prompts[r][t] = (int32_t)(or1_rand_u64(8, (uint64_t)r, (uint64_t)t) % c->vocab);
-        reqs[r] = (or1_request){prompts[r], np[r], M, {temperature, 1.0f, 0, STEPS, (uint64_t)(5 + r), NULL, 0}, 0, 0};
+        reqs[r] = (or1_request){.prompt = prompts[r], .n_prompt = np[r], .n_samples = M,
+                                .s = {.temperature = temperature, .top_p = 1.0f, .top_k = 0,
+                                      .max_new_tokens = STEPS, .seed = (uint64_t)(5 + r), .stop_ids = NULL, .n_stop = 0},
+                                .first_stream = 0, .first_counter = 0};
     }
     or1_completion out[REQS * M];
     memset(out, 0, sizeof out);
@@ -173,7 +176,7 @@ static void check_generate(const or1_model_config *c, float temperature) {
         int32_t seq[32];
         memcpy(seq, prompts[r], (size_t)np[r] * sizeof *seq);
         memcpy(seq + np[r], out[k].ids, (size_t)n * sizeof *seq);
-        or1_seq q = {seq, np[r] + n, np[r]};
+        or1_seq q = {.ids = seq, .n = np[r] + n, .n_prompt = np[r]};
         or1_batch b;
         or1_batch_pack(&b, &q, 1);
         float want[STEPS], went[STEPS];
@@ -220,7 +223,8 @@ static int tool_collect(void *p, double wait_s, or1_tool_reply *out, int max) {
     (void)wait_s;
     int k = 0;
     for (; k < t->n_pending && k < max; k++)
-        out[k] = (or1_tool_reply){t->pending[k][0], t->pending[k][1], t->ids, TOOL_REPLY};
+        out[k] = (or1_tool_reply){.request = t->pending[k][0], .sample = t->pending[k][1], .ids = t->ids,
+                                  .n = TOOL_REPLY};
     t->n_pending = 0;
     return k;
 }
@@ -236,12 +240,15 @@ static void check_tools(const or1_model_config *c) {
     or1_dmodel *dc = P.dc, *dg = P.dg;
     tool_ctx t = {.n_pending = 0};
     for (int i = 0; i < TOOL_REPLY; i++) t.ids[i] = (int32_t)(or1_rand_u64(12, 0, (uint64_t)i) % c->vocab);
-    or1_tool_hooks hooks = {tool_call, tool_collect, &t};
+    or1_tool_hooks hooks = {.call = tool_call, .collect = tool_collect, .ctx = &t};
     int32_t prompts[REQS][8];
     or1_request reqs[REQS];
     for (int r = 0; r < REQS; r++) {
         for (int i = 0; i < 8; i++) prompts[r][i] = (int32_t)(or1_rand_u64(10, (uint64_t)r, (uint64_t)i) % c->vocab);
-        reqs[r] = (or1_request){prompts[r], 3 + 2 * r, M, {0.8f, 1.0f, 0, STEPS, (uint64_t)r, NULL, 0}, 0, 0};
+        reqs[r] = (or1_request){.prompt = prompts[r], .n_prompt = 3 + 2 * r, .n_samples = M,
+                                .s = {.temperature = 0.8f, .top_p = 1.0f, .top_k = 0,
+                                      .max_new_tokens = STEPS, .seed = (uint64_t)r, .stop_ids = NULL, .n_stop = 0},
+                                .first_stream = 0, .first_counter = 0};
     }
     or1_completion out[REQS * M];
     memset(out, 0, sizeof out);
@@ -257,7 +264,7 @@ static void check_tools(const or1_model_config *c) {
         int32_t seq[8 + STEPS];
         memcpy(seq, prompts[r], (size_t)np * sizeof *seq);
         memcpy(seq + np, out[k].ids, (size_t)n * sizeof *seq);
-        or1_seq q = {seq, np + n, np};
+        or1_seq q = {.ids = seq, .n = np + n, .n_prompt = np};
         or1_batch b;
         or1_batch_pack(&b, &q, 1);
         float want[STEPS], went[STEPS], got[STEPS];
@@ -288,9 +295,15 @@ static void check_truncation(const or1_model_config *c) {
     or1_request greedy[REQS], trunc[REQS];
     for (int cut = 0; cut < 2; cut++) {
         for (int r = 0; r < REQS; r++) {
-            greedy[r] = (or1_request){prompts[r], 8, M, {0.0f, 1.0f, 0, STEPS, 3, NULL, 0}, 0, 0};
+            greedy[r] = (or1_request){.prompt = prompts[r], .n_prompt = 8, .n_samples = M,
+                                      .s = {.temperature = 0.0f, .top_p = 1.0f, .top_k = 0,
+                                            .max_new_tokens = STEPS, .seed = 3, .stop_ids = NULL, .n_stop = 0},
+                                      .first_stream = 0, .first_counter = 0};
             trunc[r] =
-                (or1_request){prompts[r], 8, M, {0.8f, cut ? 1e-6f : 1.0f, cut ? 0 : 1, STEPS, 3, NULL, 0}, 0, 0};
+                (or1_request){.prompt = prompts[r], .n_prompt = 8, .n_samples = M,
+                              .s = {.temperature = 0.8f, .top_p = cut ? 1e-6f : 1.0f, .top_k = cut ? 0 : 1,
+                                    .max_new_tokens = STEPS, .seed = 3, .stop_ids = NULL, .n_stop = 0},
+                              .first_stream = 0, .first_counter = 0};
         }
         or1_completion want[REQS * M], got[REQS * M];
         memset(want, 0, sizeof want), memset(got, 0, sizeof got);

@@ -134,7 +134,7 @@ int main(void) {
     or1_model_randomize(&m, 7, 0.5f);
     int32_t ids[N_TOK];
     for (int t = 0; t < N_TOK; t++) ids[t] = (t * 37 + 11) % cfg.vocab;
-    or1_seq seq = {ids, N_TOK, 1};
+    or1_seq seq = {.ids = ids, .n = N_TOK, .n_prompt = 1};
     or1_batch b;
     or1_batch_pack(&b, &seq, 1);
 

@@ -51,7 +51,7 @@ static void compare(or1_model *m, const or1_batch *b, bool bf16) {
     CHECK(lean < full, "%s: the recompute workspace (%zu bytes) is not smaller than %zu", tag, lean, full);
 
     int32_t ids[5] = {3, 1, 4, 1, 5}, rows[5] = {0, 1, 2, 3, 4};
-    or1_seq seq = {ids, 5, 5};
+    or1_seq seq = {.ids = ids, .n = 5, .n_prompt = 5};
     or1_batch p;
     or1_batch_pack(&p, &seq, 1);
     CHECK(!or1_dmodel_decode_reserve(dm, 1, 8, 1, 8, 16, 1, 1) && !or1_dmodel_prefill(dm, &p, rows, 0),
@@ -77,7 +77,7 @@ int main(void) {
     or1_seq seqs[N_SEQ];
     for (int s = 0; s < N_SEQ; s++) {
         for (int t = 0; t < lens[s]; t++) ids[s][t] = (t * 37 + 11 * s + 5) % cfg.vocab;
-        seqs[s] = (or1_seq){ids[s], lens[s], prompts[s]};
+        seqs[s] = (or1_seq){.ids = ids[s], .n = lens[s], .n_prompt = prompts[s]};
     }
     or1_batch b;
     or1_batch_pack(&b, seqs, N_SEQ);

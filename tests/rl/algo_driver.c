@@ -166,8 +166,9 @@ static int run_report(const cJSON *c, cJSON *out) {
     or1_eval_result *r = or1_malloc((n ? n : 1) * sizeof *r);
     for (size_t i = 0; i < n; i++) {
         const cJSON *x = cJSON_GetArrayItem(rows, (int)i);
-        r[i] = (or1_eval_result){cJSON_GetArrayItem(x, 0)->valuestring, cJSON_GetArrayItem(x, 1)->valueint,
-                                 cJSON_GetArrayItem(x, 2)->valueint};
+        r[i] = (or1_eval_result){.data_source = cJSON_GetArrayItem(x, 0)->valuestring,
+                                 .n = cJSON_GetArrayItem(x, 1)->valueint,
+                                 .correct = cJSON_GetArrayItem(x, 2)->valueint};
     }
     const cJSON *drawn = cJSON_GetObjectItemCaseSensitive(c, "n_drawn");
     int n_drawn = 0;
@@ -214,7 +215,8 @@ static void batch_free(batch *b) {
 
 /* Advantage-stage settings of a case. */
 static int adv_cfg(const cJSON *c, or1_adv_cfg *cfg) {
-    *cfg = (or1_adv_cfg){OR1_ADV_GRPO, OR1_GRPO_EPS, OR1_TRUNC_NONE, true, false};
+    *cfg = (or1_adv_cfg){.estimator = OR1_ADV_GRPO, .eps = OR1_GRPO_EPS, .trunc = OR1_TRUNC_NONE,
+                         .reject = true, .keep_single = false};
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "mode");
     if (m && or1_trunc_mask_parse(m->valuestring, &cfg->trunc, "case") != 0) return -1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "estimator");
@@ -259,9 +261,10 @@ static int run_batch(const char *fn, const cJSON *c, cJSON *out) {
         or1_rejection_free(&r);
     } else if (!strcmp(fn, "length")) {
         const cJSON *o = cJSON_GetObjectItem(c, "overlong");
-        or1_length_cfg lc = {cJSON_IsTrue(o), cJSON_GetObjectItem(c, "buffer")->valueint,
-                             cJSON_GetObjectItem(c, "factor")->valuedouble,
-                             cJSON_GetObjectItem(c, "truncation_penalty")->valuedouble};
+        or1_length_cfg lc = {.overlong = cJSON_IsTrue(o),
+                             .overlong_len = cJSON_GetObjectItem(c, "buffer")->valueint,
+                             .overlong_penalty = cJSON_GetObjectItem(c, "factor")->valuedouble,
+                             .truncation_penalty = cJSON_GetObjectItem(c, "truncation_penalty")->valuedouble};
         or1_length_rewards(&lc, b.scores, len, b.trunc, n, cJSON_GetObjectItem(c, "max_len")->valueint, adv);
         cJSON_AddItemToObject(out, "reward", jf(adv, n));
     } else if (!strcmp(fn, "step") || !strcmp(fn, "stats")) {

@@ -66,7 +66,8 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--file") && more && o.n_files < 16) {
             char *s = argv[++i], *colon = strrchr(s, ':');
             paths[o.n_files] = strndup(s, colon ? (size_t)(colon - s) : strlen(s));
-            files[o.n_files] = (or1_data_file){paths[o.n_files], colon ? atoi(colon + 1) : 1};
+            files[o.n_files] = (or1_data_file){.path = paths[o.n_files],
+                                               .weight = colon ? atoi(colon + 1) : 1};
             o.n_files++;
         } else if (!strcmp(a, "--difficulty") && i + 4 < argc) {
             o.difficulty_model = argv[++i];

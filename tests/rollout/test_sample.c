@@ -130,7 +130,8 @@ static int reference_draw(const reference *r, double u, double *margin) {
 static void agree(const char *what, const float *x, int V, float t, int top_k, float top_p, int G) {
     reference r = reference_prepare(x, V, t, top_k, top_p);
     float *scratch = malloc((size_t)2 * V * sizeof *scratch);
-    or1_sample_row s = {t, top_p, top_k, 0, 0, 0};
+    or1_sample_row s = {.temperature = t, .top_p = top_p, .top_k = top_k, .seed = 0, .stream = 0,
+                        .counter = 0};
     int differ = 0, close = 0, first = -1, got = -1, want = -1, not_head = 0;
     double worst_lp = 0;
     for (int i = 0; i < G; i++) {
@@ -162,7 +163,8 @@ static void sweep(const char *what, const float *x, int V, float t, int top_k, f
     long *count = calloc((size_t)V, sizeof *count);
     float *scratch = malloc((size_t)2 * V * sizeof *scratch);
     expected(x, V, t, top_k, top_p, q, lp);
-    or1_sample_row s = {t, top_p, top_k, 0, 0, 0};
+    or1_sample_row s = {.temperature = t, .top_p = top_p, .top_k = top_k, .seed = 0, .stream = 0,
+                        .counter = 0};
     double worst_lp = 0;
     for (int i = 0; i < G; i++) {
         float logp;
@@ -190,7 +192,7 @@ static void sweep(const char *what, const float *x, int V, float t, int top_k, f
 /* Greedy: argmax with the lowest id among equals, log-prob at temperature 1, flags ignored. */
 static void greedy(void) {
     float x[6] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f}, scratch[18], logp;
-    or1_sample_row s = {0, 0.5f, 2, 0, 0, 0};
+    or1_sample_row s = {.temperature = 0, .top_p = 0.5f, .top_k = 2, .seed = 0, .stream = 0, .counter = 0};
     double lse = 0;
     for (int v = 0; v < 6; v++) lse += exp(x[v]);
     for (int k = 0; k < 3; k++) {
@@ -206,7 +208,8 @@ static void extremes(void) {
     float x[5] = {3.0f, 1.0f, 0.5f, 0.25f, -2.0f}, scratch[15], logp;
     double us[2] = {0.0, 1.0 - 0x1p-53};
     for (int k = 0; k < 2; k++) {
-        or1_sample_row plain = {1.0f, 1.0f, 0, 0, 0, 0}, trunc = {1.0f, 0.7f, 3, 0, 0, 0};
+        or1_sample_row plain = {.temperature = 1.0f, .top_p = 1.0f, .top_k = 0, .seed = 0, .stream = 0,
+                                .counter = 0}, trunc = {1.0f, 0.7f, 3, 0, 0, 0};
         int32_t a = or1_sample_token(x, 5, &plain, us[k], &logp, scratch);
         int32_t b = or1_sample_token(x, 5, &trunc, us[k], &logp, scratch);
         CHECK(a >= 0 && a < 5, "u at an end, plain: token %d (u %g)", a, us[k]);

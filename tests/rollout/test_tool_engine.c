@@ -65,7 +65,8 @@ static int on_collect(void *p, double wait_s, or1_tool_reply *out, int max) {
         for (int t = 0; t < reply_len[w.call]; t++)
             h->ids[k][t] = (int32_t)(or1_rand_u64(99, (uint64_t)(w.req * M + w.sample), (uint64_t)(w.call * 64 + t)) %
                                      (uint64_t)h->vocab);
-        out[k] = (or1_tool_reply){w.req, w.sample, h->ids[k], reply_len[w.call]};
+        out[k] = (or1_tool_reply){.request = w.req, .sample = w.sample, .ids = h->ids[k],
+                                  .n = reply_len[w.call]};
         h->since[w.req][w.sample] = w.n + reply_len[w.call];
         k++;
         h->pend[i] = h->pend[--h->n_pend];
@@ -107,10 +108,13 @@ static void check_masks(const or1_completion *c, const char *tag, int req, int s
 static void run_case(or1_dmodel *dm, int32_t prompts[REQS][9], int slots, double kv_gb, const char *tag,
                      or1_completion *out, const or1_completion *first) {
     hooks_ctx h = {.vocab = or1_dmodel_config(dm)->vocab};
-    or1_tool_hooks hooks = {on_token, on_collect, &h};
+    or1_tool_hooks hooks = {.call = on_token, .collect = on_collect, .ctx = &h};
     or1_request reqs[REQS];
     for (int i = 0; i < REQS; i++)
-        reqs[i] = (or1_request){prompts[i], 4 + 2 * i, M, {0.0f, 1.0f, 0, NEW, (uint64_t)i, NULL, 0}, 0, 0};
+        reqs[i] = (or1_request){.prompt = prompts[i], .n_prompt = 4 + 2 * i, .n_samples = M,
+                                .s = {.temperature = 0.0f, .top_p = 1.0f, .top_k = 0,
+                                      .max_new_tokens = NEW, .seed = (uint64_t)i, .stop_ids = NULL, .n_stop = 0},
+                                .first_stream = 0, .first_counter = 0};
     or1_engine_stats st = {0};
     or1_engine_cfg cfg = {.opts = {.max_slots = slots, .kv_cache_gb = kv_gb}, .stats = &st, .tools = &hooks};
     if (!CHECK(or1_generate(dm, reqs, REQS, &cfg, out) == 0, "%s: generate: %s", tag, or1_error())) exit(1);
@@ -125,7 +129,10 @@ static void run_case(or1_dmodel *dm, int32_t prompts[REQS][9], int slots, double
         int32_t *hist = or1_malloc((size_t)n_hist * sizeof *hist);
         memcpy(hist, prompts[req], (size_t)reqs[req].n_prompt * sizeof *hist);
         memcpy(hist + reqs[req].n_prompt, c->ids, (size_t)end * sizeof *hist);
-        or1_request single = {hist, n_hist, 1, {0.0f, 1.0f, 0, NEW - end, 7, NULL, 0}, 0, 0};
+        or1_request single = {.prompt = hist, .n_prompt = n_hist, .n_samples = 1,
+                              .s = {.temperature = 0.0f, .top_p = 1.0f, .top_k = 0,
+                                    .max_new_tokens = NEW - end, .seed = 7, .stop_ids = NULL, .n_stop = 0},
+                              .first_stream = 0, .first_counter = 0};
         or1_completion alone;
         or1_engine_cfg plain = {.opts = {.max_slots = 1}};
         if (CHECK(or1_generate(dm, &single, 1, &plain, &alone) == 0, "%s: single-turn: %s", tag, or1_error())) {

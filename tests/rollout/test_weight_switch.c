@@ -119,11 +119,14 @@ static int rollout_with(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data
                         const or1_weight_switch *sw, const or1_tools_cfg *tools, const or1_engine_cfg *engine,
                         or1_scored *out) {
     static const int32_t stops[N_STOP] = {3, 17, 42, 77, 101, 150, 199, 250};
-    or1_sampling s = {TEMP, 1.0f, 0, NEW, 0, stops, N_STOP};
+    or1_sampling s = {.temperature = TEMP, .top_p = 1.0f, .top_k = 0, .max_new_tokens = NEW, .seed = 0,
+                      .stop_ids = stops, .n_stop = N_STOP};
     uint64_t seeds[ROWS];
     for (int i = 0; i < ROWS; i++) seeds[i] = or1_rand_u64(11, (uint64_t)i, 0);
     or1_reward_opts reward = {0};
-    or1_rollout_job job = {dm, tok, rows, ROWS, M, &s, seeds, engine, tools, NULL, &reward, sw};
+    or1_rollout_job job = {.dm = dm, .tok = tok, .rows = rows, .n_rows = ROWS, .M = M, .sampling = &s,
+                           .seeds = seeds, .engine = engine, .tools = tools, .pool = NULL, .reward = &reward,
+                           .sw = sw};
     return or1_rollout_score(&job, out, NULL, NULL);
 }
 
@@ -137,7 +140,8 @@ static int rollout(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row 
 /* Log-probs of prompt + response under dm's weights with the training engine's packed forward
  * and head at the rollout's temperature (what the trainer's batch_logprobs computes). */
 static float *train_logprobs(or1_dmodel *dm, const or1_data_row *row, const or1_completion *c) {
-    or1_sample x = {row->ids, c->ids, row->n_ids, c->n, 0.0f, NULL, NULL, NULL, 0, NULL};
+    or1_sample x = {.prompt = row->ids, .resp = c->ids, .n_prompt = row->n_ids, .n_resp = c->n, .adv = 0.0f,
+                    .old_logp = NULL, .ref_logp = NULL, .rollout_logp = NULL, .id = 0, .mask = NULL};
     or1_packed_samples p;
     or1_pack_samples(&p, &x, 1);
     float *lp = or1_malloc((size_t)2 * (p.b.n_scored + 1) * sizeof *lp);
@@ -160,7 +164,7 @@ static bool same(const or1_completion *a, const or1_completion *b) {
 static void same_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
                          const or1_scored *plain, int after, bool keep) {
     switch_ctx ctx = {dm, SAME, rows, 0};
-    or1_weight_switch sw = {after, apply, &ctx, keep};
+    or1_weight_switch sw = {.after = after, .apply = apply, .ctx = &ctx, .keep_kv = keep};
     or1_scored sc;
     if (CHECK(rollout(dm, tok, rows, &sw, NULL, &sc) == 0, "after %d: %s", after, or1_error())) {
         CHECK(ctx.calls == 1, "keep_kv %d, after %d: apply called %d times", keep, after, ctx.calls);
@@ -183,7 +187,7 @@ static void same_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_dat
 static void new_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
                         const or1_scored *old, const or1_scored *fresh) {
     switch_ctx ctx = {dm, RANDOM, rows, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx, false};
+    or1_weight_switch sw = {.after = AFTER, .apply = apply, .ctx = &ctx, .keep_kv = false};
     or1_scored sc;
     int cut = 0, stopped_before = 0, like_fresh = 0;
     if (CHECK(rollout(dm, tok, rows, &sw, NULL, &sc) == 0, "switch: %s", or1_error())) {
@@ -233,7 +237,7 @@ static void new_weights(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data
 static void keep_tight(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows,
                        const or1_scored *plain) {
     switch_ctx ctx = {dm, SAME, rows, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx, true};
+    or1_weight_switch sw = {.after = AFTER, .apply = apply, .ctx = &ctx, .keep_kv = true};
     or1_engine_stats st = {0};
     double block = 3.0 * 2 * 16 * 2 * 16 * sizeof(float); /* layers x K,V x rows x kv_heads x head_dim */
     or1_engine_cfg engine = {.opts = {.max_slots = 4, .kv_cache_gb = 9 * block / 1073741824.0}, .stats = &st};
@@ -259,7 +263,7 @@ static void keep_tight(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_
 static bool switched(or1_dmodel *dm, const or1_tokenizer *tok, const or1_data_row *const *rows, new_kind kind,
                      bool keep, or1_scored *out) {
     switch_ctx ctx = {dm, kind, rows, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx, keep};
+    or1_weight_switch sw = {.after = AFTER, .apply = apply, .ctx = &ctx, .keep_kv = keep};
     if (!CHECK(rollout(dm, tok, rows, &sw, NULL, out) == 0, "kind %d, keep_kv %d: %s", kind, keep, or1_error()))
         return false;
     return CHECK(ctx.calls == 1, "kind %d, keep_kv %d: apply called %d times", kind, keep, ctx.calls);
@@ -424,7 +428,7 @@ int main(int argc, char **argv) {
     }
     or1_scored_free(&plain);
     switch_ctx ctx = {dm, SAME, rows, 0};
-    or1_weight_switch sw = {AFTER, apply, &ctx, false};
+    or1_weight_switch sw = {.after = AFTER, .apply = apply, .ctx = &ctx, .keep_kv = false};
     or1_tools_cfg tools = {.max_turns = 2};
     or1_scored sc;
     CHECK(rollout(dm, tok, rows, &sw, &tools, &sc) != 0 && strstr(or1_error(), "not supported") && ctx.calls == 0,

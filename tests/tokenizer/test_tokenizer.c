@@ -600,7 +600,7 @@ static void test_chat(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *out = NULL;
-        or1_chat_vars v = {cases[i].gen, OR1_CHAT_UNDEFINED};
+        or1_chat_vars v = {.add_generation_prompt = cases[i].gen, .enable_thinking = OR1_CHAT_UNDEFINED};
         int rc = or1_tokenizer_chat(t, cases[i].tpl, m, cases[i].n, &v, &out);
         CHECK(rc == 0 && !strcmp(out, cases[i].want), "chat %s: \"%s\"", cases[i].tpl ? cases[i].tpl : "default", out ? out : or1_error());
         free(out);
@@ -645,7 +645,7 @@ static void test_chat(void) {
         "reason step by step, and put your final answer within \\\\\\\\boxed{}.<|im_end|>\\\\n' }}{% endif %}\"}";
     write_file("chat", "tokenizer_config.json", math, strlen(math));
     t = or1_tokenizer_load(d);
-    const or1_chat_vars no_gen = {false, OR1_CHAT_UNDEFINED};
+    const or1_chat_vars no_gen = {.add_generation_prompt = false, .enable_thinking = OR1_CHAT_UNDEFINED};
     CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &no_gen, &out) == 0 &&
               !strcmp(out, "<|im_start|>system\nPlease reason step by step, and put your final answer within "
                            "\\boxed{}.<|im_end|>\n"),
@@ -676,7 +676,7 @@ static void test_chat(void) {
                        "{{ add_generation_prompt }}|{{ messages | tojson }}\n";
     write_file("chat", "chat_template.jinja", vars, strlen(vars));
     t = or1_tokenizer_load(d);
-    or1_chat_vars think = {false, 1};
+    or1_chat_vars think = {.add_generation_prompt = false, .enable_thinking = 1};
     CHECK(t && or1_tokenizer_chat(t, NULL, m, 1, &gen, &out) == 0 &&
               !strcmp(out, "<|bos|>|False|None|None|False|True|[{\"role\": \"user\", \"content\": \"2+2?\"}]"),
           "transformers' variables (special tokens named in the config only): %s", out ? out : or1_error());
