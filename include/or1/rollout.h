@@ -117,7 +117,7 @@ typedef struct {
 #define OR1_ENGINE_FIELD(key, flag, field, type, def, lo, hi, help) type field;
 
 typedef struct {
-    OR1_ENGINE_OPTIONS(OR1_ENGINE_FIELD) /* 0 or less: 64 slots, 8 GiB, no pieces */
+    OR1_ENGINE_OPTIONS(OR1_ENGINE_FIELD) /* 0 or less: the table's default (256 slots, 8 GiB, no pieces) */
 } or1_engine_opts;
 
 typedef struct {

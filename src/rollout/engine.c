@@ -106,14 +106,19 @@ static const char *human_bytes(double b, char *buf, size_t cap) {
     return buf;
 }
 
+/* The table's defaults (OR1_ENGINE_OPTIONS), what an option of 0 or less means. */
+#define ENGINE_DEFAULT(key, flag, field, type, def, lo, hi, help) .field = def,
+static const or1_engine_opts ENGINE_DEFAULTS = {OR1_ENGINE_OPTIONS(ENGINE_DEFAULT)};
+#undef ENGINE_DEFAULT
+
 /* Picks the slot count whose live prompts and one full-length sequence fit the KV budget,
  * and the pool: the budget's blocks, no more than every slot at full length could use (with
  * tools, every sample: those waiting on a tool keep their blocks). */
 static int plan_slots(engine *e, const or1_engine_cfg *cfg, long total) {
-    double budget = (cfg->opts.kv_cache_gb > 0 ? cfg->opts.kv_cache_gb : 8.0) * 1073741824.0;
+    double budget = (cfg->opts.kv_cache_gb > 0 ? cfg->opts.kv_cache_gb : ENGINE_DEFAULTS.kv_cache_gb) * 1073741824.0;
     double block_bytes = (double)or1_backend_kv_bytes(or1_dmodel_backend(e->dm)) * kv_elems(e->c, KV_BLOCK);
     e->pblocks = blocks_for(e->pcap), e->sblocks = blocks_for(e->ncap);
-    int s = cfg->opts.max_slots > 0 ? cfg->opts.max_slots : 64;
+    int s = cfg->opts.max_slots > 0 ? cfg->opts.max_slots : ENGINE_DEFAULTS.max_slots;
     if (s > total) s = (int)total;
     for (; s >= 1; s--)
         if (((double)(s + 1) * e->pblocks + e->sblocks) * block_bytes <= budget) break;

@@ -161,6 +161,11 @@ def initializers(s, types):
     return [(i, re.sub(r"\s+", " ", t)) for i, t in sorted(found)]
 
 
+# An element that is one call of an upper-case macro alone: an X-macro table expanded into named
+# fields (OR1_ENGINE_OPTIONS(ENGINE_DEFAULT)).
+X_MACRO = re.compile(r"\s*[A-Z][A-Z0-9_]*\s*\([^()]*\)\s*$")
+
+
 def positional(s, i, tname, types):
     """[(offset, type, field)] of each initializer in s[i] = '{' (and nested struct fields) that
     fills a field of tname by position; field is the one the element lands on (or '?')."""
@@ -173,6 +178,8 @@ def positional(s, i, tname, types):
     bad, k = [], 0
     for a, b in elems:
         d = DESIGNATOR.match(s, a)
+        if not d and X_MACRO.match(s[a:b]):  # a table's X-macro, expanding to `.field = value,` rows
+            continue
         if not d:
             name = fields[k][0] if k < len(fields) else "?"
             if not bad or bad[0][0] != i:
