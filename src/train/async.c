@@ -76,14 +76,6 @@ static int partial_switch(void *ctx) {
     return take_version(t, t->async.partial_target, &t->async.round_wait);
 }
 
-/* See internal.h. */
-bool train_async_partial_switch(trainer *t, or1_weight_switch *sw) {
-    if (!t->async.on || t->cfg->train.partial_tokens <= 0) return false;
-    *sw = (or1_weight_switch){.after = t->cfg->train.partial_tokens, .apply = partial_switch, .ctx = t,
-                              .keep_kv = !t->cfg->train.partial_recompute_kv};
-    return true;
-}
-
 /* The sampled tokens of a batch (what the rollout made, tools' replies left out). */
 static long sampled_tokens(const step_batch *b) {
     long n = 0;
@@ -172,7 +164,9 @@ int train_async_rollout_loop(trainer *t) {
         step_batch b;
         train_batch_init(&b);
         or1_dist_phase(j, "rollout and rewards");
-        rc = train_collect(t, st, &b);
+        or1_weight_switch sw = {.after = c->train.partial_tokens, .apply = partial_switch, .ctx = t,
+                                .keep_kv = !c->train.partial_recompute_kv}; /* partial rollouts */
+        rc = train_collect(t, st, c->train.partial_tokens > 0 ? &sw : NULL, &b);
         if (rc == 0) {
             train_batch_finalize(&b, t, (size_t)st->prompts);
             train_track_solved(t, &b);

@@ -134,8 +134,9 @@ int train_batch_ref_logprobs(step_batch *b, trainer *t, int micro_tokens);
 /* Log-probs of the own loss samples under the current weights before the update, and their
  * mismatch with the sampler's (train.recompute_logprobs). */
 int train_batch_old_logprobs(step_batch *b, trainer *t, int micro_tokens);
-/* Generation rounds until N kept groups (refill) or the round limit (trainer.c). */
-int train_collect(trainer *t, const or1_stage_cfg *st, step_batch *b);
+/* Generation rounds until N kept groups (refill) or the round limit (collect.c); sw (or NULL):
+ * a weight switch inside the first round (partial rollouts). */
+int train_collect(trainer *t, const or1_stage_cfg *st, const or1_weight_switch *sw, step_batch *b);
 /* Whether the update takes its old log-probs from the training engine. */
 bool train_recompute_logprobs(const trainer *t);
 /* Sums (and the maximum of) mismatch statistics over the ranks, in place. */
@@ -165,9 +166,6 @@ int train_wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_
 int train_async_roles(const or1_train_config *c, const or1_dist *world, async_state *a, or1_dist *group);
 /* The rollout ranks' loop: batches in order, each from the weights the schedule gives it. */
 int train_async_rollout_loop(trainer *t);
-/* Rollout ranks with train.partial_tokens: the weight switch of a step's first round (false
- * without partial rollouts). */
-bool train_async_partial_switch(trainer *t, or1_weight_switch *sw);
 /* Trainer ranks: the next batch (step t->step + 1), received or pending, owned as the
  * synchronous loop would own it. */
 int train_async_next_batch(trainer *t, step_batch *b);

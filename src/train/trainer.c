@@ -15,64 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One generation round (round 1, 2, ...): this rank samples and scores its prompts; every per-sample number
- * the decisions need is then summed over ranks (each entry has one owner). */
-static int round_rollout(trainer *t, const or1_stage_cfg *st, const uint32_t *ids, size_t n, int round,
-                         uint64_t round_seed, step_batch *b) {
-    int M = st->samples;
-    int *owner = or1_malloc((n ? n : 1) * sizeof *owner);
-    train_batch_assign_ranks(t->data, ids, n, t->d->size, owner);
-    const or1_data_row **rows = or1_malloc((n ? n : 1) * sizeof *rows);
-    uint64_t *seeds = or1_malloc((n ? n : 1) * sizeof *seeds);
-    size_t mine = 0, *pos = or1_malloc((n ? n : 1) * sizeof *pos);
-    for (size_t i = 0; i < n; i++)
-        if (owner[i] == t->d->rank) {
-            rows[mine] = or1_data_row_at(t->data, ids[i]);
-            seeds[mine] = or1_rand_u64(round_seed, i, 0);
-            pos[mine++] = i;
-        }
-    or1_sampling s = {.temperature = (float)t->cfg->rollout.temperature,
-                      .top_p = (float)t->cfg->rollout.top_p, .top_k = t->cfg->rollout.top_k,
-                      .max_new_tokens = st->context_length, .seed = 0, .stop_ids = NULL, .n_stop = 0};
-    or1_scored sc;
-    t->async.round_version = t->async.on ? t->async.version : t->step; /* the weights sampling this round */
-    or1_engine_cfg engine = {.opts = t->cfg->rollout.engine, .progress = t->d->rank == 0};
-    or1_weight_switch sw; /* partial rollouts: the first round's samples take the next policy mid-way */
-    bool partial = round == 1 && train_async_partial_switch(t, &sw);
-    or1_rollout_job job = {.dm = t->dm, .tok = t->tok, .rows = rows, .n_rows = mine, .M = M, .sampling = &s,
-                           .seeds = seeds, .engine = &engine, .tools = &t->cfg->rollout.tools,
-                           .pool = t->pool, .reward = &t->cfg->reward.opts, .sw = partial ? &sw : NULL};
-    int rc = or1_rollout_score(&job, &sc, &b->t_rollout, &b->t_reward);
-    for (size_t k = 0; rc == 0 && partial && t->async.version == t->async.round_version && k < sc.n; k++)
-        sc.switch_at[k] = sc.c[k].n; /* the switch kept the weights (an early step): no token is newer */
-    if (rc == 0) train_batch_add_round(b, t, ids, n, M, &sc, pos, mine);
-    else or1_scored_free(&sc);
-    free(pos);
-    free(seeds);
-    free(rows);
-    free(owner);
-    return rc;
-}
-
-/* Generation rounds until N kept groups (refill) or the round limit; then picks the groups. */
-int train_collect(trainer *t, const or1_stage_cfg *st, step_batch *b) {
-    int max_rounds = t->cfg->rejection.enabled ? t->cfg->rejection.max_rounds : 1;
-    for (int round = 1;; round++) {
-        uint32_t *ids = or1_malloc((size_t)st->prompts * sizeof *ids);
-        if (or1_data_next(t->data, (size_t)st->prompts, ids)) {
-            free(ids);
-            return -1;
-        }
-        uint64_t seed = or1_rand_u64((uint64_t)t->cfg->seed, (uint64_t)t->step, (uint64_t)round);
-        int rc = round_rollout(t, st, ids, (size_t)st->prompts, round, seed, b);
-        free(ids);
-        if (rc) return -1;
-        train_batch_decide(b, t, st->context_length);
-        or1_refill_action act = or1_refill_decide(b->kept_groups, round, (size_t)st->prompts, max_rounds);
-        if (act != OR1_REFILL_MORE) return 0;
-    }
-}
-
 /* Every weight finite after an update (a corrupt optimizer state or an overflow gets past the
  * gradient-norm check); fails naming the quantity and the mini-batch. */
 static int finite_weights(trainer *t, int mini_batch) {
@@ -214,7 +156,7 @@ static int train_step(trainer *t) {
     train_batch_init(&b);
     double t0 = or1_now();
     or1_dist_phase(t->step + 1, "rollout and rewards");
-    if (t->async.on ? train_async_next_batch(t, &b) : train_collect(t, st, &b)) {
+    if (t->async.on ? train_async_next_batch(t, &b) : train_collect(t, st, NULL, &b)) {
         train_batch_free(&b);
         return -1;
     }
