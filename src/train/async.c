@@ -244,7 +244,7 @@ static void staleness(step_batch *b, long at, int s) {
 }
 
 /* Keeps the completions this trainer rank owns, as the synchronous loop owns them: each round
- * of `prompts` groups spread over the trainer ranks by batch_assign_ranks. */
+ * of `prompts` groups spread over the trainer ranks by train_batch_assign_ranks. */
 static void own_share(const trainer *t, step_batch *b, size_t prompts) {
     int *owner = or1_malloc((prompts ? prompts : 1) * sizeof *owner);
     for (size_t g0 = 0; g0 < b->n_groups; g0 += prompts) {
