@@ -5,7 +5,6 @@
 
 #include "or1/core.h"
 #include "or1/io.h"
-#include "or1/io_gguf.h"
 
 #include <cjson/cJSON.h>
 #include <libgen.h>
@@ -581,10 +580,8 @@ or1_tokenizer *tok_load_objects(const cJSON *root, const cJSON *cfg, const char 
     return t;
 }
 
-/* Loads tokenizer.json (and tokenizer_config.json beside it), or the tokenizer a GGUF file's
- * metadata holds. */
-or1_tokenizer *or1_tokenizer_load(const char *path) {
-    if (or1_gguf_is_gguf(path)) return tok_load_gguf(path);
+/* Loads tokenizer.json (and tokenizer_config.json beside it) from a file or its folder. */
+or1_tokenizer *tok_load_json(const char *path) {
     char *file = NULL, *dir = NULL, *text = NULL;
     size_t len;
     if (resolve(path, &file, &dir) != 0) return NULL;

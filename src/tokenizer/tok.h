@@ -204,11 +204,13 @@ char *tok_normalize(const or1_tokenizer *t, const char *text, size_t len, size_t
 int tok_encode_segment(const or1_tokenizer *t, tok_work *w, const char *s, size_t len,
                        tok_ids *out);
 
-/* load.c / chat.c / gguf.c */
+/* load.c / chat.c / gguf.c / open.c */
 /* A tokenizer from parsed tokenizer.json and tokenizer_config.json objects (cfg may be NULL). */
 or1_tokenizer *tok_load_objects(const cJSON *root, const cJSON *cfg, const char *where);
 /* The tokenizer of a GGUF file's metadata (tokenizer.ggml.*, tokenizer.chat_template). */
 or1_tokenizer *tok_load_gguf(const char *path);
+/* The tokenizer of a tokenizer.json (and the tokenizer_config.json beside it), file or folder. */
+or1_tokenizer *tok_load_json(const char *path);
 int tok_load_config(or1_tokenizer *t, const char *dir);
 /* Applies a tokenizer_config.json object (where names it in messages); *have_tpl: it held a
  * chat template. */
