@@ -245,6 +245,8 @@ typedef struct {
     const jx_node *at; /* for error places */
 } jx_args;
 
+/* ---- value access, below the evaluator and the library (jinja_access.c) ---- */
+
 /* Argument i, or the keyword argument name, or def; fails when more than max positional
  * arguments were given, or a keyword argument is not one of names (NULL-terminated). */
 jv jx_arg(jx_eval *E, const jx_args *a, size_t i, const char *name, jv def);
@@ -256,22 +258,29 @@ jx_list *jx_iter(jx_eval *E, const jx_node *at, jv v);
 /* x[key] as Jinja looks it up (the item, then the attribute), and x.name (the reverse). */
 jv jx_getitem(jx_eval *E, const jx_node *at, jv x, jv key);
 jv jx_getattr(jx_eval *E, const jx_node *at, jv x, const char *name);
-/* Filter, test, method and global-function calls (jinja_lib.c). */
+/* The method of x called name, if x's Python type has one (a dict's "items" wins over a key). */
+bool jx_has_method(jv x, const char *name);
+/* Index of name in a NULL-terminated list of names, or -1. */
+int jx_name_index(const char *const *list, const char *name);
+
+/* ---- the library (jinja_lib.c) ---- */
+
+/* Filter, test, method and global-function calls. */
 jv jx_filter(jx_eval *E, const char *name, jv x, const jx_args *a);
 bool jx_test(jx_eval *E, const char *name, jv x, const jx_args *a);
 jv jx_call_method(jx_eval *E, const jx_method *m, const jx_args *a);
 jv jx_call_func(jx_eval *E, int func, const jx_args *a);
-/* The method of x called name, if x's Python type has one (a dict's "items" wins over a key). */
-bool jx_has_method(jv x, const char *name);
 /* The global function called name (range, namespace, dict, raise_exception, strftime_now), or -1. */
 int jx_func_id(const char *name);
 /* Python str.lower() of s as a new string value. */
 jv jx_lower(jx_eval *E, jv s);
-
-/* Renders the statements with vars (a dict) into out. */
-void jx_render(jx_ctx *c, const jx_nodes *prog, jx_dict *vars, jx_buf *out);
 /* True when name is a filter / test this interpreter knows (checked at parse, as Jinja does). */
 bool jx_filter_known(const char *name);
 bool jx_test_known(const char *name);
+
+/* ---- the evaluator (jinja_eval.c) ---- */
+
+/* Renders the statements with vars (a dict) into out. */
+void jx_render(jx_ctx *c, const jx_nodes *prog, jx_dict *vars, jx_buf *out);
 
 #endif

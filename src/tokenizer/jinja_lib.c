@@ -23,38 +23,9 @@ static const char *const TESTS[] = {"defined", "undefined", "none", "boolean", "
                                     "odd", "even", "divisibleby", "eq", "equalto", "ne", "lt", "le", "gt", "ge",
                                     "in", "lower", "upper", NULL};
 
-/* Methods by Python type; the ones that mutate exist (so lookups find them first, as in
- * Python) but refuse to run, as Jinja's immutable sandbox does. */
-static const char *const STR_METHODS[] = {"split", "strip", "lstrip", "rstrip", "startswith", "endswith", "upper",
-                                          "lower", "title", "capitalize", "replace", "find", "count", "join",
-                                          "format", "rsplit", "isdigit", "isalpha", "isspace", "index", NULL};
-static const char *const DICT_METHODS[] = {"items", "keys", "values", "get", "copy", "pop", "popitem", "setdefault",
-                                           "update", "clear", "fromkeys", NULL};
-static const char *const NUM_ATTRS[] = {"real", "imag", "numerator", "denominator", "conjugate", "bit_length",
-                                       "bit_count", "to_bytes", "from_bytes", "as_integer_ratio", "is_integer",
-                                       "hex", "fromhex", NULL};
-static const char *const LIST_METHODS[] = {"append", "extend", "insert", "remove", "pop", "clear", "index", "count",
-                                           "copy", "reverse", "sort", NULL};
-
-/* Index of name in a NULL-terminated list, or -1. */
-static int find(const char *const *list, const char *name) {
-    for (int i = 0; list[i]; i++)
-        if (!strcmp(list[i], name)) return i;
-    return -1;
-}
-
-bool jx_filter_known(const char *name) { return find(FILTERS, name) >= 0; }
-bool jx_test_known(const char *name) { return find(TESTS, name) >= 0; }
-int jx_func_id(const char *name) { return find(FUNCS, name); }
-
-/* True when x's Python type has an attribute called name (found before a dict key). */
-bool jx_has_method(jv x, const char *name) {
-    if (x.kind == JV_STR) return find(STR_METHODS, name) >= 0;
-    if (x.kind == JV_DICT) return find(DICT_METHODS, name) >= 0;
-    if (x.kind == JV_LIST) return find(LIST_METHODS, name) >= 0;
-    if (x.kind == JV_INT || x.kind == JV_FLOAT || x.kind == JV_BOOL) return find(NUM_ATTRS, name) >= 0;
-    return false;
-}
+bool jx_filter_known(const char *name) { return jx_name_index(FILTERS, name) >= 0; }
+bool jx_test_known(const char *name) { return jx_name_index(TESTS, name) >= 0; }
+int jx_func_id(const char *name) { return jx_name_index(FUNCS, name); }
 
 #define FAIL_AT(E, a, ...) jx_fail((E)->c, (a)->at->line, (a)->at->col, __VA_ARGS__)
 
