@@ -17,6 +17,8 @@
   auto, gives the bytes and metrics of a run never stopped (1 step stale with 2 trainer ranks
   under ZeRO-1; 2 steps stale with partial rollouts and 2 rollout ranks), pending batches
   included.
+- A synchronous checkpoint resumed in async mode trains on, its first batch from the
+  checkpoint's own weights.
 - Errors: async on one process, no rank left to train, a count that is not whole, partial
   rollouts at staleness 0, and a damaged async_pending.bin (checksums re-recorded) each fail
   with a message naming the cause.
@@ -273,6 +275,16 @@ def kill_resume(name, np_, seed, **train):
     same_run(out, full, f"{name}: killed twice and resumed", steps=8)
 
 
+def from_sync(sync_out):
+    """A synchronous run's step-2 checkpoint resumed in async mode (staleness 1) into a new folder:
+    it trains on; step 3's batch is sampled by the checkpoint's own weights (fresher than the
+    bound), step 4's one step behind."""
+    cfg, out = config("from_sync", **{"async": True, "max_staleness": 1, "rollout_ranks": 1})
+    mpirun(2, OR1, "train", "--config", cfg, "--resume", C.ckpt(sync_out, 2))
+    h = {r["step"]: r["async_staleness_tokens"] for r in C.metrics(out)}
+    check(sorted(h) == [3, 4] and h[3][1] == 0 and h[3][0] > 0, f"resumed from a synchronous checkpoint: {h}")
+
+
 def errors():
     """Clear refusals."""
     cfg, _ = config("err_one", **{"async": True})
@@ -302,6 +314,7 @@ def errors():
 def main():
     available()
     lockstep()
+    from_sync(os.path.join(SCRATCH, "sync1"))
     provenance("stale1", 1, 0)
     provenance("stale2_partial", 2, 6)
     provenance("stale1_partial_keep", 1, 6, keep=True)
