@@ -75,7 +75,7 @@ void train_batch_assign_ranks(const or1_dataset *data, const uint32_t *ids, size
 
 /* Appends n groups; the rank that owns a group fills its numbers, a sum shares them. */
 void train_batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
-                     const size_t *pos, size_t mine) {
+                           const size_t *pos, size_t mine) {
     b->M = M;
     batch_grow(b, b->n_groups + n, M);
     size_t g0 = b->n_groups, s0 = g0 * (size_t)M, ns = n * (size_t)M;

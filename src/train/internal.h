@@ -118,7 +118,7 @@ void train_batch_init(step_batch *b);
 void train_batch_free(step_batch *b);
 /* Appends one round's groups: own samples from sc (taken over), numbers summed over ranks. */
 void train_batch_add_round(step_batch *b, const trainer *t, const uint32_t *ids, size_t n, int M, or1_scored *sc,
-                     const size_t *pos, size_t mine);
+                           const size_t *pos, size_t mine);
 /* Length-shaped rewards, truncation masks, rejection and advantages over every group so far
  * (max_len: the stage's T). */
 void train_batch_decide(step_batch *b, const trainer *t, int max_len);
@@ -154,7 +154,7 @@ char *train_wire_pack_batch(const step_batch *b, const async_batch *a, const or1
  * group's prompt must be its row's in data (NULL: not checked) and lengths at most max_len.
  * Fails naming `where` and the offset. */
 int train_wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
-                      step_batch *b, async_batch *a);
+                            step_batch *b, async_batch *a);
 /* This rank's own completions with their indices, and their reading into b (owned then). */
 char *train_wire_pack_owned(const step_batch *b, size_t *len);
 int train_wire_unpack_owned(const char *buf, size_t len, step_batch *b, int max_len);
@@ -184,7 +184,7 @@ void train_async_close(trainer *t);
 /* Loads and places everything a run needs, resuming from resume_dir when set; as (NULL: a
  * synchronous run) gives an asynchronous run's role. */
 int train_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
-                 const async_state *as);
+               const async_state *as);
 /* Frees everything trainer_open made. */
 void train_close(trainer *t);
 

@@ -100,7 +100,7 @@ static int open_device(trainer *t) {
 
 /* Loads model, tokenizer, data, reference, optimizer, controller; resumes if asked. */
 int train_open(trainer *t, const or1_train_config *cfg, const or1_dist *d, const char *resume_dir,
-                 const async_state *as) {
+               const async_state *as) {
     memset(t, 0, sizeof *t);
     t->cfg = cfg, t->d = d;
     if (as) t->async = *as;

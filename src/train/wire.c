@@ -243,7 +243,7 @@ static void get_numbers(rbuf *r, step_batch *b, async_batch *a, const or1_datase
 
 /* See internal.h. */
 int train_wire_unpack_batch(const char *buf, size_t len, const char *where, const or1_dataset *data, int max_len,
-                      step_batch *b, async_batch *a) {
+                            step_batch *b, async_batch *a) {
     rbuf r = {buf, len, 0, where, 0};
     train_batch_init(b);
     memset(a, 0, sizeof *a);
@@ -253,7 +253,7 @@ int train_wire_unpack_batch(const char *buf, size_t len, const char *where, cons
         b->owned[i] = true;
         if (!r.bad && (b->len[i] != b->c[i].n || b->switch_at[i] < 0 || b->switch_at[i] > b->c[i].n))
             WIRE_BAD(&r, "%s: sample %zu: its length %d or its switch %d disagree with its %d tokens", where, i,
-                             b->len[i], b->switch_at[i], b->c[i].n);
+                     b->len[i], b->switch_at[i], b->c[i].n);
     }
     if (!r.bad && r.at != r.n) WIRE_BAD(&r, "%s: %zu bytes follow the batch", where, r.n - r.at);
     if (!r.bad) return 0;
