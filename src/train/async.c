@@ -116,7 +116,8 @@ static int ship_batch(trainer *t, step_batch *b, long j, double waited, double t
     char *mine = train_wire_pack_owned(b, &len), *all;
     or1_dist_gather_bytes(t->d, mine, len, &all, &all_len);
     free(mine);
-    int rc = t->d->rank == 0 ? train_wire_unpack_owned(all, all_len, b, max_len) : 0;
+    /* the first rank's own records lead the gathered bytes and are already in b */
+    int rc = t->d->rank == 0 ? train_wire_unpack_owned(all + len, all_len - len, b, max_len) : 0;
     free(all);
     if (rc || t->d->rank != 0) return rc;
     cJSON *ds = or1_data_state_json(t->data);
